@@ -1,0 +1,153 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The vocabulary shared by the sysfs reader and the text parsers.
+
+Every source (sysfs, ibstat, ibstatus, ibv_devinfo, rdma link, ibdev2netdev) spells port states,
+rates and GUIDs its own way; these helpers turn each spelling into the one form the facts use, so
+that a port read from sysfs and the same port parsed from ``ibstat`` compare equal.
+"""
+
+from __future__ import annotations
+
+import re
+
+# IB port logical states (IBTA PortInfo:PortState), as the kernel prints them in ports/N/state.
+PORT_STATES = {0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
+
+# IB port physical states (IBTA PortInfo:PortPhysicalState), named as ibstat names them.
+PHYS_STATES = {
+    0: "NoStateChange",
+    1: "Sleep",
+    2: "Polling",
+    3: "Disabled",
+    4: "PortConfigurationTraining",
+    5: "LinkUp",
+    6: "LinkErrorRecovery",
+    7: "PhyTest",
+}
+
+# Other spellings of the same states, upper-cased with separators removed:
+# ibstat "Active"/"Initializing", ibv_devinfo "PORT_ACTIVE", rdma link "LINK_UP".
+_STATE_ALIASES = {
+    "NOP": 0, "DOWN": 1, "INIT": 2, "INITIALIZE": 2, "INITIALIZING": 2, "ARMED": 3, "ACTIVE": 4,
+    "ACTIVEDEFER": 5, "PORTNOP": 0, "PORTDOWN": 1, "PORTINIT": 2, "PORTARMED": 3, "PORTACTIVE": 4,
+    "PORTACTIVEDEFER": 5,
+}
+_PHYS_STATE_ALIASES = dict(
+    {name.upper(): code for code, name in PHYS_STATES.items()},
+    NOSTATECHANGE=0, CONFIGTRAINING=4, PORTCONFIGURATIONTRAINING=4, LINKUP=5, ERRORRECOVERY=6,
+)
+
+_CODE_AND_NAME = re.compile(r"^\s*(\d+)\s*:\s*(.*?)\s*$")
+_RATE = re.compile(
+    r"^\s*(?P<gbps>\d+(?:\.\d+)?)\s*(?:Gb/sec|Gbps|Gb/s)?\s*(?:\((?P<detail>[^)]*)\))?\s*$",
+    re.IGNORECASE,
+)
+_WIDTH = re.compile(r"^\d+X$", re.IGNORECASE)
+
+
+def _alias_key(text: str) -> str:
+    return re.sub(r"[^A-Z0-9]", "", text.upper())
+
+
+def _state(text, names, aliases):
+    """Return (name, code) for a state written as ``4: ACTIVE``, ``ACTIVE``, ``PORT_ACTIVE (4)``."""
+    if text is None:
+        return None, None
+    text = str(text).strip()
+    if not text:
+        return None, None
+    match = _CODE_AND_NAME.match(text)
+    if match:
+        code = int(match.group(1))
+        return names.get(code, match.group(2) or None), code
+    trailing_code = re.match(r"^(.*?)\s*\((\d+)\)$", text)
+    if trailing_code:
+        code = int(trailing_code.group(2))
+        return names.get(code, trailing_code.group(1)), code
+    if text.isdigit():
+        code = int(text)
+        return names.get(code), code
+    code = aliases.get(_alias_key(text))
+    if code is None:
+        return text, None
+    return names[code], code
+
+
+def port_state(text):
+    """Normalise a logical port state; returns ``(name, code)``, e.g. ``("ACTIVE", 4)``."""
+    return _state(text, PORT_STATES, _STATE_ALIASES)
+
+
+def phys_state(text):
+    """Normalise a physical port state; returns ``(name, code)``, e.g. ``("LinkUp", 5)``.
+
+    The code wins over the text: a tree that says ``4: ACTIVE`` in phys_state is code 4, which
+    ibstat (reading the number) reports as PortConfigurationTraining.
+    """
+    return _state(text, PHYS_STATES, _PHYS_STATE_ALIASES)
+
+
+def parse_rate(text):
+    """Split a rate into ``{"rate_gbps", "width", "speed"}``.
+
+    Accepts the sysfs form ``100 Gb/sec (4X EDR)``, ``10 Gb/sec (4X)``, ``2.5 Gb/sec (1X)`` and the
+    bare number ibstat prints (``Rate: 56``). Anything else gives all three as None.
+    """
+    result = {"rate_gbps": None, "width": None, "speed": None}
+    if text is None:
+        return result
+    match = _RATE.match(str(text))
+    if not match:
+        return result
+    result["rate_gbps"] = float(match.group("gbps"))
+    for word in (match.group("detail") or "").split():
+        if _WIDTH.match(word):
+            result["width"] = word.upper()
+        elif result["speed"] is None:
+            result["speed"] = word.upper()
+    return result
+
+
+def normalize_guid(text):
+    """Return a 64-bit GUID as ``0x`` and 16 lower-case hex digits, the way ibstat prints it.
+
+    Accepts ``0a7f:bc12:45ef:d23b`` (sysfs, ibv_devinfo), ``0xEC0D9A03000C8980`` (ibstat) and
+    bare hex. Returns None for anything that is not 64 bits of hex.
+    """
+    if text is None:
+        return None
+    digits = str(text).strip().lower()
+    if digits.startswith("0x"):
+        digits = digits[2:]
+    digits = digits.replace(":", "")
+    if not digits or len(digits) > 16 or not re.fullmatch(r"[0-9a-f]+", digits):
+        return None
+    return "0x" + digits.rjust(16, "0")
+
+
+def gid_interface_id(gid):
+    """Return the port GUID held in the low 64 bits of a GID (``fe80:...:b859:9f03:00d4:0a31``)."""
+    if gid is None:
+        return None
+    groups = str(gid).strip().lower().split(":")
+    if len(groups) != 8 or not all(re.fullmatch(r"[0-9a-f]{1,4}", g) for g in groups):
+        return None
+    return normalize_guid("".join(g.rjust(4, "0") for g in groups[4:]))
+
+
+def parse_lid(text):
+    """Return a LID as an int: ``0x3`` (sysfs, ibstatus) is hex, ``3`` (ibstat) is decimal."""
+    if text is None:
+        return None
+    text = str(text).strip().lower()
+    try:
+        return int(text, 16) if text.startswith("0x") else int(text, 10)
+    except ValueError:
+        return None
+
+
+def port_key(device, port):
+    """The ``device/port`` name used in summaries and expectations, e.g. ``mlx5_0/1``."""
+    return "%s/%s" % (device, port)

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# ansible-test needs the collection at .../ansible_collections/rdma/node: copy the files git
+# knows (tracked and not ignored) there and run sanity on that copy.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+STAGE="${RDMA_NODE_CACHE:?run scripts/setup.sh first}/ansible-test-$$/ansible_collections/rdma/node"
+STAGE_TOP="${STAGE%/ansible_collections/rdma/node}"
+trap 'rm -rf "$STAGE_TOP"' EXIT
+mkdir -p "$STAGE"
+(cd "$ROOT" && git ls-files -z --cached --others --exclude-standard) \
+  | (cd "$ROOT" && rsync -a --ignore-missing-args --from0 --files-from=- ./ "$STAGE/")
+cd "$STAGE"
+ansible-test sanity --python 3.11 --venv --requirements "$@"

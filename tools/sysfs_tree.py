@@ -1,0 +1,315 @@
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Simulated sysfs trees for the demo inventory, the tests and the benchmarks.
+
+A git repository (and ansible-test's ``symlinks`` sanity test) cannot hold what a sysfs tree is made
+of: symlinks to directories and dangling symlinks. So trees live in the repository in two text forms
+and are materialised on demand:
+
+* ``TreeBuilder`` writes a tree the way the kernel lays one out (devices under
+  ``devices/pci0000:xx/<bdf>``, ``class/infiniband`` and ``class/net`` entries as relative symlinks,
+  ``device``/``driver``/``physfn``/``master`` links), from a few calls per HCA, port and netdev.
+  The demo hosts are described in YAML and built with it (``build`` command).
+* ``pack``/``unpack`` keep a real tree byte-for-byte (files without a trailing newline, empty
+  directories, dangling symlinks) in a line-oriented archive, for fixtures copied from real systems.
+
+Standard library only, except ``build``, which reads YAML with PyYAML (present wherever Ansible is).
+
+Usage::
+
+    python tools/sysfs_tree.py unpack ARCHIVE DEST
+    python tools/sysfs_tree.py pack TREE ARCHIVE
+    python tools/sysfs_tree.py build HARDWARE_YAML DEST   # one subdirectory per host
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+ARCHIVE_MAGIC = "# rdma.node sysfs archive v1"
+
+ARPHRD_ETHER = 1
+ARPHRD_INFINIBAND = 32
+
+
+class ArchiveError(ValueError):
+    """An archive line that cannot be understood."""
+
+
+# --------------------------------------------------------------------------------------- archive
+
+
+def pack(tree: str) -> bytes:
+    """Serialise ``tree`` (directories, files, symlinks) into the archive format.
+
+    Records, in sorted path order:
+    ``D <path>`` a directory; ``L <path>\\t<target>`` a symlink, kept as written even when dangling;
+    ``F <path>\\t<size>`` followed by exactly ``size`` bytes of content and a newline.
+    """
+    out = [ARCHIVE_MAGIC.encode() + b"\n"]
+    for dirpath, dirnames, filenames in os.walk(tree):
+        dirnames.sort()
+        rel_dir = os.path.relpath(dirpath, tree)
+        entries = sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))])
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+        if rel_dir != ".":
+            out.append(b"D " + rel_dir.encode() + b"\n")
+        for name in entries:
+            path = os.path.join(dirpath, name)
+            rel = os.path.normpath(os.path.join(rel_dir, name))
+            if os.path.islink(path):
+                out.append(b"L %s\t%s\n" % (rel.encode(), os.readlink(path).encode()))
+            else:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+                out.append(b"F %s\t%d\n" % (rel.encode(), len(data)) + data + b"\n")
+    return b"".join(out)
+
+
+def unpack(data: bytes, dest: str) -> int:
+    """Recreate the tree held in archive ``data`` under ``dest``; returns the number of records."""
+    lines = data.split(b"\n", 1)
+    if lines[0].decode(errors="replace") != ARCHIVE_MAGIC:
+        raise ArchiveError("not a sysfs archive: the first line must be %r" % ARCHIVE_MAGIC)
+    rest = lines[1] if len(lines) > 1 else b""
+    count = 0
+    pos = 0
+    while pos < len(rest):
+        end = rest.index(b"\n", pos)
+        header = rest[pos:end].decode()
+        pos = end + 1
+        kind, spec = header.split(" ", 1) if " " in header else (header, "")
+        if kind == "D":
+            os.makedirs(_inside(dest, spec), exist_ok=True)
+        elif kind == "L":
+            rel, target = spec.split("\t", 1)
+            path = _inside(dest, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.symlink(target, path)
+        elif kind == "F":
+            rel, size = spec.split("\t", 1)
+            path = _inside(dest, rel)
+            size = int(size)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as handle:
+                handle.write(rest[pos:pos + size])
+            pos += size + 1
+        else:
+            raise ArchiveError("unknown record %r" % header)
+        count += 1
+    return count
+
+
+def _inside(dest: str, rel: str) -> str:
+    path = os.path.normpath(os.path.join(dest, rel))
+    if not path.startswith(os.path.normpath(dest) + os.sep):
+        raise ArchiveError("path %r leaves the destination" % rel)
+    return path
+
+
+# --------------------------------------------------------------------------------------- builder
+
+
+class TreeBuilder:
+    """Writes a kernel-shaped sysfs tree under ``root`` (the directory that stands for ``/sys``)."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self._pci_dirs = {}
+
+    # -- low level ----------------------------------------------------------------------------
+
+    def write(self, rel: str, value) -> None:
+        """Write one attribute file; ``None`` means the attribute does not exist."""
+        if value is None:
+            return
+        path = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write("%s\n" % value)
+
+    def link(self, rel: str, target_rel: str) -> None:
+        """Create ``rel`` as a relative symlink to ``target_rel`` (both relative to the root)."""
+        path = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        target = os.path.relpath(os.path.join(self.root, target_rel), os.path.dirname(path))
+        os.symlink(target, path)
+
+    def pci_device(self, bdf: str, driver: str = "mlx5_core", numa_node: int = 0, physfn: str = None) -> str:
+        """Create a PCI function directory and return its path relative to the root."""
+        if bdf in self._pci_dirs:
+            return self._pci_dirs[bdf]
+        rel = "devices/pci0000:%s/%s" % (bdf.split(":")[1], bdf)
+        if physfn:
+            rel = "%s/%s" % (self.pci_device(physfn, driver, numa_node), bdf)
+        os.makedirs(os.path.join(self.root, rel), exist_ok=True)
+        self.write(rel + "/numa_node", numa_node)
+        self.write(rel + "/vendor", "0x15b3")
+        if driver:
+            self.link(rel + "/driver", "bus/pci/drivers/%s" % driver)
+        if physfn:
+            parent = self._pci_dirs[physfn]
+            self.link(rel + "/physfn", parent)
+            index = len([n for n in os.listdir(os.path.join(self.root, parent)) if n.startswith("virtfn")])
+            self.link("%s/virtfn%d" % (parent, index), rel)
+            self.write(parent + "/sriov_numvfs", index + 1)
+        self._pci_dirs[bdf] = rel
+        return rel
+
+    # -- RDMA devices ---------------------------------------------------------------------------
+
+    def hca(self, name: str, bdf: str = None, *, hca_type="MT4123", fw_ver="20.39.1002",
+            board_id="MT_0000000223", node_guid="b859:9f03:00d4:0a30", sys_image_guid=None,
+            hw_rev="0x0", node_type="1: CA", numa_node=0, driver="mlx5_core", physfn=None,
+            omit=()) -> str:
+        """Create an RDMA device (``class/infiniband/<name>``); ``bdf=None`` makes a plain directory
+        without a PCI device, as some exported trees have. ``omit`` names attributes to leave out."""
+        if bdf:
+            pci = self.pci_device(bdf, driver, numa_node, physfn)
+            rel = "%s/infiniband/%s" % (pci, name)
+            self.link("class/infiniband/" + name, rel)
+            self.link(rel + "/device", pci)
+        else:
+            rel = "class/infiniband/" + name
+        attrs = {
+            "node_type": node_type, "hca_type": hca_type, "fw_ver": fw_ver, "board_id": board_id,
+            "node_guid": node_guid, "sys_image_guid": sys_image_guid or node_guid, "hw_rev": hw_rev,
+            "node_desc": "%s %s" % (os.path.basename(self.root.rstrip("/")), name),
+        }
+        for key, value in attrs.items():
+            if key not in omit:
+                self.write("%s/%s" % (rel, key), value)
+        os.makedirs(os.path.join(self.root, rel, "ports"), exist_ok=True)
+        return rel
+
+    def port(self, device_rel: str, number: int, *, state="4: ACTIVE", phys_state="5: LinkUp",
+             rate="100 Gb/sec (4X EDR)", lid="0x1", sm_lid="0x1", lmc=0, sm_sl=0,
+             link_layer="InfiniBand", cap_mask="0x2651e848", gid_prefix="fe80:0000:0000:0000",
+             port_guid="b859:9f03:00d4:0a31", extra_gids=0, ndevs=None, omit=()) -> str:
+        """Create ``ports/<number>`` of a device with its GID table.
+
+        ``ndevs`` (RoCE) names the netdev behind each GID; ``extra_gids`` adds that many more
+        populated GID entries (with ``gid_attrs``) to fill a table as large as a busy RoCE port's.
+        """
+        rel = "%s/ports/%d" % (device_rel, number)
+        attrs = {
+            "state": state, "phys_state": phys_state, "rate": rate, "lid": lid, "sm_lid": sm_lid,
+            "lid_mask_count": lmc, "sm_sl": sm_sl, "link_layer": link_layer, "cap_mask": cap_mask,
+        }
+        for key, value in attrs.items():
+            if key not in omit:
+                self.write("%s/%s" % (rel, key), value)
+        self.write(rel + "/pkeys/0", "0xffff")
+        gids = [gid_prefix + ":" + port_guid] + [
+            "0000:0000:0000:0000:0000:ffff:0a%02x:%04x" % (number, index) for index in range(extra_gids)
+        ]
+        for index, gid in enumerate(gids):
+            if "gids" not in omit:
+                self.write("%s/gids/%d" % (rel, index), gid)
+            if link_layer == "Ethernet" or extra_gids:
+                netdev = (ndevs or [""])[min(index, len(ndevs or [""]) - 1)]
+                self.write("%s/gid_attrs/ndevs/%d" % (rel, index), netdev)
+                self.write("%s/gid_attrs/types/%d" % (rel, index), "RoCE v2" if index % 2 else "IB/RoCE v1")
+        return rel
+
+    # -- network devices ------------------------------------------------------------------------
+
+    def netdev(self, name: str, bdf: str = None, *, address="0c:42:a1:1d:d1:2a", kind=ARPHRD_ETHER,
+               carrier=1, operstate="up", mtu=1500, dev_port=0, dev_id="0x0", master=None,
+               omit=()) -> str:
+        """Create ``class/net/<name>``: under its PCI function, or under devices/virtual (bonds)."""
+        if bdf:
+            pci = self.pci_device(bdf)
+            rel = "%s/net/%s" % (pci, name)
+            self.link(rel + "/device", pci)
+        else:
+            rel = "devices/virtual/net/%s" % name
+        self.link("class/net/" + name, rel)
+        attrs = {
+            "address": address, "type": kind, "carrier": carrier, "operstate": operstate, "mtu": mtu,
+            "dev_port": dev_port, "dev_id": dev_id, "ifindex": len(os.listdir(os.path.join(self.root, "class/net"))),
+        }
+        for key, value in attrs.items():
+            if key not in omit:
+                self.write("%s/%s" % (rel, key), value)
+        if master:
+            self.link(rel + "/master", "devices/virtual/net/%s" % master)
+        return rel
+
+    def ipoib_address(self, gid_prefix: str, port_guid: str, qpn: int = 0x1049) -> str:
+        """The 20-byte IPoIB hardware address: flags/QPN, then the port's 16-byte GID."""
+        hexdigits = "%08x" % qpn + (gid_prefix + port_guid).replace(":", "")
+        return ":".join(hexdigits[i:i + 2] for i in range(0, 40, 2))
+
+
+# --------------------------------------------------------------------------------------- hardware
+
+
+def build_host(root: str, spec: dict) -> None:
+    """Build one host's tree from its hardware description (the demo's ``hardware.yml`` format)."""
+    tree = TreeBuilder(root)
+    os.makedirs(os.path.join(root, "class/net"), exist_ok=True)
+    os.makedirs(os.path.join(root, "class/infiniband"), exist_ok=True)
+    for netdev in spec.get("netdevs", []):
+        if not netdev.get("bdf"):
+            tree.netdev(**netdev)
+    for name, device in spec.get("devices", {}).items():
+        device = dict(device)
+        ports = device.pop("ports", {})
+        device_rel = tree.hca(name, **device)
+        for number, port in ports.items():
+            tree.port(device_rel, int(number), **port)
+    for netdev in spec.get("netdevs", []):
+        if netdev.get("bdf"):
+            netdev = dict(netdev)
+            ipoib_of = netdev.pop("ipoib_of", None)
+            if ipoib_of:
+                device, number = ipoib_of.split("/", 1)
+                port = spec["devices"][device]["ports"][int(number)]
+                netdev["kind"] = ARPHRD_INFINIBAND
+                netdev["address"] = tree.ipoib_address(
+                    port.get("gid_prefix", "fe80:0000:0000:0000"), port["port_guid"])
+            tree.netdev(**netdev)
+
+
+def build_hardware_file(path: str, dest: str) -> list:
+    """Build every host of a hardware YAML file under ``dest/<host>/sys``; returns the host names."""
+    import yaml  # controller-side only: PyYAML ships with Ansible
+
+    with open(path, encoding="utf-8") as handle:
+        hosts = yaml.safe_load(handle)
+    if not isinstance(hosts, dict):
+        raise ArchiveError("%s: expected a mapping of host name to hardware" % path)
+    for host, spec in hosts.items():
+        root = os.path.join(dest, host, "sys")
+        shutil.rmtree(os.path.join(dest, host), ignore_errors=True)
+        build_host(root, spec)
+    return sorted(hosts)
+
+
+def main(argv: list) -> int:
+    if len(argv) != 3 or argv[0] not in ("pack", "unpack", "build"):
+        sys.stderr.write(__doc__.split("Usage::", 1)[1])
+        return 2
+    command, source, dest = argv
+    try:
+        if command == "pack":
+            with open(dest, "wb") as handle:
+                handle.write(pack(source))
+        elif command == "unpack":
+            shutil.rmtree(dest, ignore_errors=True)
+            with open(source, "rb") as handle:
+                unpack(handle.read(), dest)
+        else:
+            for host in build_hardware_file(source, dest):
+                print("%s/%s/sys" % (dest, host))
+    except (OSError, ArchiveError, KeyError, TypeError, ValueError) as exc:
+        sys.stderr.write("sysfs_tree %s %s: %s\n" % (command, source, exc))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
