@@ -1,0 +1,215 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of rdma.node.containerd_runtime: config.toml is edited here, on the controller.
+
+Round trips to the node, chosen so that the node needs only Python's standard library and every
+option stays documented (no hidden module parameters):
+
+1. ``rdma.node.containerd_runtime`` (the module of the same name) reads, in one call, the file, the
+   base runtime spec's state, and the node's ``containerd --version`` / ``containerd config default``
+   (the default is both the content for a missing file and the schema that containerd reads). When
+   nothing changes, this is the only round trip.
+2. Only when the file changes and validation applies: the candidate goes to Ansible's temporary
+   directory on the node and ``containerd --config <copy> config dump`` runs there as a plain command
+   (no module, so it also runs in check mode, and it writes nothing but that copy). The dump comes
+   back here and is parsed with tomlkit, so the check is what containerd really reads, not only its
+   exit status: containerd 1.6 exits 0 on a version 3 file and on an import that replaces the CRI
+   section, and silently drops the runtime settings.
+3. Only when the file changes, outside check mode: ``ansible.builtin.copy`` moves the transferred
+   content into place: temp file and rename in the target's directory (atomic), owner, mode and
+   SELinux context of the old file kept, ``backup`` through ``backup_local``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+import shlex
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_bytes, to_text
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.rdma.node.plugins.plugin_utils._containerd_config import (
+    ARGUMENT_SPEC,
+    BASE_RUNTIME_SPEC,
+    REQUIRED_IF,
+    ContainerdConfigError,
+    check_dump,
+    native_version,
+    plan_base_runtime_spec,
+    require_tomlkit,
+    validate_spec_path,
+    validation_text,
+)
+
+display = Display()
+
+_LOG_MSG = re.compile(r'level=(?P<level>\w+) msg="(?P<msg>(?:[^"\\]|\\.)*)"')
+
+
+def _containerd_label(version_output):
+    """``containerd 1.6.20~ds1`` from ``containerd github.com/containerd/containerd 1.6.20~ds1 ...``."""
+    words = (version_output or "").split()
+    return "containerd %s" % words[2] if len(words) >= 3 else "containerd"
+
+
+def _containerd_messages(stderr, level):
+    return [match.group("msg").replace('\\"', '"') for match in _LOG_MSG.finditer(stderr or "")
+            if match.group("level") == level]
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = True
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp  # tmp no longer has any effect
+        try:
+            args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF)[1]
+            result.update(self._containerd_runtime(args, task_vars or {}))
+        except ContainerdConfigError as exc:
+            raise AnsibleActionFail(str(exc)) from None
+        finally:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        return result
+
+    # ----------------------------------------------------------------------------------------------
+
+    def _containerd_runtime(self, args, task_vars):
+        require_tomlkit()
+        present = args["state"] == "present"
+        node_result = self._execute_module(module_name="rdma.node.containerd_runtime", module_args=dict(args),
+                                           task_vars=task_vars)
+        if node_result.get("failed") or "node" not in node_result:
+            raise AnsibleActionFail(node_result.get("msg") or "rdma.node.containerd_runtime failed on the node.",
+                                    result={k: v for k, v in node_result.items() if k not in ("msg", "failed")})
+        node = node_result["node"]
+        path = node["path"]
+        spec = validate_spec_path(node.get(BASE_RUNTIME_SPEC)) if present else None
+        result = dict(changed=False, path=path, runtimes_changed=[], runtimes_created=[], created=False,
+                      restart_required=False, validated=False)
+        if node.get("containerd_version"):
+            result["containerd_version"] = node["containerd_version"]
+        label = _containerd_label(node.get("containerd_version"))
+
+        if node["exists"]:
+            before = text = node["content"]
+        elif not present:
+            result["msg"] = "%s does not exist; nothing to remove." % path
+            return result
+        else:
+            directory = posixpath.dirname(path)
+            if not node["directory_exists"]:
+                raise AnsibleActionFail("cannot create %s: its directory %s does not exist on the node." % (path, directory))
+            if not node.get("containerd"):
+                raise AnsibleActionFail(
+                    "%s does not exist and containerd is not installed on the node to create it from "
+                    "'containerd config default'; install containerd first." % path)
+            if node.get("default_config") is None:
+                raise AnsibleActionFail("%s does not exist and 'containerd config default' failed on the node: %s."
+                                        % (path, node.get("default_config_error")))
+            before, text = "", node["default_config"]
+            result["created"] = True
+
+        plan = plan_base_runtime_spec(text, spec, runtimes=args["runtimes"], state=args["state"],
+                                      create_missing=args["create_missing"], source=path)
+        for warning in plan.warnings:
+            display.warning(warning)
+        result.update(config_version=plan.config_version, runtimes_changed=plan.runtimes_changed,
+                      runtimes_created=plan.runtimes_created)
+        new_text = plan.new_text
+        changed = result["created"] or plan.changed
+
+        if args["validate"] is not False:
+            reason = self._cannot_validate(node, plan.config_version, path, label)
+            if reason and args["validate"]:
+                raise AnsibleActionFail("cannot validate %s: %s; set validate=false to write it unvalidated." % (path, reason))
+            if reason and node.get("containerd"):
+                display.warning("%s was not validated: %s." % (path, reason))
+            if not reason and changed:
+                self._check_spec(node, spec)
+                expected = {name: spec for name in plan.runtimes}
+                self._validate(node["containerd"], label, path, new_text, expected, task_vars)
+                result["validated"] = True
+
+        if not changed:
+            return result
+        if not node["directory_writable"]:
+            raise AnsibleActionFail(
+                "cannot write %s: its directory %s is not writable on the node (read-only file system or "
+                "permissions); nothing was changed." % (path, posixpath.dirname(path)))
+        if self._task.diff:
+            result["diff"] = dict(before=before, after=new_text, before_header=path, after_header=path)
+        result.update(changed=True, restart_required=True)
+        if self._task.check_mode:
+            return result
+        result.update(self._write(path, new_text, args["backup"], task_vars))
+        return result
+
+    @staticmethod
+    def _cannot_validate(node, version, path, label):
+        """Why the node's containerd cannot check this file, or None."""
+        if not node.get("containerd"):
+            return "containerd is not installed on the node"
+        if node.get("default_config") is None:
+            return "'containerd config default' failed on the node (%s)" % node.get("default_config_error")
+        native = native_version(node["default_config"])
+        if native < version:
+            return ("%s on the node reads config versions up to %d and %s is version %d, which it would "
+                    "silently ignore" % (label, native, path, version))
+        return None
+
+    def _check_spec(self, node, spec):
+        """containerd's CRI plugin does not start when the base runtime spec cannot be loaded."""
+        status = node.get("spec_status")
+        if spec is None or status in (None, "ok"):
+            return
+        message = ("base_runtime_spec %s on the node is %s, and containerd's CRI plugin does not start without a "
+                   "loadable spec" % (spec, status))
+        if self._task.check_mode:
+            display.warning(message + " (check mode: an earlier task may create it).")
+            return
+        raise AnsibleActionFail(message + "; create it first (rdma.node.oci_rlimits), nothing was changed.")
+
+    def _remote_file(self, name, content):
+        tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
+        remote = self._connection._shell.join_path(tmpdir, name)
+        self._transfer_data(remote, content)
+        self._fixup_perms2((tmpdir, remote))
+        return remote
+
+    def _validate(self, containerd, label, path, new_text, expected, task_vars):
+        """Run the node's ``containerd config dump`` on the candidate and check what containerd reads."""
+        remote = self._remote_file("config.toml", validation_text(new_text, posixpath.dirname(path)))
+        command = shlex.join([containerd, "--config", remote, "config", "dump"])
+        res = self._low_level_execute_command(command, chdir="/")
+        stderr = to_text(res.get("stderr", "")).replace(remote, path).strip()
+        if res.get("rc") != 0:
+            detail = " ".join(stderr.split()) or "exit status %s" % res.get("rc")
+            raise AnsibleActionFail("%s rejects the new %s: %s; nothing was changed." % (label, path, detail))
+        for message in _containerd_messages(stderr, "warning"):
+            display.warning("%s about %s: %s" % (label, path, message))
+        check_dump(to_text(res.get("stdout", "")), expected, path, label)
+
+    def _write(self, path, new_text, backup, task_vars):
+        data = to_bytes(new_text)
+        remote = self._remote_file("content", data)
+        copy_result = self._execute_module(
+            module_name="ansible.builtin.copy",
+            module_args=dict(src=remote, dest=path, backup=backup, follow=True,
+                             checksum=hashlib.sha1(data).hexdigest(), _original_basename=posixpath.basename(path)),
+            task_vars=task_vars,
+        )
+        if copy_result.get("failed"):
+            raise AnsibleActionFail("cannot write %s: %s" % (path, copy_result.get("msg", "ansible.builtin.copy failed")))
+        written = {}
+        if copy_result.get("backup_file"):
+            written["backup_file"] = copy_result["backup_file"]
+        return written

@@ -1,0 +1,304 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""containerd_runtime against the real containerd 1.6 of Debian (``containerd`` package).
+
+What containerd itself reads is the proof: ``containerd --config FILE config dump`` prints the
+configuration as containerd parsed it (imports merged, schema migrated to its own version 2), and
+these tests parse that output. Nothing is faked; ansible-playbook runs on localhost against files in
+pytest's temporary directory. ``config dump`` starts no daemon and writes nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import ansible_collections.rdma.node as collection
+from ansible_collections.rdma.node.plugins.plugin_utils import _containerd_config as cc
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "containerd" / "config_toml"
+COLLECTIONS_ROOT = Path(list(collection.__path__)[0]).parents[2]
+CONTAINERD = shutil.which("containerd") or "/usr/bin/containerd"
+SPEC_PATH = "/etc/containerd/rdma-spec.json"
+V2_RUNTIMES = ("plugins", "io.containerd.grpc.v1.cri", "containerd", "runtimes")
+
+
+def read_fixture(name: str) -> str:
+    with open(FIXTURES / name, encoding="utf-8", newline="") as handle:
+        return handle.read()
+
+
+def version_1_kind() -> str:
+    """The kind config in containerd 1.x's first layout (plugins.cri, no version line), derived here."""
+    text = read_fixture("kind-fork_v2_runc_base_runtime_spec.toml")
+    return text.replace('"io.containerd.grpc.v1.cri"', "cri").replace("version = 2\n", "")
+
+
+# schema 1 and 2 inputs that containerd 1.6 reads: (name, text, runtimes it configures)
+SCHEMA_1_2 = [
+    ("containerd-1.6_config_default_v2.toml", read_fixture("containerd-1.6_config_default_v2.toml"), ["runc"]),
+    ("eks-ami_v2_nvidia_default-runtime_base_runtime_spec.toml",
+     read_fixture("eks-ami_v2_nvidia_default-runtime_base_runtime_spec.toml"), ["nvidia"]),
+    ("kind-fork_v2_runc_base_runtime_spec.toml", read_fixture("kind-fork_v2_runc_base_runtime_spec.toml"),
+     ["runc", "test-handler"]),
+    ("kind-fork as version 1 (derived)", version_1_kind(), ["runc", "test-handler"]),
+]
+
+
+def config_dump(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([CONTAINERD, "--config", str(path), "config", "dump"], cwd="/", capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+def dumped_runtimes(path: Path) -> dict:
+    proc = config_dump(path)
+    assert proc.returncode == 0, proc.stderr
+    node = tomllib.loads(proc.stdout)
+    assert node["version"] == 2  # containerd 1.6 migrates everything it reads to version 2
+    for part in V2_RUNTIMES:
+        node = node[part]
+    return node
+
+
+def containerd_label() -> str:
+    words = subprocess.run([CONTAINERD, "--version"], capture_output=True, text=True, check=True).stdout.split()
+    return "containerd %s" % words[2]
+
+
+def run_play(tmp_path: Path, tasks: list, wrapper: list | None = None) -> list:
+    """Run ``tasks`` on localhost (each registered, errors ignored); return their results in order."""
+    results = tmp_path / "results.json"
+    remote_tmp = tmp_path / "remote-tmp"
+    remote_tmp.mkdir(exist_ok=True)
+    play_tasks = [dict(task, register="__r%d" % i, ignore_errors=True) for i, task in enumerate(tasks)]
+    play_tasks.append({
+        "name": "Save the results",
+        "ansible.builtin.copy": {"content": "{{ [%s] | to_json }}" % ", ".join("__r%d" % i for i in range(len(tasks))),
+                                 "dest": str(results)},
+        "check_mode": False, "diff": False,
+    })
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(json.dumps([{
+        "hosts": "localhost", "gather_facts": False,
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
+        "tasks": play_tasks,
+    }]))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_ROOT), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+               ANSIBLE_REMOTE_TMP=str(remote_tmp), ANSIBLE_LOCAL_TEMP=str(tmp_path / "local-tmp"))
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(playbook)]
+    proc = subprocess.run((wrapper or []) + command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert list(remote_tmp.iterdir()) == []  # the transferred candidates went with Ansible's temp dir
+    return json.loads(results.read_text())
+
+
+def task(path: Path, **options) -> dict:
+    return {"rdma.node.containerd_runtime": dict({"path": str(path), "base_runtime_spec": SPEC_PATH}, **options)}
+
+
+@pytest.fixture
+def spec_file(tmp_path):
+    """A loadable base runtime spec (containerd's own default, from the real ctr)."""
+    spec = tmp_path / "rdma-spec.json"
+    proc = subprocess.run(["ctr", "oci", "spec"], capture_output=True, text=True, timeout=60, check=True)
+    spec.write_text(proc.stdout)
+    return spec
+
+
+def test_containerd_is_1_6():
+    assert containerd_label().startswith("containerd 1.6.")
+
+
+# ------------------------------------------------------------------------------------------------
+# The edited files, as containerd reads them
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, text, runtimes", SCHEMA_1_2, ids=[case[0] for case in SCHEMA_1_2])
+def test_containerd_reads_base_runtime_spec_on_every_runtime(tmp_path, name, text, runtimes):
+    before, after = tmp_path / "before.toml", tmp_path / "after.toml"
+    before.write_text(text, newline="")
+    plan = cc.plan_base_runtime_spec(text, SPEC_PATH, source=name)
+    assert plan.runtimes_changed == runtimes
+    after.write_text(plan.new_text, newline="")
+
+    seen_before, seen_after = dumped_runtimes(before), dumped_runtimes(after)
+    assert all(seen_before[rt]["base_runtime_spec"] != SPEC_PATH for rt in runtimes)
+    assert {rt: seen_after[rt]["base_runtime_spec"] for rt in runtimes} == {rt: SPEC_PATH for rt in runtimes}
+    # everything else containerd reads is the same as before the edit
+    for rt in runtimes:
+        seen_before[rt].pop("base_runtime_spec")
+        seen_after[rt].pop("base_runtime_spec")
+    assert seen_before == seen_after
+
+
+@pytest.mark.parametrize("name, text, runtimes", SCHEMA_1_2, ids=[case[0] for case in SCHEMA_1_2])
+def test_containerd_reads_a_created_runtime(tmp_path, name, text, runtimes):
+    after = tmp_path / "after.toml"
+    plan = cc.plan_base_runtime_spec(text, SPEC_PATH, runtimes=["rdma"], create_missing=True, source=name)
+    after.write_text(plan.new_text, newline="")
+    rdma = dumped_runtimes(after)["rdma"]
+    assert rdma["base_runtime_spec"] == SPEC_PATH and rdma["runtime_type"] == "io.containerd.runc.v2"
+
+
+def test_containerd_1_6_silently_ignores_a_version_3_file(tmp_path):
+    # Why the plugin cannot trust containerd 1.6's exit status for a version 3 file.
+    text = read_fixture("eks-ami_containerd2_v3_default_base_runtime_spec.toml")
+    edited = tmp_path / "v3.toml"
+    edited.write_text(cc.plan_base_runtime_spec(text, SPEC_PATH).new_text, newline="")
+    proc = config_dump(edited)
+    assert proc.returncode == 0
+    assert SPEC_PATH not in proc.stdout and "/usr/sbin/runc" not in proc.stdout
+
+
+# ------------------------------------------------------------------------------------------------
+# Through ansible-playbook, validating with the real containerd
+# ------------------------------------------------------------------------------------------------
+
+def test_check_apply_again_with_validation(tmp_path, spec_file):
+    config = tmp_path / "config.toml"
+    config.write_text(read_fixture("kind-fork_v2_runc_base_runtime_spec.toml"), newline="")
+    original = config.read_bytes()
+    step = task(config, base_runtime_spec=str(spec_file))
+    check, after_check, apply, again = run_play(tmp_path, [
+        dict(step, check_mode=True, diff=True),
+        {"ansible.builtin.slurp": {"src": str(config)}},
+        dict(step, diff=True),
+        step,
+    ])
+    assert check["changed"] is True and check["validated"] is True and "warnings" not in check
+    assert base64.b64decode(after_check["content"]) == original
+    assert apply["changed"] is True and apply["validated"] is True
+    assert apply["diff"]["before"] == original.decode() and apply["diff"]["after"] == config.read_text()
+    assert apply["containerd_version"].startswith("containerd github.com/containerd/containerd 1.6.")
+    assert again["changed"] is False and again["validated"] is False
+    assert {rt: dumped_runtimes(config)[rt]["base_runtime_spec"] for rt in ("runc", "test-handler")} == {
+        "runc": str(spec_file), "test-handler": str(spec_file)}
+
+
+def test_missing_file_starts_from_containerd_config_default(tmp_path, spec_file):
+    config = tmp_path / "containerd" / "config.toml"
+    config.parent.mkdir()
+    default = subprocess.run([CONTAINERD, "config", "default"], capture_output=True, text=True, check=True).stdout
+    check, created, again = run_play(tmp_path, [
+        dict(task(config, base_runtime_spec=str(spec_file)), check_mode=True, diff=True),
+        dict(task(config, base_runtime_spec=str(spec_file)), diff=True),
+        task(config, base_runtime_spec=str(spec_file)),
+    ])
+    expected = cc.plan_base_runtime_spec(default, str(spec_file)).new_text
+    assert check["changed"] is True and check["created"] is True
+    assert check["diff"]["before"] == "" and check["diff"]["after"] == expected
+    assert created["changed"] is True and created["created"] is True and created["validated"] is True
+    assert created["runtimes_changed"] == ["runc"] and created["config_version"] == 2
+    assert config.read_text() == expected
+    assert stat.S_IMODE(config.stat().st_mode) == 0o644
+    assert dumped_runtimes(config)["runc"]["base_runtime_spec"] == str(spec_file)
+    assert again["changed"] is False and again["created"] is False
+
+
+def test_version_3_on_containerd_1_6_is_not_validated_and_says_so(tmp_path):
+    label = containerd_label()
+    skipped_file, required_file = tmp_path / "skipped.toml", tmp_path / "required.toml"
+    for path in (skipped_file, required_file):
+        path.write_text(read_fixture("eks-ami_containerd2_v3_default_base_runtime_spec.toml"), newline="")
+    original = required_file.read_bytes()
+    skipped, required = run_play(tmp_path, [task(skipped_file), task(required_file, validate=True)])
+
+    assert skipped["changed"] is True and skipped["validated"] is False and skipped["config_version"] == 3
+    assert skipped["warnings"] == [
+        "%s was not validated: %s on the node reads config versions up to 2 and %s is version 3, which it would "
+        "silently ignore." % (skipped_file, label, skipped_file)]
+    assert required["failed"] is True
+    assert required["msg"] == (
+        "cannot validate %s: %s on the node reads config versions up to 2 and %s is version 3, which it would "
+        "silently ignore; set validate=false to write it unvalidated." % (required_file, label, required_file))
+    assert required_file.read_bytes() == original
+
+
+def test_validation_failures_leave_the_file_untouched(tmp_path, spec_file):
+    label = containerd_label()
+    kind = read_fixture("kind-fork_v2_runc_base_runtime_spec.toml")
+    conf_d = tmp_path / "conf.d"
+    conf_d.mkdir()
+    # A drop-in that replaces the whole CRI section (containerd 1.6 merges imports per plugin).
+    (conf_d / "10-cri.toml").write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "pause:3.9"\n')
+    # A drop-in that does not touch CRI: the relative import must resolve next to config.toml.
+    (conf_d / "20-opt.toml").write_text('version = 2\n[plugins."io.containerd.internal.v1.opt"]\n  path = "/opt/x"\n')
+    files = {
+        "imports-cri.toml": kind.replace("version = 2\n", 'version = 2\nimports = ["conf.d/10-cri.toml"]\n'),
+        "imports-opt.toml": kind.replace("version = 2\n", 'version = 2\nimports = ["conf.d/20-opt.toml"]\n'),
+        "rejected.toml": kind.replace("version = 2\n", 'version = 2\noom_score = "high"\n'),
+        "no-spec.toml": kind,
+        "no-spec-check.toml": kind,
+        "version-1.toml": version_1_kind(),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, newline="")
+    spec = str(spec_file)
+    results = run_play(tmp_path, [
+        task(tmp_path / "imports-cri.toml", base_runtime_spec=spec),
+        task(tmp_path / "imports-opt.toml", base_runtime_spec=spec),
+        task(tmp_path / "rejected.toml", base_runtime_spec=spec),
+        task(tmp_path / "no-spec.toml", base_runtime_spec=str(tmp_path / "missing.json")),
+        dict(task(tmp_path / "no-spec-check.toml", base_runtime_spec=str(tmp_path / "missing.json")), check_mode=True),
+        task(tmp_path / "version-1.toml", base_runtime_spec=spec),
+    ])
+    imports_cri, imports_opt, rejected, no_spec, no_spec_check, version_1 = results
+
+    assert imports_cri["failed"] is True
+    assert imports_cri["msg"] == (
+        "%s reads %s with base_runtime_spec unset for runtime 'runc', not '%s' (config dump); a file it imports "
+        "(%s) probably replaces that section; nothing was changed." % (
+            label, tmp_path / "imports-cri.toml", spec, conf_d / "10-cri.toml"))
+    assert imports_opt["changed"] is True and imports_opt["validated"] is True
+    assert rejected["failed"] is True
+    assert rejected["msg"] == (
+        "%s rejects the new %s: containerd: failed to unmarshal TOML: (3, 1): Can't convert high(string) to int; "
+        "nothing was changed." % (label, tmp_path / "rejected.toml"))
+    assert no_spec["failed"] is True
+    assert no_spec["msg"] == (
+        "base_runtime_spec %s on the node is missing, and containerd's CRI plugin does not start without a "
+        "loadable spec; create it first (rdma.node.oci_rlimits), nothing was changed." % (tmp_path / "missing.json"))
+    assert no_spec_check["changed"] is True and no_spec_check["warnings"] == [
+        "base_runtime_spec %s on the node is missing, and containerd's CRI plugin does not start without a "
+        "loadable spec (check mode: an earlier task may create it)." % (tmp_path / "missing.json")]
+    assert version_1["changed"] is True and version_1["config_version"] == 1 and version_1["validated"] is True
+    assert any("containerd config version `1` has been deprecated" in warning for warning in version_1["warnings"])
+
+    for name in ("imports-cri.toml", "rejected.toml", "no-spec.toml", "no-spec-check.toml"):
+        assert (tmp_path / name).read_text() == files[name], name
+    assert sorted(p.name for p in tmp_path.glob("*.toml*")) == sorted(files)  # no backup or temp file left
+
+
+def test_read_only_directory(tmp_path, spec_file):
+    # A read-only bind mount of the config's directory, private to the ansible-playbook process
+    # (unshare -m): even root cannot write there. The mount ends with that process.
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    config = etc / "config.toml"
+    config.write_text(read_fixture("kind-fork_v2_runc_base_runtime_spec.toml"), newline="")
+    original = config.read_bytes()
+    wrapper = ["unshare", "-m", "sh", "-c", 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"',
+               str(etc)]
+    apply, check = run_play(tmp_path, [
+        task(config, base_runtime_spec=str(spec_file), backup=True),
+        dict(task(config, base_runtime_spec=str(spec_file)), check_mode=True),
+    ], wrapper=wrapper)
+    message = ("cannot write %s: its directory %s is not writable on the node (read-only file system or "
+               "permissions); nothing was changed." % (config, etc))
+    assert apply["failed"] is True and apply["msg"] == message
+    assert check["failed"] is True and check["msg"] == message
+    assert config.read_bytes() == original
+    assert os.listdir(etc) == ["config.toml"]
