@@ -1,0 +1,211 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Parse the output of ``dkms status``, as dkms 2.x and 3.x print it.
+
+One status line describes one module version, for one kernel and architecture once it is built::
+
+    nvidia-304, 304.125, 3.13.0-48-generic, x86_64: installed          (dkms 2.x)
+    nvidia/535.86.05, 6.5.0-060500rc5-generic, x86_64: installed        (dkms 3.x)
+    zfs, 0.6.5.2: added                                                 (added, no kernel yet)
+    spl/0.6.4, 5.4.0-42-generic, x86_64: installed (original_module exists)
+    foo, 1.0, 4.18.0-80.el8.x86_64, x86_64: installed-weak from 4.18.0-80.el8.x86_64
+
+dkms writes its diagnostics (``Error! ...``, ``Warning: ...``, ``Deprecated feature: ...``) to
+stderr; saved outputs often mix them in. They are kept as items of their own, with the lines that
+continue them, instead of failing the parse.
+"""
+
+from __future__ import annotations
+
+import re
+
+# The states dkms prints, best first: a module is usable on a kernel when it is installed there.
+STATE_RANK = ("installed", "installed-weak", "built", "added")
+USABLE_STATES = ("installed", "installed-weak")
+
+_STATE = r"(?P<state>[a-z][a-z_-]*)(?P<rest>(?:\s.*)?)"
+# dkms 3.x: ``name/version[, kernel[, arch]]: state``
+_DKMS3 = re.compile(
+    r"^(?P<name>[^\s,/:]+)/(?P<version>[^\s,:]+)"
+    r"(?:,\s*(?P<kernel>[^\s,:]+)(?:,\s*(?P<arch>[^\s,:]+))?)?\s*:\s*" + _STATE + r"$"
+)
+# dkms 2.x: ``name, version[, kernel[, arch]]: state``
+_DKMS2 = re.compile(
+    r"^(?P<name>[^\s,/:]+),\s*(?P<version>[^\s,:]+)"
+    r"(?:,\s*(?P<kernel>[^\s,:]+)(?:,\s*(?P<arch>[^\s,:]+))?)?\s*:\s*" + _STATE + r"$"
+)
+_DIAGNOSTIC = re.compile(
+    r"^(?P<kind>Error!|Warning:|WARNING:|Deprecated feature:)\s*(?P<message>.*)$"
+)
+_WEAK_FROM = re.compile(r"^from\s+(?P<kernel>\S+)")
+_PAREN = re.compile(r"^\((?P<text>[^()]*)\)")
+
+
+class DkmsParseError(ValueError):
+    """Raised for text that is not ``dkms status`` output; the message quotes the line."""
+
+
+def _item(**values):
+    item = {
+        "name": None,
+        "version": None,
+        "kernel": None,
+        "arch": None,
+        "state": None,
+        "built_for": None,
+        "warnings": [],
+        "notes": [],
+        "message": None,
+    }
+    item.update(values)
+    return item
+
+
+def _split_suffixes(rest):
+    """Split what follows the state into ``(built_for, warnings, notes)``.
+
+    ``from KERNEL`` follows ``installed-weak``; each ``(...)`` is a warning when it starts with
+    ``WARNING!`` and a note otherwise. Returns None when other text follows: then the line is not
+    a status line.
+    """
+    built_for = None
+    warnings = []
+    notes = []
+    rest = rest.strip()
+    weak = _WEAK_FROM.match(rest)
+    if weak:
+        built_for = weak.group("kernel")
+        rest = rest[weak.end():].strip()
+    while rest:
+        paren = _PAREN.match(rest)
+        if not paren:
+            return None
+        text = paren.group("text").strip()
+        if text.upper().startswith("WARNING!"):
+            warnings.append(text[len("WARNING!"):].strip())
+        elif text:
+            notes.append(text)
+        rest = rest[paren.end():].strip()
+    return built_for, warnings, notes
+
+
+def parse_status_line(line):
+    """Parse one line; returns an item dict, or None when the line is no status line."""
+    for pattern in (_DKMS3, _DKMS2):
+        match = pattern.match(line)
+        suffixes = _split_suffixes(match.group("rest")) if match else None
+        if suffixes is not None:
+            built_for, warnings, notes = suffixes
+            return _item(
+                name=match.group("name"),
+                version=match.group("version"),
+                kernel=match.group("kernel"),
+                arch=match.group("arch"),
+                state=match.group("state"),
+                built_for=built_for,
+                warnings=warnings,
+                notes=notes,
+            )
+    return None
+
+
+def iter_status(text):
+    """Yield one item per status line or diagnostic of ``text``.
+
+    Items are dicts with the same keys: ``name``, ``version``, ``kernel`` and ``arch`` (None where
+    the line has none, as for ``added``), ``state`` (as printed, lower-case: ``installed``,
+    ``built``, ``added``, ``installed-weak``...), ``built_for`` (the kernel an ``installed-weak``
+    module was built for), ``warnings`` and ``notes`` (the parenthesised suffixes) and ``message``.
+    Diagnostics have the state ``error`` or ``warning`` and their text, continuation lines
+    included, in ``message``. A line that is neither gets the state ``unparsed`` and the line
+    itself as ``message``.
+    """
+    diagnostic = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        item = parse_status_line(line) if line else None
+        if (item is not None or not line) and diagnostic is not None:
+            yield diagnostic
+            diagnostic = None
+        if not line:
+            continue
+        if item is not None:
+            yield item
+            continue
+        match = _DIAGNOSTIC.match(line)
+        if match:
+            if diagnostic is not None:
+                yield diagnostic
+            kind = match.group("kind")
+            message = match.group("message").strip()
+            if kind == "Deprecated feature:":
+                message = "Deprecated feature: " + message
+            diagnostic = _item(state="error" if kind == "Error!" else "warning", message=message)
+            # Held back until its continuation lines are known.
+            continue
+        if diagnostic is not None:
+            diagnostic["message"] = (diagnostic["message"] + " " + line).strip()
+            continue
+        yield _item(state="unparsed", message=line)
+    if diagnostic is not None:
+        yield diagnostic
+
+
+def parse_status(text, strict=True):
+    """Return the list of items of ``dkms status`` output (see ``iter_status``).
+
+    Empty text gives ``[]``. With ``strict``, a line that is not dkms output raises
+    ``DkmsParseError`` quoting the first such line; without it, such lines stay in the list
+    with the state ``unparsed``.
+    """
+    if text is None:
+        return []
+    items = []
+    for item in iter_status(text):
+        if strict and item["state"] == "unparsed":
+            raise DkmsParseError(
+                "this is not dkms status output: cannot place the line %r" % item["message"]
+            )
+        items.append(item)
+    return items
+
+
+def state_rank(state):
+    """Sort key for states: 0 for ``installed``, larger for worse, unknown states last."""
+    try:
+        return STATE_RANK.index(state)
+    except ValueError:
+        return len(STATE_RANK)
+
+
+def summarize(items, names):
+    """Condense parsed items into ``{name: {present, versions, kernels}}`` for the given names.
+
+    ``kernels`` maps each kernel the module was built for to its best state over all versions and
+    architectures (``installed`` beats ``installed-weak`` beats ``built``); ``versions`` lists the
+    versions dkms knows, in the order it printed them.
+    """
+    view = {}
+    for name in names:
+        versions = []
+        kernels = {}
+        for item in items:
+            if item["name"] != name:
+                continue
+            if item["version"] not in versions:
+                versions.append(item["version"])
+            kernel = item["kernel"]
+            if kernel is None:
+                continue
+            known = kernels.get(kernel)
+            if known is None or state_rank(item["state"]) < state_rank(known):
+                kernels[kernel] = item["state"]
+        view[name] = {"present": bool(versions), "versions": versions, "kernels": kernels}
+    return view
+
+
+def parse_dkms_version(text):
+    """The version in ``dkms --version`` output (``dkms-3.0.10``, ``dkms: 2.8.1``), or None."""
+    match = re.search(r"\d+(?:\.\d+)+", text or "")
+    return match.group(0) if match else None

@@ -1,0 +1,671 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a node's RDMA driver stack looks like, read from files under a root directory.
+
+The kernels (running, installed, the one the boot loader starts next), the loaded kernel modules
+with their versions, the OFED release and the ``/dev/infiniband`` nodes. Every file is read through
+``read_text(root, path)`` so that tests and simulated nodes point ``root`` at a tree. Command output
+(``dkms status``, ``ofed_info -s``) comes in as text: running commands is the module's business.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shlex
+
+from ansible_collections.rdma.node.plugins.module_utils._dkms import parse_status, summarize
+
+# Prefixes of kernel images in /boot (x86 vmlinuz, ppc64 vmlinux, arm64 Image on some distros).
+_IMAGE_PREFIXES = ("vmlinuz-", "vmlinux-", "Image-")
+# Version words that come before the release they belong to: 6.5.0-rc5 is older than 6.5.0.
+_PRE_RELEASE = ("rc", "pre", "alpha", "beta")
+_TOKEN = re.compile(r"\d+|[A-Za-z]+")
+# The systemd-boot vendor GUID under which it keeps its EFI variables.
+_LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+GPUDIRECT_MODULES = ("nvidia_peermem", "nv_peer_mem")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading files under a root
+
+
+def under(root, path):
+    """Return ``path`` (absolute, as on the node) inside ``root``."""
+    return os.path.join(root, path.lstrip("/"))
+
+
+def read_text(root, path):
+    """Return the text of ``path`` under ``root``, or None when it is missing or unreadable."""
+    try:
+        with open(under(root, path), "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except (IOError, OSError):
+        return None
+
+
+def read_value(root, path):
+    """Return the stripped first line of a one-value file (sysfs, procfs), or None."""
+    text = read_text(root, path)
+    if text is None:
+        return None
+    text = text.strip()
+    return text or None
+
+
+def list_dir(root, path):
+    """Return the sorted names in a directory under ``root``, or [] when it is missing."""
+    try:
+        return sorted(os.listdir(under(root, path)))
+    except (IOError, OSError):
+        return []
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+
+
+def kernel_version_key(release):
+    """Sort key for kernel releases, oldest first.
+
+    Numbers compare as numbers (``6.1.0-28`` before ``6.1.0-104``); ``rc``/``pre`` words sort
+    before the release they lead to (``6.5.0-rc5`` before ``6.5.0``); a release with more parts
+    is newer than its prefix (``6.1.0`` before ``6.1.0-1``).
+    """
+    key = []
+    for token in _TOKEN.findall(str(release)):
+        if token.isdigit():
+            key.append((2, int(token), ""))
+        elif token.lower().startswith(_PRE_RELEASE):
+            key.append((0, 0, token.lower()))
+        else:
+            key.append((1, 0, token.lower()))
+    key.append((1, 0, ""))
+    return key
+
+
+def sort_kernels(releases):
+    """Return releases sorted oldest first, without duplicates."""
+    return sorted(set(releases), key=lambda release: (kernel_version_key(release), release))
+
+
+def running_kernel(root):
+    """The running kernel release: ``proc/sys/kernel/osrelease`` under root (what uname -r says)."""
+    release = read_value(root, "/proc/sys/kernel/osrelease")
+    if release is None and os.path.realpath(root) == "/":
+        release = os.uname()[2]
+    return release
+
+
+def _module_dirs(root):
+    """Kernel module directories by release, from lib/modules and usr/lib/modules."""
+    found = {}
+    for base in ("/lib/modules", "/usr/lib/modules"):
+        for name in list_dir(root, base):
+            path = under(root, base + "/" + name)
+            if os.path.isdir(path):
+                found.setdefault(name, path)
+    return found
+
+
+def _boot_images(root):
+    """Kernel releases with an image in /boot."""
+    releases = set()
+    for name in list_dir(root, "/boot"):
+        for prefix in _IMAGE_PREFIXES:
+            if name.startswith(prefix) and len(name) > len(prefix):
+                release = name[len(prefix):]
+                # vmlinuz-0-rescue-MACHINEID (RHEL) and *.old copies are no kernel release of their own.
+                if "rescue" not in release and not release.endswith((".old", ".bak")):
+                    releases.add(release)
+    return releases
+
+
+def installed_kernels(root):
+    """Return ``(installed, other_dirs)``: kernels that can boot, and module dirs that cannot.
+
+    A kernel counts as installed when the kernel itself is there: a ``kernel/`` module tree in
+    ``lib/modules/VERSION`` (every distribution's kernel package ships one), a ``vmlinuz`` beside
+    it (Fedora, Arch) or ``boot/vmlinuz-VERSION``. A module directory holding only ``build`` and
+    ``source`` links (headers without the kernel) or left-overs such as ``updates/dkms`` after its
+    kernel package was removed does not boot, so it is returned in ``other_dirs``.
+    """
+    images = _boot_images(root)
+    installed = set(images)
+    other = []
+    for release, path in _module_dirs(root).items():
+        if (
+            release in images
+            or os.path.isdir(os.path.join(path, "kernel"))
+            or os.path.isfile(os.path.join(path, "vmlinuz"))
+        ):
+            installed.add(release)
+        else:
+            other.append(release)
+    return sort_kernels(installed), sort_kernels(other)
+
+
+def newer_kernels(installed, running):
+    """The installed kernels newer than the running one, oldest first."""
+    if running is None:
+        return []
+    running_key = kernel_version_key(running)
+    return [release for release in installed if kernel_version_key(release) > running_key]
+
+
+def kernel_from_image_path(path):
+    """Kernel release from a boot entry's kernel path.
+
+    ``/vmlinuz-6.1.0-28-amd64`` and ``/boot/vmlinuz-...`` name it; the kernel-install layout
+    ``/MACHINE-ID/6.8.9-300.fc40.x86_64/linux`` names it in the directory.
+    """
+    if not path:
+        return None
+    path = path.strip()
+    if ")" in path and path.startswith("("):
+        path = path.split(")", 1)[1]
+    base = path.rstrip("/").rsplit("/", 1)[-1]
+    for prefix in _IMAGE_PREFIXES:
+        if base.startswith(prefix) and len(base) > len(prefix):
+            return base[len(prefix):]
+    if base in ("linux", "vmlinuz") and path.count("/") >= 2:
+        return path.rstrip("/").rsplit("/", 2)[-2]
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# GRUB
+
+
+def parse_grubenv(text):
+    """Return the ``key=value`` pairs of a grubenv block (the ``#`` padding is ignored)."""
+    values = {}
+    for line in (text or "").splitlines():
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        values[key.strip()] = value
+    return values
+
+
+def parse_shell_assignments(text):
+    """Return ``KEY=value`` assignments of a shell fragment such as /etc/default/grub.
+
+    Quotes are removed the way the shell removes them; later assignments win. Lines that are not
+    simple assignments (tests, ``export``, commands) are ignored.
+    """
+    values = {}
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line.startswith("export "):
+            line = line[len("export "):].strip()
+        match = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", line)
+        if not match:
+            continue
+        try:
+            words = shlex.split(match.group(2), comments=True)
+        except ValueError:
+            continue
+        values[match.group(1)] = " ".join(words)
+    return values
+
+
+def _grub_words(line):
+    try:
+        return shlex.split(line, comments=True)
+    except ValueError:
+        return line.split()
+
+
+def _entry_identity(words):
+    """Title and id of a ``menuentry``/``submenu`` line's words."""
+    title = words[1] if len(words) > 1 else None
+    entry_id = None
+    for index, word in enumerate(words[2:], start=2):
+        if word in ("$menuentry_id_option", "--id") and index + 1 < len(words):
+            entry_id = words[index + 1]
+        elif word.startswith("--id="):
+            entry_id = word[len("--id="):]
+    return title, entry_id
+
+
+def parse_grub_cfg(text):
+    """Return ``(menu, defaults, uses_bls)`` for a grub.cfg.
+
+    ``menu`` is the top level as a list of dicts ``{"type": "menuentry"|"submenu", "title", "id",
+    "kernel", "children"}``; ``defaults`` the values of its ``set default=...`` lines in order;
+    ``uses_bls`` tells whether it runs ``blscfg`` (entries from /boot/loader/entries).
+    """
+    top = []
+    stack = [("root", top, None)]
+    defaults = []
+    uses_bls = False
+    for raw in (text or "").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        words = _grub_words(line)
+        if not words:
+            continue
+        if words[0] in ("menuentry", "submenu") and line.endswith("{"):
+            words = words[:-1] if words[-1] == "{" else words
+            title, entry_id = _entry_identity(words)
+            entry = {"type": words[0], "title": title, "id": entry_id, "kernel": None, "children": []}
+            stack[-1][1].append(entry)
+            stack.append((words[0], entry["children"], entry))
+            continue
+        if line.endswith("{"):
+            stack.append(("block", [], None))
+            continue
+        if line == "}":
+            if len(stack) > 1:
+                stack.pop()
+            continue
+        kind, _items, entry = stack[-1]
+        if kind == "menuentry" and words[0] in ("linux", "linux16", "linuxefi") and len(words) > 1:
+            if entry["kernel"] is None:
+                entry["kernel"] = kernel_from_image_path(words[1])
+        elif words[0] == "blscfg":
+            # blscfg expands into the BLS entries where it stands, in the current menu.
+            uses_bls = True
+            stack[-1][1].append({"type": "blscfg", "title": None, "id": None, "kernel": None, "children": []})
+        elif words[0] == "set" and len(words) > 1 and words[1].startswith("default="):
+            defaults.append(words[1][len("default="):])
+    return top, defaults, uses_bls
+
+
+def parse_bls_entry(text):
+    """Return the keys of a Boot Loader Specification entry (``key value`` lines)."""
+    values = {}
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(None, 1)
+        values.setdefault(parts[0], parts[1].strip() if len(parts) > 1 else "")
+    return values
+
+
+def read_bls_entries(root, directory):
+    """BLS entries of ``directory`` under root, newest version first (as blscfg and sd-boot order).
+
+    Each is ``{"type": "menuentry", "id": file name without .conf, "title", "kernel"}``.
+    """
+    entries = []
+    for name in list_dir(root, directory):
+        if not name.endswith(".conf"):
+            continue
+        values = parse_bls_entry(read_text(root, directory + "/" + name))
+        kernel = values.get("version") or kernel_from_image_path(values.get("linux"))
+        entries.append({
+            "type": "menuentry",
+            "id": name[:-len(".conf")],
+            "title": values.get("title") or name[:-len(".conf")],
+            "kernel": kernel,
+            "children": [],
+        })
+    entries.sort(
+        key=lambda entry: (kernel_version_key(entry["kernel"] or ""), kernel_version_key(entry["id"])),
+        reverse=True,
+    )
+    return entries
+
+
+def _expand_bls(menu, bls_entries):
+    expanded = []
+    for entry in menu:
+        if entry["type"] == "blscfg":
+            expanded.extend(bls_entries)
+        else:
+            if entry["children"]:
+                entry = dict(entry, children=_expand_bls(entry["children"], bls_entries))
+            expanded.append(entry)
+    return expanded
+
+
+def _find_in(level, part):
+    if part.isdigit():
+        index = int(part)
+        return level[index] if index < len(level) else None
+    for entry in level:
+        if part in (entry["id"], entry["title"]):
+            return entry
+    return None
+
+
+def resolve_grub_entry(menu, selector):
+    """Return the menu entry GRUB boots for a ``default`` value, or None when nothing matches.
+
+    ``selector`` is an index (``0``), a title or id, or a path through submenus (``1>2``,
+    ``gnulinux-advanced-UUID>gnulinux-6.1.0-28-amd64-advanced-UUID``). A submenu chosen as a
+    whole boots its first entry.
+    """
+    level = menu
+    entry = None
+    for part in str(selector).split(">"):
+        entry = _find_in(level, part.strip())
+        if entry is None:
+            return None
+        level = entry["children"]
+    while entry is not None and entry["type"] == "submenu":
+        entry = entry["children"][0] if entry["children"] else None
+    return entry
+
+
+def _kernel_named_in(selector):
+    """A kernel release spelt inside a title or id (``with Linux 6.1.0-28-amd64``)."""
+    for pattern in (r"with Linux (\S+)", r"gnulinux-(\S+?)-(?:advanced|recovery)-", r"vmlinuz-(\S+)"):
+        match = re.search(pattern, selector or "")
+        if match:
+            return match.group(1)
+    return None
+
+
+_GRUB_DIRS = ("/boot/grub", "/boot/grub2")
+
+
+def _grub_selector(cfg_defaults, env, etc_default):
+    """Return ``(selector, source)``: the ``default`` GRUB evaluates at the next boot.
+
+    ``next_entry`` (set by grub-reboot) wins once. Otherwise grub.cfg's own ``set default=`` line
+    rules, as GRUB reads grub.cfg, not /etc/default/grub; ``${saved_entry}`` takes the value from
+    grubenv (grub-set-default), and an empty saved_entry means the first entry.
+    """
+    if env.get("next_entry"):
+        return env["next_entry"], "grub_next_entry"
+    literal = [value for value in cfg_defaults if value != "${next_entry}"]
+    if literal:
+        configured = literal[-1]
+    else:
+        grub_default = etc_default.get("GRUB_DEFAULT", "0")
+        configured = "${saved_entry}" if grub_default == "saved" else grub_default
+    if configured == "${saved_entry}":
+        if env.get("saved_entry"):
+            return env["saved_entry"], "grub_saved_entry"
+        return "0", "grub_default"
+    return configured, "grub_default"
+
+
+def grub_next_boot(root, notes):
+    """Return ``(kernel, source, entry)`` from GRUB's configuration, or None without GRUB."""
+    cfg_path = cfg_text = None
+    for directory in _GRUB_DIRS:
+        cfg_text = read_text(root, directory + "/grub.cfg")
+        if cfg_text is not None:
+            cfg_path = directory + "/grub.cfg"
+            break
+    env = {}
+    for directory in _GRUB_DIRS:
+        env_text = read_text(root, directory + "/grubenv")
+        if env_text is not None:
+            env = parse_grubenv(env_text)
+            break
+    etc_default = parse_shell_assignments(read_text(root, "/etc/default/grub"))
+    if cfg_text is None and not env and "GRUB_DEFAULT" not in etc_default:
+        return None
+
+    menu, cfg_defaults, uses_bls = parse_grub_cfg(cfg_text) if cfg_text is not None else ([], [], False)
+    selector, source = _grub_selector(cfg_defaults, env, etc_default)
+
+    literal = [value for value in cfg_defaults if value != "${next_entry}"]
+    etc_value = etc_default.get("GRUB_DEFAULT")
+    if literal and etc_value is not None:
+        etc_configured = "${saved_entry}" if etc_value == "saved" else etc_value
+        if etc_configured != literal[-1]:
+            notes.append(
+                "GRUB_DEFAULT=%s in /etc/default/grub differs from default=%s in %s: GRUB follows %s "
+                "until update-grub (grub2-mkconfig) runs" % (etc_value, literal[-1], cfg_path, cfg_path)
+            )
+
+    if cfg_text is None:
+        kernel = _kernel_named_in(selector)
+        if kernel is None:
+            notes.append("GRUB default %r cannot be resolved without grub.cfg" % selector)
+            return None, None, selector
+        return kernel, source, selector
+
+    if uses_bls:
+        menu = _expand_bls(menu, read_bls_entries(root, "/boot/loader/entries"))
+    entry = resolve_grub_entry(menu, selector)
+    if entry is None:
+        notes.append(
+            "GRUB default %r names no entry of %s; GRUB falls back to the first entry" % (selector, cfg_path)
+        )
+        entry = resolve_grub_entry(menu, "0")
+        source = "grub_first_entry"
+    if entry is None:
+        notes.append("%s has no menu entries" % cfg_path)
+        return None, None, selector
+    name = entry["title"] or entry["id"]
+    if entry["kernel"] is None:
+        notes.append("GRUB boots %r next, which names no Linux kernel" % name)
+        return None, None, name
+    return entry["kernel"], source, name
+
+
+# ---------------------------------------------------------------------------------------------
+# systemd-boot
+
+
+def _efi_string(root, name):
+    """An EFI variable of systemd-boot as text (4 attribute bytes, then UTF-16LE with a NUL)."""
+    path = under(root, "/sys/firmware/efi/efivars/%s-%s" % (name, _LOADER_GUID))
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except (IOError, OSError):
+        return None
+    value = data[4:].decode("utf-16-le", "replace").split("\x00", 1)[0].strip()
+    return value or None
+
+
+def _entry_matches(entry, pattern):
+    return fnmatch.fnmatchcase(entry["id"], pattern) or fnmatch.fnmatchcase(entry["id"] + ".conf", pattern)
+
+
+def systemd_boot_next_boot(root, notes):
+    """Return ``(kernel, source, entry)`` from systemd-boot's loader.conf and entries, or None."""
+    for esp in ("/boot", "/boot/efi", "/efi"):
+        conf_text = read_text(root, esp + "/loader/loader.conf")
+        if conf_text is None:
+            continue
+        entries = read_bls_entries(root, esp + "/loader/entries")
+        if not entries:
+            notes.append("%s/loader/loader.conf exists but %s/loader/entries has no entries" % (esp, esp))
+            return None, None, None
+        pattern = _efi_string(root, "LoaderEntryOneShot")
+        source = "systemd_boot_oneshot"
+        if pattern is None:
+            pattern, source = _efi_string(root, "LoaderEntryDefault"), "systemd_boot_efi_default"
+        if pattern is None:
+            pattern = parse_bls_entry(conf_text).get("default")
+            source = "systemd_boot_default"
+        if pattern in ("@saved", "@default"):
+            notes.append("systemd-boot's default is %s, which lives in EFI variables not readable here" % pattern)
+            pattern = None
+        chosen = entries[0]
+        if pattern:
+            matching = [entry for entry in entries if _entry_matches(entry, pattern)]
+            if matching:
+                chosen = matching[0]
+            else:
+                notes.append("systemd-boot default %r matches no entry; it boots the first one" % pattern)
+                source = "systemd_boot_first_entry"
+        else:
+            source = "systemd_boot_first_entry"
+        return chosen["kernel"], source, chosen["id"]
+    return None
+
+
+def next_boot(root, installed, notes):
+    """Return ``(kernel, source, entry)``: the kernel the node boots next and how that was read.
+
+    GRUB first (``next_entry``, grub.cfg's ``default``, ``saved_entry``, BLS entries), then
+    systemd-boot; where no boot loader configuration can be read, the newest installed kernel with
+    the source ``newest_installed``.
+    """
+    for reader in (grub_next_boot, systemd_boot_next_boot):
+        found = reader(root, notes)
+        if found is not None and found[0] is not None:
+            return found
+        if found is not None:
+            break
+    if installed:
+        notes.append("the boot loader does not tell which kernel boots next; assuming the newest installed one")
+        return installed[-1], "newest_installed", None
+    return None, None, None
+
+
+# ---------------------------------------------------------------------------------------------
+# Loaded modules, OFED, devices
+
+
+def parse_proc_modules(text):
+    """Parse /proc/modules into ``{name: {size, refcount, used_by, state, taint}}``.
+
+    Lines look like ``ib_core 462848 8 rdma_ucm,ib_uverbs,mlx5_ib, Live 0x0000000000000000 (OE)``;
+    the address and taint flags are optional, ``-`` means none.
+    """
+    modules = {}
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        name = fields[0]
+        used_by = []
+        if len(fields) > 3 and fields[3] != "-":
+            used_by = [user for user in fields[3].split(",") if user]
+        taint = None
+        if fields[-1].startswith("(") and fields[-1].endswith(")"):
+            taint = fields[-1][1:-1] or None
+        modules[name] = {
+            "size": int(fields[1]) if fields[1].isdigit() else None,
+            "refcount": int(fields[2]) if fields[2].isdigit() else None,
+            "used_by": used_by,
+            "state": fields[4] if len(fields) > 4 and not fields[4].startswith("(") else None,
+            "taint": taint,
+        }
+    return modules
+
+
+def loaded_modules(root):
+    """Loaded modules from /proc/modules, each with ``version``/``srcversion`` from /sys/module."""
+    text = read_text(root, "/proc/modules")
+    if text is None:
+        return None
+    modules = parse_proc_modules(text)
+    for name, module in modules.items():
+        module["version"] = read_value(root, "/sys/module/%s/version" % name)
+        module["srcversion"] = read_value(root, "/sys/module/%s/srcversion" % name)
+    return modules
+
+
+def parse_ofed_info(text):
+    """Parse ``ofed_info -s`` output: ``MLNX_OFED_LINUX-23.10-1.1.9.0:`` or ``OFED-internal-24.07-0.6.1:``.
+
+    Returns ``{"id", "distribution", "version"}`` or None for empty text. The first line of full
+    ``ofed_info`` output (``MLNX_OFED_LINUX-5.8-1.0.1.1 (OFED-5.8-1.0.1):``) works too.
+    """
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        ident = line.split()[0].rstrip(":")
+        match = re.match(r"^(?P<distribution>.+?)-(?P<version>\d[\w.+~-]*)$", ident)
+        if match:
+            return {"id": ident, "distribution": match.group("distribution"), "version": match.group("version")}
+        return {"id": ident, "distribution": None, "version": None}
+    return None
+
+
+def _natural_key(name):
+    return [(0, int(token), "") if token.isdigit() else (1, 0, token) for token in re.findall(r"\d+|\D+", name)]
+
+
+def infiniband_devices(root):
+    """Names under /dev/infiniband (``uverbs0``, ``rdma_cm``, ``umad0``), in natural order, or None."""
+    path = under(root, "/dev/infiniband")
+    if not os.path.isdir(path):
+        return None
+    return sorted(os.listdir(path), key=_natural_key)
+
+
+# ---------------------------------------------------------------------------------------------
+# Everything together
+
+
+def dkms_facts(text, version, names, notes):
+    """The ``dkms`` fact from ``dkms status`` text: entries, diagnostics and the view of ``names``."""
+    items = parse_status(text, strict=False)
+    entries = [item for item in items if item["name"] is not None]
+    errors = [item["message"] for item in items if item["state"] == "error"]
+    warnings = [item["message"] for item in items if item["state"] == "warning"]
+    for item in items:
+        if item["state"] == "unparsed":
+            notes.append("dkms status printed a line that is not a status line: %r" % item["message"])
+    return {
+        "version": version,
+        "entries": entries,
+        "errors": errors,
+        "warnings": warnings,
+        "relevant": summarize(entries, names),
+    }
+
+
+def gather(root, dkms_text=None, dkms_version=None, ofed_text=None, dkms_modules=(), notes=None):
+    """Return the ``rdma_driver`` facts for the tree at ``root``.
+
+    ``dkms_text`` is the output of ``dkms status`` (None: dkms is not there; the caller says why
+    in ``notes``), ``ofed_text`` the output of ``ofed_info -s`` (None: absent).
+    """
+    notes = list(notes or [])
+    running = running_kernel(root)
+    if running is None:
+        notes.append("proc/sys/kernel/osrelease is missing: running kernel unknown")
+    installed, other_dirs = installed_kernels(root)
+    if not installed:
+        notes.append("no installed kernel found under lib/modules or boot")
+    if other_dirs:
+        notes.append(
+            "module directories without a kernel image are not counted as installed kernels: %s"
+            % ", ".join(other_dirs)
+        )
+    if running is not None and installed and running not in installed:
+        notes.append("the running kernel %s is no longer installed (its package was removed)" % running)
+    boot_kernel, boot_source, boot_entry = next_boot(root, installed, notes)
+    if boot_kernel is not None and installed and boot_kernel not in installed:
+        notes.append("the boot loader's next kernel %s is not an installed kernel" % boot_kernel)
+
+    modules = loaded_modules(root)
+    if modules is None:
+        notes.append("proc/modules is missing: loaded modules unknown")
+        modules = {}
+    gpudirect = next((name for name in GPUDIRECT_MODULES if name in modules), None)
+
+    devices = infiniband_devices(root)
+    if devices is None:
+        notes.append("dev/infiniband is missing: no RDMA device nodes")
+        devices = []
+
+    ofed = parse_ofed_info(ofed_text)
+    dkms = None if dkms_text is None else dkms_facts(dkms_text, dkms_version, list(dkms_modules), notes)
+
+    return {
+        "running_kernel": running,
+        "installed_kernels": installed,
+        "newer_kernels": newer_kernels(installed, running),
+        "other_module_dirs": other_dirs,
+        "next_boot_kernel": boot_kernel,
+        "next_boot_source": boot_source,
+        "next_boot_entry": boot_entry,
+        "loaded_modules": modules,
+        "nvidia_peermem_loaded": "nvidia_peermem" in modules,
+        "gpudirect_module": gpudirect,
+        "dkms": dkms,
+        "ofed_version": ofed["id"] if ofed else None,
+        "ofed": ofed,
+        "infiniband_devices": devices,
+        "notes": notes,
+    }

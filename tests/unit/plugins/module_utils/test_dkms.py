@@ -1,0 +1,186 @@
+"""The dkms status parser, against every real sample in tests/fixtures/dkms and the formats dkms prints."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.rdma.node.plugins.module_utils._dkms import (
+    DkmsParseError,
+    parse_dkms_version,
+    parse_status,
+    summarize,
+)
+from testpaths import FIXTURES
+
+DKMS_FIXTURES = FIXTURES / "dkms"
+
+# (name, version, kernel, arch, state) per line, for each real sample.
+EXPECTED = {
+    "dkms2_nvidia304_spl_installed_zfs_built.txt": [
+        ("nvidia-304", "304.125", "3.13.0-48-generic", "x86_64", "installed"),
+        ("nvidia-304", "304.125", "3.13.0-49-generic", "x86_64", "installed"),
+        ("spl", "0.6.4", "3.13.0-48-generic", "x86_64", "installed"),
+        ("spl", "0.6.4", "3.13.0-49-generic", "x86_64", "installed"),
+        ("zfs", "0.6.4", "3.13.0-48-generic", "x86_64", "built"),
+    ],
+    "dkms2_spl_installed_zfs_added_no_kernel_field.txt": [
+        ("spl", "0.6.5.2", "3.13.0-63-generic", "x86_64", "installed"),
+        ("spl", "0.6.5.2", "3.13.0-65-generic", "x86_64", "installed"),
+        ("zfs", "0.6.5.2", None, None, "added"),
+    ],
+    "dkms3_nvidia535_and_wifi_installed.txt": [
+        ("nvidia", "535.86.05", "6.5.0-060500rc5-generic", "x86_64", "installed"),
+        ("rtl8852bu", "1.19.3", "6.5.0-060500rc5-generic", "x86_64", "installed"),
+    ],
+}
+
+
+def _rows(items):
+    return [(i["name"], i["version"], i["kernel"], i["arch"], i["state"]) for i in items]
+
+
+def test_every_sample_has_an_expectation():
+    samples = sorted(p.name for p in DKMS_FIXTURES.glob("*.txt"))
+    assert samples == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_real_samples_parse(name):
+    items = parse_status((DKMS_FIXTURES / name).read_text())
+    assert _rows(items) == EXPECTED[name]
+    for item in items:
+        assert item["warnings"] == [] and item["notes"] == [] and item["message"] is None
+        assert item["built_for"] is None
+
+
+def test_every_item_has_every_key():
+    text = "a/1: added\nb, 2, 6.1.0-1-amd64, x86_64: built\nError! boom\n"
+    keys = {"name", "version", "kernel", "arch", "state", "built_for", "warnings", "notes", "message"}
+    assert all(set(item) == keys for item in parse_status(text))
+
+
+def test_dkms3_added_line_has_no_kernel():
+    assert _rows(parse_status("mlnx-ofed-kernel/23.10.OFED.23.10.1.1.9.1: added\n")) == [
+        ("mlnx-ofed-kernel", "23.10.OFED.23.10.1.1.9.1", None, None, "added")
+    ]
+
+
+def test_suffixes_become_warnings_and_notes():
+    line = (
+        "mlnx-ofed-kernel/24.04, 6.1.0-28-amd64, x86_64: installed (original_module exists) "
+        "(WARNING! Diff between built and installed module!)"
+    )
+    (item,) = parse_status(line)
+    assert item["state"] == "installed"
+    assert item["notes"] == ["original_module exists"]
+    assert item["warnings"] == ["Diff between built and installed module!"]
+
+
+def test_missing_built_modules_warning():
+    (item,) = parse_status("knem, 1.1.4, 5.15.0-91-generic, x86_64: built (WARNING! Missing some built modules!)")
+    assert item["state"] == "built"
+    assert item["warnings"] == ["Missing some built modules!"]
+
+
+def test_installed_weak_keeps_the_kernel_it_was_built_for():
+    (item,) = parse_status("mlnx-ofed-kernel, 24.04, 4.18.0-513.el8.x86_64, x86_64: installed-weak from 4.18.0-477.el8.x86_64")
+    assert (item["kernel"], item["state"], item["built_for"]) == ("4.18.0-513.el8.x86_64", "installed-weak", "4.18.0-477.el8.x86_64")
+
+
+def test_kernels_with_rc_and_names_with_digits():
+    items = parse_status("nvidia-304/304.125, 6.5.0-rc5, x86_64: installed\nxpmem/2.7.3, 6.8.0-rc1+, aarch64: built\n")
+    assert _rows(items) == [
+        ("nvidia-304", "304.125", "6.5.0-rc5", "x86_64", "installed"),
+        ("xpmem", "2.7.3", "6.8.0-rc1+", "aarch64", "built"),
+    ]
+
+
+def test_error_lines_are_kept_with_their_continuation():
+    text = (
+        "knem/1.1.4, 6.1.0-27-amd64, x86_64: installed\n"
+        "Error! Bad return status for module build on kernel: 6.1.0-28-amd64 (x86_64)\n"
+        "Consult /var/lib/dkms/mlnx-ofed-kernel/24.04/build/make.log for more information.\n"
+        "mlnx-ofed-kernel/24.04, 6.1.0-27-amd64, x86_64: installed\n"
+    )
+    items = parse_status(text)
+    assert [i["state"] for i in items] == ["installed", "error", "installed"]
+    assert items[1]["name"] is None
+    assert items[1]["message"] == (
+        "Bad return status for module build on kernel: 6.1.0-28-amd64 (x86_64) "
+        "Consult /var/lib/dkms/mlnx-ofed-kernel/24.04/build/make.log for more information."
+    )
+
+
+def test_warnings_and_deprecations_are_warning_items():
+    text = "Deprecated feature: REMAKE_INITRD (/usr/src/foo-1.0/dkms.conf)\nWarning: could not load\nfoo/1.0: added\n"
+    items = parse_status(text)
+    assert [(i["state"], i["message"]) for i in items] == [
+        ("warning", "Deprecated feature: REMAKE_INITRD (/usr/src/foo-1.0/dkms.conf)"),
+        ("warning", "could not load"),
+        ("added", None),
+    ]
+
+
+def test_a_trailing_error_is_not_lost():
+    items = parse_status("Error! Could not locate dkms.conf file.\nFile: /usr/src/x-1/dkms.conf does not exist.")
+    assert [(i["state"], i["message"]) for i in items] == [
+        ("error", "Could not locate dkms.conf file. File: /usr/src/x-1/dkms.conf does not exist.")
+    ]
+
+
+def test_crlf_blank_lines_and_indentation_are_tolerated():
+    items = parse_status("\r\n  spl, 0.6.4, 3.13.0-48-generic, x86_64: installed\r\n\r\n")
+    assert _rows(items) == [("spl", "0.6.4", "3.13.0-48-generic", "x86_64", "installed")]
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", None])
+def test_empty_output_is_an_empty_list(text):
+    assert parse_status(text) == []
+
+
+@pytest.mark.parametrize(
+    "text, first_bad",
+    [
+        ("total 12\ndrwxr-xr-x 2 root root 4096 .\n", "total 12"),
+        ("spl, 0.6.4, 3.13.0-48-generic, x86_64: installed\nmodule loaded fine\n", "module loaded fine"),
+        ("nvidia/535, 6.5.0, x86_64: installed and happy\n", "nvidia/535, 6.5.0, x86_64: installed and happy"),
+        ("Name: mlx5_core\n", "Name: mlx5_core"),
+    ],
+)
+def test_text_that_is_not_dkms_output_names_the_first_line(text, first_bad):
+    with pytest.raises(DkmsParseError) as caught:
+        parse_status(text)
+    assert str(caught.value) == "this is not dkms status output: cannot place the line %r" % first_bad
+
+
+def test_lenient_mode_keeps_unparsed_lines():
+    items = parse_status("who knows\nfoo/1: added\n", strict=False)
+    assert [(i["state"], i["message"]) for i in items] == [("unparsed", "who knows"), ("added", None)]
+
+
+def test_summary_takes_the_best_state_per_kernel():
+    text = (
+        "mlnx-ofed-kernel/23.10, 6.1.0-27-amd64, x86_64: installed\n"
+        "mlnx-ofed-kernel/24.04, 6.1.0-27-amd64, x86_64: built\n"
+        "mlnx-ofed-kernel/24.04, 6.1.0-28-amd64, x86_64: built\n"
+        "mlnx-ofed-kernel/24.07: added\n"
+        "knem/1.1.4, 6.1.0-28-amd64, x86_64: installed-weak from 6.1.0-27-amd64\n"
+    )
+    view = summarize(parse_status(text), ["mlnx-ofed-kernel", "knem", "srp"])
+    assert view == {
+        "mlnx-ofed-kernel": {
+            "present": True,
+            "versions": ["23.10", "24.04", "24.07"],
+            "kernels": {"6.1.0-27-amd64": "installed", "6.1.0-28-amd64": "built"},
+        },
+        "knem": {"present": True, "versions": ["1.1.4"], "kernels": {"6.1.0-28-amd64": "installed-weak"}},
+        "srp": {"present": False, "versions": [], "kernels": {}},
+    }
+
+
+@pytest.mark.parametrize(
+    "text, version",
+    [("dkms-3.0.10\n", "3.0.10"), ("dkms: 2.8.1", "2.8.1"), ("dkms-2.2.0.3\n", "2.2.0.3"), ("", None), (None, None)],
+)
+def test_dkms_version(text, version):
+    assert parse_dkms_version(text) == version

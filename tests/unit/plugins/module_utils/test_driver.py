@@ -1,0 +1,385 @@
+"""Kernels, the next boot, loaded modules and OFED, read from the synthetic node trees in tests/fixtures/driver."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from ansible_collections.rdma.node.plugins.module_utils import _driver
+from testpaths import FIXTURES
+
+DRIVER = FIXTURES / "driver"
+LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+DEBIAN_UUID = "5f3c1d7e-2a9b-4c61-8e0f-3b7a9d2c4e11"
+RHEL_OLD = "5.14.0-362.8.1.el9_3.x86_64"
+RHEL_NEW = "5.14.0-427.13.1.el9_4.x86_64"
+
+# What each tree must give: running, installed, newer, other dirs, next boot kernel and its source.
+CASES = {
+    "debian_healthy": dict(
+        running="6.1.0-27-amd64", installed=["6.1.0-27-amd64"], newer=[], other=["6.1.0-21-amd64"],
+        next_boot="6.1.0-27-amd64", source="grub_default", entry="Debian GNU/Linux",
+    ),
+    "debian_upgraded": dict(
+        running="6.1.0-27-amd64", installed=["6.1.0-27-amd64", "6.1.0-28-amd64"], newer=["6.1.0-28-amd64"],
+        other=[], next_boot="6.1.0-28-amd64", source="grub_default", entry="Debian GNU/Linux",
+    ),
+    "rhel_bls": dict(
+        running=RHEL_OLD, installed=[RHEL_OLD, RHEL_NEW], newer=[RHEL_NEW], other=[],
+        next_boot=RHEL_OLD, source="grub_saved_entry",
+        entry="Red Hat Enterprise Linux (%s) 9.3 (Plow)" % RHEL_OLD,
+    ),
+    "ubuntu_next_entry": dict(
+        running="5.15.0-89-generic",
+        installed=["5.15.0-89-generic", "5.15.0-91-generic", "5.15.0-92-generic"],
+        newer=["5.15.0-91-generic", "5.15.0-92-generic"], other=[],
+        next_boot="5.15.0-91-generic", source="grub_next_entry", entry="Ubuntu, with Linux 5.15.0-91-generic",
+    ),
+    "systemd_boot": dict(
+        running="6.9.7-200.fc40.x86_64",
+        installed=["6.8.9-300.fc40.x86_64", "6.9.7-200.fc40.x86_64", "6.10.3-200.fc40.x86_64"],
+        newer=["6.10.3-200.fc40.x86_64"], other=[],
+        next_boot="6.9.7-200.fc40.x86_64", source="systemd_boot_default",
+        entry="3e7f0c2a9b8d4f61a2c5e8d7b6a90f14-6.9.7-200.fc40.x86_64",
+    ),
+    "no_bootloader": dict(
+        running="6.5.0-060500rc5-generic",
+        installed=["6.4.16-060416-generic", "6.5.0-060500rc5-generic", "6.5.0-060500-generic"],
+        newer=["6.5.0-060500-generic"], other=["6.6.0-060600-generic"],
+        next_boot="6.5.0-060500-generic", source="newest_installed", entry=None,
+    ),
+    "empty": dict(running=None, installed=[], newer=[], other=[], next_boot=None, source=None, entry=None),
+}
+
+
+def test_every_tree_has_an_expectation():
+    assert sorted(p.name for p in DRIVER.iterdir() if p.is_dir()) == sorted(CASES)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_kernels_and_next_boot(case):
+    want = CASES[case]
+    facts = _driver.gather(str(DRIVER / case / "root"))
+    assert facts["running_kernel"] == want["running"]
+    assert facts["installed_kernels"] == want["installed"]
+    assert facts["newer_kernels"] == want["newer"]
+    assert facts["other_module_dirs"] == want["other"]
+    assert (facts["next_boot_kernel"], facts["next_boot_source"], facts["next_boot_entry"]) == (
+        want["next_boot"], want["source"], want["entry"])
+
+
+@pytest.mark.parametrize(
+    "older, newer",
+    [
+        ("6.1.0-28-amd64", "6.1.0-104-amd64"),
+        ("6.5.0-rc5", "6.5.0"),
+        ("6.5.0-060500rc5-generic", "6.5.0-060500-generic"),
+        ("6.1.0", "6.1.0-1"),
+        ("5.15.0-91-generic", "6.1.0-1-amd64"),
+        ("4.18.0-477.27.1.el8_8.x86_64", "4.18.0-513.5.1.el8_9.x86_64"),
+        ("5.14.0-362.8.1.el9_3.x86_64", "5.14.0-362.13.1.el9_3.x86_64"),
+        ("6.9.12-200.fc40.x86_64", "6.10.3-200.fc40.x86_64"),
+    ],
+)
+def test_kernel_versions_compare_as_numbers(older, newer):
+    assert _driver.kernel_version_key(older) < _driver.kernel_version_key(newer)
+    assert _driver.sort_kernels([newer, older, newer]) == [older, newer]
+
+
+def test_the_rescue_image_is_no_kernel():
+    installed, _other = _driver.installed_kernels(str(DRIVER / "rhel_bls" / "root"))
+    assert not [k for k in installed if "rescue" in k]
+
+
+def test_headers_only_and_left_over_dirs_do_not_count(tmp_path):
+    (tmp_path / "lib/modules/6.1.0-9-amd64").mkdir(parents=True)
+    (tmp_path / "lib/modules/6.1.0-9-amd64/build").symlink_to("/usr/src/linux-headers-6.1.0-9-amd64")
+    (tmp_path / "lib/modules/6.1.0-9-amd64/modules.dep").write_text("")
+    (tmp_path / "usr/lib/modules/6.1.0-10-amd64/kernel").mkdir(parents=True)
+    (tmp_path / "boot").mkdir()
+    (tmp_path / "boot/vmlinuz-6.1.0-11-amd64").write_text("")
+    (tmp_path / "boot/vmlinuz-6.1.0-8-amd64.old").write_text("")
+    installed, other = _driver.installed_kernels(str(tmp_path))
+    assert installed == ["6.1.0-10-amd64", "6.1.0-11-amd64"]
+    assert other == ["6.1.0-9-amd64"]
+
+
+# --- GRUB -----------------------------------------------------------------------------------------
+
+
+def _debian_menu():
+    menu, defaults, uses_bls = _driver.parse_grub_cfg((DRIVER / "debian_upgraded/root/boot/grub/grub.cfg").read_text())
+    assert defaults == ["${next_entry}", "0"]
+    assert uses_bls is False
+    return menu
+
+
+def test_grub_cfg_menu_structure():
+    menu = _debian_menu()
+    assert [(e["type"], e["title"], e["kernel"]) for e in menu] == [
+        ("menuentry", "Debian GNU/Linux", "6.1.0-28-amd64"),
+        ("submenu", "Advanced options for Debian GNU/Linux", None),
+        ("menuentry", "UEFI Firmware Settings", None),
+    ]
+    assert [e["kernel"] for e in menu[1]["children"]] == ["6.1.0-28-amd64"] * 2 + ["6.1.0-27-amd64"] * 2
+    assert menu[1]["children"][2]["id"] == "gnulinux-6.1.0-27-amd64-advanced-%s" % DEBIAN_UUID
+
+
+@pytest.mark.parametrize(
+    "selector, kernel",
+    [
+        ("0", "6.1.0-28-amd64"),
+        ("1>2", "6.1.0-27-amd64"),
+        ("1", "6.1.0-28-amd64"),  # a submenu as a whole boots its first entry
+        ("Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux 6.1.0-27-amd64", "6.1.0-27-amd64"),
+        ("gnulinux-advanced-%s>gnulinux-6.1.0-27-amd64-advanced-%s" % (DEBIAN_UUID, DEBIAN_UUID), "6.1.0-27-amd64"),
+        ("gnulinux-simple-%s" % DEBIAN_UUID, "6.1.0-28-amd64"),
+        ("Debian GNU/Linux", "6.1.0-28-amd64"),
+    ],
+)
+def test_grub_selectors(selector, kernel):
+    assert _driver.resolve_grub_entry(_debian_menu(), selector)["kernel"] == kernel
+
+
+@pytest.mark.parametrize("selector", ["7", "1>9", "Debian GNU/Linux, with Linux 6.1.0-27-amd64", "nope>0"])
+def test_grub_selectors_that_name_nothing(selector):
+    # A bare title of a submenu entry is not found at the top level: GRUB wants the path.
+    assert _driver.resolve_grub_entry(_debian_menu(), selector) is None
+
+
+def _copy_tree(case, tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(str(DRIVER / case / "root"), str(root), symlinks=True)
+    return root
+
+
+def _grubenv(**values):
+    body = "# GRUB Environment Block\n" + "".join("%s=%s\n" % kv for kv in values.items())
+    return body + "#" * (1024 - len(body))
+
+
+def test_saved_entry_in_grubenv_is_followed(tmp_path):
+    root = _copy_tree("debian_upgraded", tmp_path)
+    cfg = root / "boot/grub/grub.cfg"
+    cfg.write_text(cfg.read_text().replace('set default="0"', 'set default="${saved_entry}"'))
+    (root / "etc/default/grub").write_text("GRUB_DEFAULT=saved\n")
+    (root / "boot/grub/grubenv").write_text(
+        _grubenv(saved_entry="gnulinux-advanced-%s>gnulinux-6.1.0-27-amd64-advanced-%s" % (DEBIAN_UUID, DEBIAN_UUID)))
+    notes = []
+    assert _driver.next_boot(str(root), ["6.1.0-27-amd64", "6.1.0-28-amd64"], notes) == (
+        "6.1.0-27-amd64", "grub_saved_entry", "Debian GNU/Linux, with Linux 6.1.0-27-amd64")
+    assert notes == []
+
+
+def test_empty_saved_entry_boots_the_first_entry(tmp_path):
+    root = _copy_tree("debian_upgraded", tmp_path)
+    cfg = root / "boot/grub/grub.cfg"
+    cfg.write_text(cfg.read_text().replace('set default="0"', 'set default="${saved_entry}"'))
+    (root / "etc/default/grub").write_text("GRUB_DEFAULT=saved\n")
+    kernel, source, _entry = _driver.next_boot(str(root), [], [])
+    assert (kernel, source) == ("6.1.0-28-amd64", "grub_default")
+
+
+def test_etc_default_grub_edited_without_update_grub(tmp_path):
+    root = _copy_tree("debian_upgraded", tmp_path)
+    (root / "etc/default/grub").write_text('GRUB_DEFAULT="1>2"\n')
+    notes = []
+    kernel, source, _entry = _driver.next_boot(str(root), [], notes)
+    assert (kernel, source) == ("6.1.0-28-amd64", "grub_default")
+    assert notes == [
+        "GRUB_DEFAULT=1>2 in /etc/default/grub differs from default=0 in /boot/grub/grub.cfg: GRUB follows "
+        "/boot/grub/grub.cfg until update-grub (grub2-mkconfig) runs"
+    ]
+
+
+def test_a_default_that_names_no_entry_falls_back_to_the_first(tmp_path):
+    root = _copy_tree("debian_upgraded", tmp_path)
+    cfg = root / "boot/grub/grub.cfg"
+    cfg.write_text(cfg.read_text().replace('set default="0"', 'set default="Debian GNU/Linux, with Linux 5.10.0-9-amd64"'))
+    (root / "etc/default/grub").unlink()
+    notes = []
+    kernel, source, _entry = _driver.next_boot(str(root), [], notes)
+    assert (kernel, source) == ("6.1.0-28-amd64", "grub_first_entry")
+    assert notes == [
+        "GRUB default 'Debian GNU/Linux, with Linux 5.10.0-9-amd64' names no entry of /boot/grub/grub.cfg; "
+        "GRUB falls back to the first entry"
+    ]
+
+
+def test_grubenv_without_grub_cfg_uses_the_kernel_named_in_the_entry(tmp_path):
+    (tmp_path / "boot/grub").mkdir(parents=True)
+    (tmp_path / "boot/grub/grubenv").write_text(_grubenv(next_entry="Advanced options>Ubuntu, with Linux 5.15.0-92-generic"))
+    assert _driver.next_boot(str(tmp_path), [], []) == (
+        "5.15.0-92-generic", "grub_next_entry", "Advanced options>Ubuntu, with Linux 5.15.0-92-generic")
+
+
+def test_bls_numeric_default_counts_newest_first(tmp_path):
+    root = _copy_tree("rhel_bls", tmp_path)
+    (root / "boot/grub2/grubenv").write_text(_grubenv(saved_entry="0"))
+    kernel, source, _entry = _driver.next_boot(str(root), [], [])
+    assert (kernel, source) == (RHEL_NEW, "grub_saved_entry")
+
+
+# --- systemd-boot -----------------------------------------------------------------------------
+
+
+def _efivar(root, name, value):
+    path = root / "sys/firmware/efi/efivars"
+    path.mkdir(parents=True, exist_ok=True)
+    (path / ("%s-%s" % (name, LOADER_GUID))).write_bytes(b"\x07\x00\x00\x00" + (value + "\x00").encode("utf-16-le"))
+
+
+def test_systemd_boot_oneshot_efi_variable_wins(tmp_path):
+    root = _copy_tree("systemd_boot", tmp_path)
+    _efivar(root, "LoaderEntryDefault", "3e7f0c2a9b8d4f61a2c5e8d7b6a90f14-6.8.9-300.fc40.x86_64.conf")
+    kernel, source, _entry = _driver.next_boot(str(root), [], [])
+    assert (kernel, source) == ("6.8.9-300.fc40.x86_64", "systemd_boot_efi_default")
+    _efivar(root, "LoaderEntryOneShot", "3e7f0c2a9b8d4f61a2c5e8d7b6a90f14-6.10.3-200.fc40.x86_64.conf")
+    kernel, source, _entry = _driver.next_boot(str(root), [], [])
+    assert (kernel, source) == ("6.10.3-200.fc40.x86_64", "systemd_boot_oneshot")
+
+
+def test_systemd_boot_without_default_boots_the_newest_entry(tmp_path):
+    root = _copy_tree("systemd_boot", tmp_path)
+    (root / "boot/efi/loader/loader.conf").write_text("timeout 3\n")
+    kernel, source, _entry = _driver.next_boot(str(root), [], [])
+    assert (kernel, source) == ("6.10.3-200.fc40.x86_64", "systemd_boot_first_entry")
+
+
+def test_systemd_boot_saved_default_is_not_guessed(tmp_path):
+    root = _copy_tree("systemd_boot", tmp_path)
+    (root / "boot/efi/loader/loader.conf").write_text("default @saved\n")
+    notes = []
+    kernel, source, _entry = _driver.next_boot(str(root), [], notes)
+    assert (kernel, source) == ("6.10.3-200.fc40.x86_64", "systemd_boot_first_entry")
+    assert notes == ["systemd-boot's default is @saved, which lives in EFI variables not readable here"]
+
+
+@pytest.mark.parametrize(
+    "path, kernel",
+    [
+        ("/boot/vmlinuz-6.1.0-28-amd64", "6.1.0-28-amd64"),
+        ("/vmlinuz-5.14.0-427.13.1.el9_4.x86_64", "5.14.0-427.13.1.el9_4.x86_64"),
+        ("/3e7f0c2a/6.9.7-200.fc40.x86_64/linux", "6.9.7-200.fc40.x86_64"),
+        ("(hd0,gpt2)/@/boot/vmlinuz-6.8.0-31-generic", "6.8.0-31-generic"),
+        ("/EFI/Linux/arch.efi", None),
+        (None, None),
+    ],
+)
+def test_kernel_from_image_path(path, kernel):
+    assert _driver.kernel_from_image_path(path) == kernel
+
+
+# --- modules, OFED, devices ---------------------------------------------------------------------
+
+
+def test_proc_modules_fields():
+    text = (
+        "nvidia_peermem 16384 0 - Live 0x0000000000000000 (POE)\n"
+        "ib_core 475136 8 rdma_cm,ib_ipoib,mlx5_ib, Live 0xffffffffc0a00000 (OE)\n"
+        "ext4 1003520 2 - Live 0x0000000000000000\n"
+        "mlx5_ib 499712 - - Unloading 0x0000000000000000 (OE)\n"
+        "broken\n"
+    )
+    modules = _driver.parse_proc_modules(text)
+    assert modules == {
+        "nvidia_peermem": {"size": 16384, "refcount": 0, "used_by": [], "state": "Live", "taint": "POE"},
+        "ib_core": {"size": 475136, "refcount": 8, "used_by": ["rdma_cm", "ib_ipoib", "mlx5_ib"], "state": "Live", "taint": "OE"},
+        "ext4": {"size": 1003520, "refcount": 2, "used_by": [], "state": "Live", "taint": None},
+        "mlx5_ib": {"size": 499712, "refcount": None, "used_by": [], "state": "Unloading", "taint": "OE"},
+    }
+
+
+def test_module_versions_from_sys_module():
+    modules = _driver.loaded_modules(str(DRIVER / "debian_healthy/root"))
+    assert modules["mlx5_core"]["version"] == "23.10-1.1.9"
+    assert modules["mlx5_core"]["srcversion"] == "3B8C1E0F4A2D9B7C6E5F012"
+    assert modules["nvidia_peermem"]["version"] == "535.161.08"
+    assert modules["ext4"]["version"] is None and modules["ext4"]["srcversion"] is None
+
+
+@pytest.mark.parametrize(
+    "text, ofed",
+    [
+        ("MLNX_OFED_LINUX-23.10-1.1.9.0:\n", {"id": "MLNX_OFED_LINUX-23.10-1.1.9.0", "distribution": "MLNX_OFED_LINUX", "version": "23.10-1.1.9.0"}),
+        ("OFED-internal-24.07-0.6.1:\n", {"id": "OFED-internal-24.07-0.6.1", "distribution": "OFED-internal", "version": "24.07-0.6.1"}),
+        ("MLNX_OFED_LINUX-5.8-1.0.1.1 (OFED-5.8-1.0.1):\n\nucx:\n",
+         {"id": "MLNX_OFED_LINUX-5.8-1.0.1.1", "distribution": "MLNX_OFED_LINUX", "version": "5.8-1.0.1.1"}),
+        ("\nsomething odd\n", {"id": "something", "distribution": None, "version": None}),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_ofed_info(text, ofed):
+    assert _driver.parse_ofed_info(text) == ofed
+
+
+def test_infiniband_devices_in_natural_order(tmp_path):
+    (tmp_path / "dev/infiniband").mkdir(parents=True)
+    for name in ("uverbs10", "uverbs2", "rdma_cm", "umad0"):
+        (tmp_path / "dev/infiniband" / name).write_text("")
+    assert _driver.infiniband_devices(str(tmp_path)) == ["rdma_cm", "umad0", "uverbs2", "uverbs10"]
+
+
+def test_gpudirect_and_dkms_view_from_saved_outputs():
+    case = DRIVER / "debian_upgraded"
+    facts = _driver.gather(
+        str(case / "root"),
+        dkms_text=(case / "dkms_status.txt").read_text(),
+        dkms_version="3.0.10",
+        ofed_text=(case / "ofed_info_s.txt").read_text(),
+        dkms_modules=["mlnx-ofed-kernel", "knem"],
+    )
+    assert facts["nvidia_peermem_loaded"] is False and facts["gpudirect_module"] is None
+    assert "rdma_ucm" not in facts["loaded_modules"]
+    assert facts["dkms"]["version"] == "3.0.10"
+    assert facts["dkms"]["relevant"] == {
+        "mlnx-ofed-kernel": {"present": True, "versions": ["23.10.OFED.23.10.1.1.9.1"], "kernels": {"6.1.0-27-amd64": "installed"}},
+        "knem": {"present": True, "versions": ["1.1.4.90mlnx3"], "kernels": {"6.1.0-27-amd64": "installed", "6.1.0-28-amd64": "installed"}},
+    }
+    assert facts["dkms"]["errors"] == [
+        "Bad return status for module build on kernel: 6.1.0-28-amd64 (x86_64) Consult "
+        "/var/lib/dkms/mlnx-ofed-kernel/23.10.OFED.23.10.1.1.9.1/build/make.log for more information."
+    ]
+    assert len(facts["dkms"]["entries"]) == 3
+    assert facts["ofed_version"] == "MLNX_OFED_LINUX-23.10-1.1.9.0"
+    assert facts["notes"] == []
+
+
+def test_legacy_nv_peer_mem_counts_as_gpudirect(tmp_path):
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/modules").write_text("nv_peer_mem 16384 0 - Live 0x0000000000000000 (OE)\n")
+    facts = _driver.gather(str(tmp_path))
+    assert (facts["nvidia_peermem_loaded"], facts["gpudirect_module"]) == (False, "nv_peer_mem")
+
+
+def test_empty_tree_gives_notes_not_errors():
+    facts = _driver.gather(str(DRIVER / "empty/root"), notes=["dkms is not installed"])
+    assert facts["dkms"] is None and facts["ofed_version"] is None and facts["ofed"] is None
+    assert facts["loaded_modules"] == {} and facts["infiniband_devices"] == []
+    assert facts["notes"] == [
+        "dkms is not installed",
+        "proc/sys/kernel/osrelease is missing: running kernel unknown",
+        "no installed kernel found under lib/modules or boot",
+        "proc/modules is missing: loaded modules unknown",
+        "dev/infiniband is missing: no RDMA device nodes",
+    ]
+
+
+def test_unparsable_dkms_lines_become_notes():
+    facts = _driver.gather(str(DRIVER / "empty/root"), dkms_text="foo/1: added\nsegfault at 0x0\n", dkms_modules=["foo"])
+    assert facts["dkms"]["relevant"]["foo"]["present"] is True
+    assert "dkms status printed a line that is not a status line: 'segfault at 0x0'" in facts["notes"]
+
+
+def test_running_kernel_that_was_removed_and_boot_kernel_not_installed(tmp_path):
+    (tmp_path / "proc/sys/kernel").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel/osrelease").write_text("6.1.0-20-amd64\n")
+    (tmp_path / "boot/grub").mkdir(parents=True)
+    (tmp_path / "boot/vmlinuz-6.1.0-27-amd64").write_text("")
+    (tmp_path / "boot/grub/grubenv").write_text(_grubenv(next_entry="gnulinux-6.1.0-30-amd64-advanced-x"))
+    facts = _driver.gather(str(tmp_path))
+    assert facts["next_boot_kernel"] == "6.1.0-30-amd64"
+    assert "the running kernel 6.1.0-20-amd64 is no longer installed (its package was removed)" in facts["notes"]
+    assert "the boot loader's next kernel 6.1.0-30-amd64 is not an installed kernel" in facts["notes"]
