@@ -8,7 +8,7 @@ eval "$("$ROOT/scripts/setup.sh" --demo)"
 
 DEMO="$ROOT/inventories/demo"
 REPORT_DIR=${RDMA_NODE_REPORT_DIR:-$ROOT/reports/demo}
-python "$ROOT/tools/sysfs_tree.py" build "$DEMO/hardware.yml" "$DEMO/.sysfs" >/dev/null
+python "$ROOT/tools/sysfs_tree.py" build "$DEMO/hardware.yml" "$DEMO/.nodes" >/dev/null
 
 # The write-up's group names contain dashes; Ansible accepts them, this only silences the warning.
 export ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS=ignore

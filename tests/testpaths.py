@@ -1,9 +1,30 @@
-"""Where the tests find the collection, its fixtures and its tools."""
+"""Where the tests find the collection, its fixtures and its tools, and the collections root that
+makes this working tree importable as ``ansible_collections.rdma.node``."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 COLLECTION_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = COLLECTION_ROOT / "tests" / "fixtures"
 TOOLS = COLLECTION_ROOT / "tools"
+
+
+def _collections_root() -> Path:
+    """Inside ansible-test's layout (.../ansible_collections/rdma/node) the tree is already in place;
+    anywhere else a symlink in a collections root (scripts/setup.sh's, or a temporary one) stands in
+    for an installed collection."""
+    if COLLECTION_ROOT.parent.name == "rdma" and COLLECTION_ROOT.parents[1].name == "ansible_collections":
+        return COLLECTION_ROOT.parents[2]
+    configured = os.environ.get("RDMA_NODE_COLLECTIONS")
+    if configured and (Path(configured) / "ansible_collections/rdma/node").resolve() == COLLECTION_ROOT:
+        return Path(configured)
+    root = Path(tempfile.mkdtemp(prefix="rdma-node-collections-"))
+    (root / "ansible_collections/rdma").mkdir(parents=True)
+    (root / "ansible_collections/rdma/node").symlink_to(COLLECTION_ROOT)
+    return root
+
+
+COLLECTIONS_ROOT = _collections_root()

@@ -19,7 +19,7 @@ Usage::
 
     python tools/sysfs_tree.py unpack ARCHIVE DEST
     python tools/sysfs_tree.py pack TREE ARCHIVE
-    python tools/sysfs_tree.py build HARDWARE_YAML DEST   # one subdirectory per host
+    python tools/sysfs_tree.py build HARDWARE_YAML DEST   # one node root per host: DEST/<host>/sys, ...
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import zlib
 
 ARCHIVE_MAGIC = "# rdma.node sysfs archive v1"
 
@@ -274,18 +275,54 @@ def build_host(root: str, spec: dict) -> None:
             tree.netdev(**netdev)
 
 
+def build_driver_side(root: str, driver: dict) -> None:
+    """Write the files driver_facts reads from a node's ``/`` (the ``driver:`` part of a host).
+
+    ``driver`` names the running kernel, the installed ``kernels``, the one GRUB boots by default
+    (``boot_default``), the ``modules`` loaded, the OFED release and the ``dkms`` status text; the
+    saved command outputs land in ``<root>/saved/``, where simulated hosts point driver_verify.
+    """
+    tree = TreeBuilder(root)
+    running = driver["running_kernel"]
+    kernels = driver.get("kernels", [running])
+    tree.write("proc/sys/kernel/osrelease", running)
+    for kernel in kernels:
+        os.makedirs(os.path.join(root, "lib/modules", kernel, "kernel"), exist_ok=True)
+        tree.write("boot/vmlinuz-" + kernel, "")
+    boot_order = [driver.get("boot_default", running)] + [k for k in kernels if k != driver.get("boot_default", running)]
+    menu = ['set default="0"'] + [
+        "menuentry 'Linux %s' --class gnu-linux $menuentry_id_option 'gnulinux-%s-simple' {\n"
+        "\tlinux\t/boot/vmlinuz-%s root=/dev/sda1 ro quiet\n}" % (k, k, k) for k in boot_order
+    ]
+    tree.write("boot/grub/grub.cfg", "\n".join(menu))
+    modules = driver.get("modules", [])
+    tree.write("proc/modules", "\n".join(
+        "%s %d %d - Live 0x0000000000000000 (OE)" % (name, 65536 + 4096 * index, 1)
+        for index, name in enumerate(modules)))
+    for name in modules:
+        tree.write("sys/module/%s/version" % name, driver.get("module_version", "23.10-1.1.9"))
+        tree.write("sys/module/%s/srcversion" % name, "%024X" % zlib.crc32(name.encode()))
+    for index in range(driver.get("uverbs", 0)):
+        tree.write("dev/infiniband/uverbs%d" % index, "")
+    tree.write("saved/dkms-status.txt", (driver.get("dkms") or "").rstrip("\n"))
+    tree.write("saved/ofed_info.txt", driver.get("ofed"))
+
+
 def build_hardware_file(path: str, dest: str) -> list:
-    """Build every host of a hardware YAML file under ``dest/<host>/sys``; returns the host names."""
+    """Build every host of a hardware YAML file as a node root ``dest/<host>`` (sysfs in ``sys/``);
+    returns the host names."""
     import yaml  # controller-side only: PyYAML ships with Ansible
 
     with open(path, encoding="utf-8") as handle:
         hosts = yaml.safe_load(handle)
     if not isinstance(hosts, dict):
         raise ArchiveError("%s: expected a mapping of host name to hardware" % path)
+    hosts = {name: spec for name, spec in hosts.items() if not name.startswith("x-")}  # x-: YAML anchors only
     for host, spec in hosts.items():
-        root = os.path.join(dest, host, "sys")
         shutil.rmtree(os.path.join(dest, host), ignore_errors=True)
-        build_host(root, spec)
+        build_host(os.path.join(dest, host, "sys"), spec)
+        if spec.get("driver"):
+            build_driver_side(os.path.join(dest, host), spec["driver"])
     return sorted(hosts)
 
 
@@ -304,7 +341,7 @@ def main(argv: list) -> int:
                 unpack(handle.read(), dest)
         else:
             for host in build_hardware_file(source, dest):
-                print("%s/%s/sys" % (dest, host))
+                print("%s/%s" % (dest, host))
     except (OSError, ArchiveError, KeyError, TypeError, ValueError) as exc:
         sys.stderr.write("sysfs_tree %s %s: %s\n" % (command, source, exc))
         return 1

@@ -1,0 +1,75 @@
+"""The report puts the worst hosts first and reads findings wherever the roles left them."""
+
+from __future__ import annotations
+
+from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report import build_report
+
+
+def finding(role, check, severity, subject="x"):
+    return {"role": role, "check": check, "severity": severity, "subject": subject, "message": "%s %s" % (check, subject),
+            "expected": None, "actual": None}
+
+
+HOSTS = {
+    "healthy": {
+        "group_names": ["ib-v100"],
+        "ib_inventory_status": {"ok": True, "critical": 0, "warning": 0, "ports": [], "summary": {"port_count": 2}},
+        "ib_inventory_findings": [],
+        "driver_verify_status": {"ok": True, "critical": 0, "warning": 0, "kernel": "6.1.0-27-amd64"},
+        "driver_verify_findings": [],
+    },
+    "warned": {
+        "group_names": ["ib-a100"],
+        "ib_inventory_status": {"ok": True, "critical": 0, "warning": 1},
+        "ib_inventory_findings": [finding("ib_inventory", "netdev_carrier_down", "warning")],
+    },
+    "broken": {
+        "group_names": ["ib-v100", "gpu"],
+        "ib_inventory_status": {"ok": False, "critical": 1, "warning": 0},
+        "ib_inventory_findings": [finding("ib_inventory", "port_down", "critical", "mlx5_1/1")],
+        "driver_verify_status": {"ok": False, "critical": 1, "warning": 1},
+        "driver_verify_findings": [finding("driver_verify", "dkms_error", "warning"),
+                                   finding("driver_verify", "dkms_missing_next_boot", "critical", "6.1.0-28-amd64")],
+    },
+    # What a jsonfile fact cache gives a later job: cacheable facts under ansible_facts only.
+    "cached": {
+        "group_names": ["ib-a100"],
+        "ansible_facts": {
+            "ib_inventory_status": {"ok": False, "critical": 2},
+            "ib_inventory_findings": [finding("ib_inventory", "port_down", "critical", "a"),
+                                      finding("ib_inventory", "port_down", "critical", "b")],
+            "rdma": {"summary": {"port_count": 3}},
+        },
+    },
+    "unreached": {"group_names": ["ib-a100"]},
+}
+
+
+def test_worst_hosts_first():
+    report = build_report(HOSTS, generated_at="2026-11-22T00:00:00Z")
+    assert [(h["name"], h["status"]) for h in report["hosts"]] == [
+        ("broken", "critical"), ("cached", "critical"), ("unreached", "no_data"), ("warned", "warning"), ("healthy", "ok"),
+    ]
+
+
+def test_findings_sorted_by_severity_and_counted():
+    report = build_report(HOSTS)
+    broken = next(h for h in report["hosts"] if h["name"] == "broken")
+    assert [f["check"] for f in broken["findings"]] == ["dkms_missing_next_boot", "port_down", "dkms_error"]
+    assert (broken["critical"], broken["warning"]) == (2, 1)
+    assert broken["groups"] == ["gpu", "ib-v100"]
+    assert broken["checks"] == ["driver_verify", "ib_inventory"]
+
+
+def test_fact_cache_layout_is_read():
+    cached = next(h for h in build_report(HOSTS)["hosts"] if h["name"] == "cached")
+    assert cached["critical"] == 2
+    assert cached["summary"] == {"port_count": 3}
+
+
+def test_totals_and_groups():
+    report = build_report(HOSTS)
+    assert report["totals"] == {"hosts": 5, "critical": 2, "no_data": 1, "warning": 1, "ok": 1, "findings": 6}
+    groups = {g["name"]: g for g in report["groups"]}
+    assert groups["ib-a100"] == {"name": "ib-a100", "hosts": 3, "ok": 0, "warning": 1, "critical": 1, "no_data": 1}
+    assert groups["ib-v100"]["critical"] == 1 and groups["ib-v100"]["ok"] == 1
