@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from ansible.module_utils import _internal as module_internal
+from ansible.module_utils.common import warnings as module_warnings
 from ansible.module_utils.testing import patch_module_args
 
 
@@ -22,14 +24,20 @@ class ModuleResult(dict):
 
 
 @pytest.fixture
-def run_module(capsys):
+def run_module(capsys, monkeypatch):
     """Run ``module.main()`` with ``args`` and return its parsed JSON result.
 
     Nothing is mocked: the module parses its arguments, does its work and exits as it would on a
     node; the test reads what it printed.
     """
 
+    # ansible-core 2.19 keeps module warnings in one process-wide list, and once controller code is
+    # imported in the same pytest process (filters, action plugins) it sends them to the display
+    # instead of the module's result. Each run starts clean, on the node's side.
+    monkeypatch.setattr(module_internal, "is_controller", False)
+
     def _run(module, args: dict, check_mode: bool = False, diff: bool = False) -> ModuleResult:
+        module_warnings._global_warnings.clear()
         args = dict(args)
         if check_mode:
             args["_ansible_check_mode"] = True
