@@ -20,6 +20,7 @@ import sys
 
 import sysfs_tree
 
+from ansible_collections.rdma.node.plugins.module_utils._ib_text import parse_ibstat as collection_parse_ibstat
 from testpaths import COLLECTION_ROOT, FIXTURES
 
 IB_FACTS = COLLECTION_ROOT / "plugins/modules/ib_facts.py"
@@ -27,6 +28,11 @@ SEPARATOR = "=====ib_facts====="
 
 # ibstat's words for the kernel's port states.
 IBSTAT_STATES = {"Down": "DOWN", "Initializing": "INIT", "Armed": "ARMED", "Active": "ACTIVE"}
+
+# Fields the rdma.node.parse_ibstat filter and ib_facts share, with the same meaning.
+SHARED_PORT_FIELDS = ("state", "state_code", "phys_state", "phys_state_code", "rate_gbps", "link_layer", "lid",
+                      "sm_lid", "lmc", "cap_mask", "port_guid")
+SHARED_DEVICE_FIELDS = ("hca_type", "fw_ver", "hw_rev", "node_guid", "sys_image_guid")
 
 
 def build_edge_tree(root):
@@ -119,6 +125,18 @@ def compare_with_ibstat(ibstat_ports, facts):
     return len(ibstat_ports)
 
 
+def compare_with_parse_ibstat(ibstat_text, facts):
+    """The collection's parse_ibstat filter reads real ibstat output into the same values as ib_facts."""
+    parsed = {(p["device"], p["port"]): p for p in collection_parse_ibstat(ibstat_text)}
+    ports = {(p["device"], p["port"]): p for p in facts["ports"]}
+    assert set(parsed) == set(ports)
+    for key, port in parsed.items():
+        assert {f: port[f] for f in SHARED_PORT_FIELDS} == {f: ports[key][f] for f in SHARED_PORT_FIELDS}, key
+        device = facts["devices"][key[0]]
+        assert {f: port[f] for f in SHARED_DEVICE_FIELDS} == {f: device[f] for f in SHARED_DEVICE_FIELDS}, key
+    return len(parsed)
+
+
 def compare_with_files(tree, facts):
     """For trees ibstat will not list: the facts say what the files say."""
     compared = 0
@@ -154,6 +172,7 @@ def test_ib_facts_agrees_with_ibstat_on_every_tree(tmp_path):
         ibstat_ports = parse_ibstat(ibstat_text)
         if ibstat_ports:
             counts[name] = ("ibstat", compare_with_ibstat(ibstat_ports, facts))
+            assert compare_with_parse_ibstat(ibstat_text, facts) == counts[name][1]
         else:
             assert facts["ports"], "%s: neither ibstat nor ib_facts found a port" % name
             counts[name] = ("files", compare_with_files(tree, facts))
