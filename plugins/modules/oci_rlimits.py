@@ -213,11 +213,10 @@ diff:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes, to_native
 
+from ansible_collections.rdma.node.plugins.module_utils._files import read_text, write_atomically
 from ansible_collections.rdma.node.plugins.module_utils._oci_spec import (
     DEFAULT_NOFILE_FLOOR,
     SpecError,
@@ -225,23 +224,6 @@ from ansible_collections.rdma.node.plugins.module_utils._oci_spec import (
     plan_spec,
 )
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RlimitError, normalize_rlimits
-
-
-def read_text(module, path):
-    """The file's text, or None when it does not exist; fail clearly on anything else."""
-    if not os.path.lexists(path):
-        return None
-    if os.path.isdir(path):
-        module.fail_json(msg="%s is a directory; path must name the spec file." % path)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        module.fail_json(msg="Cannot read %s: %s." % (path, to_native(exc.strerror or exc)))
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        module.fail_json(msg="%s is not UTF-8 text; expected an OCI runtime spec (JSON)." % path)
 
 
 def default_spec(module, path, regenerate):
@@ -256,28 +238,6 @@ def default_spec(module, path, regenerate):
     if rc != 0:
         module.fail_json(msg="`%s oci spec` failed with rc %d: %s" % (ctr, rc, (err or out).strip()), rc=rc)
     return out
-
-
-def write_atomically(module, path, text, backup):
-    """Write ``text`` to ``path`` through a temp file in the same directory; return the backup path."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        module.fail_json(msg="Cannot write %s: the directory %s does not exist." % (path, directory))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(path), suffix=".tmp")
-    except OSError as exc:
-        module.fail_json(msg="Cannot write %s: %s in %s." % (path, to_native(exc.strerror or exc), directory))
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(to_bytes(text))
-    except OSError as exc:
-        os.unlink(tmp)
-        module.fail_json(msg="Cannot write %s: %s." % (path, to_native(exc.strerror or exc)))
-    backup_file = None
-    if backup and os.path.exists(path):
-        backup_file = module.backup_local(path)
-    module.atomic_move(tmp, path, unsafe_writes=module.params["unsafe_writes"])
-    return backup_file
 
 
 def main():
@@ -312,7 +272,7 @@ def main():
     except RlimitError as exc:
         module.fail_json(msg=str(exc))
 
-    before = read_text(module, path)
+    before = read_text(module, path, "an OCI runtime spec (JSON)")
     directory = os.path.dirname(os.path.abspath(path))
     if before is None and not os.path.isdir(directory):
         module.fail_json(msg="Cannot create %s: the directory %s does not exist." % (path, directory))

@@ -189,16 +189,15 @@ diff:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes, to_native
 
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import (
     RlimitError,
     SYSTEMD_DIRECTIVES,
     normalize_systemd_limits,
 )
+from ansible_collections.rdma.node.plugins.module_utils._files import read_text, remove_file, write_atomically
 from ansible_collections.rdma.node.plugins.module_utils._systemd_dropin import (
     DEFAULT_DROPIN_NAME,
     DropinError,
@@ -210,52 +209,6 @@ from ansible_collections.rdma.node.plugins.module_utils._systemd_dropin import (
     parse_unit_text,
     render_dropin,
 )
-
-
-def read_text(module, path):
-    """The drop-in's text, or None when it does not exist."""
-    if not os.path.lexists(path):
-        return None
-    if os.path.isdir(path):
-        module.fail_json(msg="%s is a directory, not a drop-in file." % path)
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8")
-    except OSError as exc:
-        module.fail_json(msg="Cannot read %s: %s." % (path, to_native(exc.strerror or exc)))
-    except UnicodeDecodeError:
-        module.fail_json(msg="%s is not UTF-8 text; expected a systemd drop-in." % path)
-
-
-def write_atomically(module, path, text):
-    """Create the drop-in directory if needed and replace the file through a temp file beside it."""
-    directory = os.path.dirname(path)
-    try:
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(path), suffix=".tmp")
-    except OSError as exc:
-        module.fail_json(msg="Cannot write %s: %s in %s." % (path, to_native(exc.strerror or exc), directory))
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(to_bytes(text))
-        os.chmod(tmp, 0o644)
-    except OSError as exc:
-        os.unlink(tmp)
-        module.fail_json(msg="Cannot write %s: %s." % (path, to_native(exc.strerror or exc)))
-    module.atomic_move(tmp, path, unsafe_writes=False)
-
-
-def remove(module, path):
-    """Remove the drop-in, and its directory when nothing else is left in it."""
-    try:
-        os.unlink(path)
-    except OSError as exc:
-        module.fail_json(msg="Cannot remove %s: %s." % (path, to_native(exc.strerror or exc)))
-    try:
-        os.rmdir(os.path.dirname(path))
-    except OSError:
-        pass
 
 
 def systemd_running(root):
@@ -289,7 +242,7 @@ def main():
         module.fail_json(msg="root %s is not a directory." % root)
 
     path = dropin_path(root, unit, filename)
-    before = read_text(module, path)
+    before = read_text(module, path, "a systemd drop-in")
     after = render_dropin(unit, limits) if params["state"] == "present" else None
     changed = before != after
     directives = list(limits) if limits else sorted(
@@ -302,9 +255,9 @@ def main():
         result["diff"] = dict(before=before or "", after=after or "", before_header=path, after_header=path)
     if changed and not module.check_mode:
         if after is None:
-            remove(module, path)
+            remove_file(module, path, remove_empty_parent=True)
         else:
-            write_atomically(module, path, after)
+            write_atomically(module, path, after, mode=0o644, make_parent=True)
 
     report = analyze(root, unit, filename, directives, after)
     for key in ("unit_file", "dropins", "overridden_by", "also_set_in", "masked_by"):
