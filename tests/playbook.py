@@ -41,7 +41,8 @@ class PlaybookRun:
 
 
 def run_playbook(playbook, *args, env=None, collections_root=None):
-    """Run ``playbook`` (a path relative to the collection, or absolute) with the JSON callback."""
+    """Run ``playbook`` with the JSON callback: a path relative to the collection, or a playbook's
+    FQCN (``rdma.node.site``), which ansible-playbook resolves through the collections path."""
     environment = dict(os.environ)
     environment.update({
         "ANSIBLE_COLLECTIONS_PATH": str(collections_root or COLLECTIONS_ROOT),
@@ -52,6 +53,7 @@ def run_playbook(playbook, *args, env=None, collections_root=None):
         "ANSIBLE_SHOW_CUSTOM_STATS": "1",
     })
     environment.update(env or {})
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, str(COLLECTION_ROOT / playbook), *args],
+    target = playbook if playbook.startswith("rdma.node.") else str(COLLECTION_ROOT / playbook)
+    proc = subprocess.run([ANSIBLE_PLAYBOOK, target, *args],
                           capture_output=True, text=True, env=environment, timeout=600, check=False)
     return PlaybookRun(proc)

@@ -44,7 +44,7 @@ def demo(tmp_path_factory):
 @pytest.fixture(scope="module")
 def site_run(demo):
     cache = demo["base"] / "fact-cache"
-    run = run_playbook("playbooks/site.yml", *demo["args"], "-e", "fleet_report_dir=%s/report" % demo["base"],
+    run = run_playbook("rdma.node.site", *demo["args"], "-e", "fleet_report_dir=%s/report" % demo["base"],
                        env={"ANSIBLE_CACHE_PLUGIN": "jsonfile", "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(cache)})
     report = json.loads((demo["base"] / "report/fleet-report.json").read_text())
     return run, report
@@ -80,7 +80,7 @@ def test_site_fails_exactly_the_faulty_hosts(site_run):
 
 
 def test_ib_inventory_fail_switch(demo):
-    failing = run_playbook("playbooks/ib_inventory.yml", *demo["args"])
+    failing = run_playbook("rdma.node.ib_inventory", *demo["args"])
     assert (failing.rc, failing.failed_hosts) == (2, ["v100-node-02"])
     message = failing.task_results("Fail the host when a critical finding remains")["v100-node-02"]["msg"]
     assert message == "1 critical RDMA port finding(s) on v100-node-02: mlx5_1/1 is DOWN (Polling); expected ACTIVE"
