@@ -1,0 +1,114 @@
+"""rdma.node.parse_perftest: text, lines or a registered result in; bad input gets one sentence."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.rdma.node.plugins.filter import perftest as perftest_filter
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "perftest"
+parse_perftest = perftest_filter.FilterModule().filters()["parse_perftest"]
+
+
+def text(name):
+    return (FIXTURES / name).read_text()
+
+
+@pytest.mark.parametrize("name", sorted(path.name for path in FIXTURES.glob("*.txt")))
+def test_string_and_lines_give_the_same(name):
+    from_text = parse_perftest(text(name))
+    assert parse_perftest(text(name).splitlines()) == from_text
+    assert from_text["results"] or from_text["failure"]["cause"] in (
+        "memlock", "port_down", "device_not_found", "remote_unreachable")
+    json.dumps(from_text)   # plain JSON types only
+
+
+def test_registered_result_reads_both_streams_and_rc():
+    registered = {
+        "changed": False,
+        "rc": 1,
+        "stdout": text("seed_err_ib_read_bw_server_ethernet_read_keys.txt"),
+        "stderr": text("err_ib_read_bw_client_couldnt_allocate_MR_memlock.txt"),
+        "stdout_lines": [],
+    }
+    parsed = parse_perftest(registered)
+    assert parsed["failure"]["cause"] == "memlock"
+    assert parsed["qps"] == 30 and parsed["device"] == "mlx5_0"
+
+
+def test_registered_success_and_stdout_lines_only():
+    lines = text("seed_ib_write_bw_loopback_report_gbits_interleaved_mlx5_1_v100.txt").splitlines()
+    parsed = parse_perftest({"rc": 0, "stdout_lines": lines})
+    assert parsed["failure"] is None
+    assert parsed["bw_average_gbps"] == 94.71
+    assert parsed["sides_agree"] is True
+
+
+def test_exit_status_without_output_is_unknown():
+    parsed = parse_perftest({"rc": 1, "stdout": "", "stderr": ""})
+    assert parsed["failure"]["cause"] == "unknown"
+    assert parsed["failure"]["line"] == "exited with status 1"
+
+
+@pytest.mark.parametrize("value, message", [
+    (42, "rdma.node.parse_perftest expects perftest output: a string, a list of lines, or a registered command "
+         "result with stdout, not int"),
+    ({"rc": 0, "msg": "x"}, "rdma.node.parse_perftest expects perftest output: a string, a list of lines, or a "
+                            "registered command result with stdout; this dict has no stdout (keys: msg, rc)"),
+    (["line", 3], "rdma.node.parse_perftest: the input must be text or a list of lines, not list"),
+    ({"stdout": "", "rc": "one"}, "rdma.node.parse_perftest: rc must be an integer, not 'one'"),
+])
+def test_bad_input(value, message):
+    with pytest.raises(AnsibleFilterError) as err:
+        parse_perftest(value)
+    assert err.value.message == message
+
+
+def test_through_ansible_playbook(tmp_path):
+    """The filter by its FQCN in a real play, on a fixture copied next to the playbook."""
+    collections_root = Path(perftest_filter.__file__).parents[5]
+    fixture = tmp_path / "loopback.txt"
+    fixture.write_bytes((FIXTURES / "seed_ib_write_bw_loopback_report_gbits_mlx5_1_a100.txt").read_bytes())
+    playbook = tmp_path / "play.yml"
+    playbook.write_text("""
+- hosts: localhost
+  gather_facts: false
+  vars:
+    parsed: "{{ lookup('ansible.builtin.file', 'loopback.txt') | rdma.node.parse_perftest }}"
+  tasks:
+    - name: The A100 loopback of the write-up
+      ansible.builtin.assert:
+        that:
+          - parsed.bw_average_gbps == 183.61
+          - parsed.results | length == 1
+          - parsed.results[0].msg_rate_mpps == 0.350214
+          - parsed.sides == 2 and parsed.sides_agree
+          - parsed.failure is none
+          - parsed.device == 'mlx5_1'
+    - name: A bad input fails with the filter's sentence
+      ansible.builtin.debug:
+        msg: "{{ 42 | rdma.node.parse_perftest }}"
+      register: bad
+      ignore_errors: true
+    - name: The sentence
+      ansible.builtin.assert:
+        that:
+          - bad is failed
+          - "'rdma.node.parse_perftest expects perftest output' in bad.msg"
+""")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections_root), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "local"))
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+         "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook)],
+        capture_output=True, text=True, env=env, timeout=120, check=False, cwd=str(tmp_path),
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "failed=0" in proc.stdout and "ignored=1" in proc.stdout

@@ -1,0 +1,428 @@
+"""perftest output: every captured file parses to results or classifies to one cause; the runner
+always stops its background server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.rdma.node.plugins.module_utils import _perftest as pt
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "perftest"
+FAKE = Path(__file__).resolve().parents[3] / "fake_tools" / "perftest" / "fake_perftest.py"
+MIB_GBPS = 2 ** 20 * 8 / 1e9
+
+
+def fixture(name):
+    return (FIXTURES / name).read_text()
+
+
+# What each captured file must give: the rows (bytes, bw_average_gbps) or the cause and its line.
+EXPECTED = {
+    "err_ib_read_bw_client_couldnt_allocate_MR_memlock.txt": ("memlock", "Couldn't allocate MR"),
+    "err_ib_send_lat_port_state_down_couldnt_set_link_layer.txt": ("port_down", "Port number 1 state is Down"),
+    "seed_err_ib_read_bw_server_ethernet_read_keys.txt": (
+        "remote_unreachable", "ethernet_read_keys: Couldn't read remote address"),
+    "seed_err_ib_write_bw_mlx5_0_port_down_server.txt": ("port_down", "Port number 1 state is Down"),
+    "seed_err_ib_write_bw_mlx5_0_port_down_client.txt": ("port_down", "Port number 1 state is Down"),
+    "seed_err_ib_write_bw_mlx5_bond_0_device_not_found.txt": ("device_not_found", "IB device mlx5_bond_0 not found"),
+    "ib_read_bw_a_mlx4_IB_MBsec.txt": [(2 ** n, None) for n in range(1, 24)],
+    "ib_write_bw_postlist_report_gbits_roce_tabs_in_rows.txt": [(8, 0.48)],
+    "ib_write_bw_s1M_client_IB_MBsec.txt": [(1048576, round(11129.09 * MIB_GBPS, 6))],
+    "ib_write_bw_s1M_server_IB_MBsec.txt": [(1048576, round(11129.09 * MIB_GBPS, 6))],
+    "seed_ib_write_bw_loopback_report_gbits_interleaved_mlx5_1_v100.txt": [(65536, 94.71)],
+    "seed_ib_write_bw_loopback_report_gbits_mlx5_1_a100.txt": [(65536, 183.61)],
+    "seed_ib_write_bw_loopback_terminal_with_prompts_v100.txt": [(65536, 94.71)],
+}
+
+
+def test_every_fixture_has_an_expectation():
+    assert sorted(EXPECTED) == sorted(path.name for path in FIXTURES.glob("*.txt"))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_parses_or_classifies(name):
+    parsed = pt.parse_perftest(fixture(name))
+    expected = EXPECTED[name]
+    if isinstance(expected, tuple):
+        cause, line = expected
+        assert parsed["results"] == []
+        assert parsed["bw_average_gbps"] is None
+        assert parsed["failure"]["cause"] == cause
+        assert parsed["failure"]["line"] == line
+        assert parsed["failure"]["hint"] == pt.hint_for(cause)
+    else:
+        assert parsed["failure"] is None
+        assert [row["bytes"] for row in parsed["results"]] == [size for size, dummy in expected]
+        for row, (size, average) in zip(parsed["results"], expected):
+            if average is not None:
+                assert row["bw_average_gbps"] == pytest.approx(average)
+
+
+def test_memlock_hint_names_the_remediation():
+    hint = pt.parse_perftest(fixture("err_ib_read_bw_client_couldnt_allocate_MR_memlock.txt"))["failure"]["hint"]
+    assert "rdma.node.node_remediation" in hint
+    assert "RLIMIT_MEMLOCK" in hint
+
+
+@pytest.mark.parametrize("name", [
+    "ib_read_bw_a_mlx4_IB_MBsec.txt", "ib_write_bw_s1M_client_IB_MBsec.txt", "ib_write_bw_s1M_server_IB_MBsec.txt",
+])
+def test_mb_per_sec_is_two_to_the_twenty_bytes(name):
+    # bytes x message rate is the bandwidth whatever the unit; perftest's MB/sec agrees with it
+    # when read as 2**20 bytes/s (within rounding), and is 4.9 % off when read as 10**6 bytes/s.
+    rows = pt.parse_perftest(fixture(name))["results"]
+    for row in rows:
+        implied = row["bytes"] * row["msg_rate_mpps"] * 8 / 1000
+        assert row["bw_average_gbps"] == pytest.approx(implied, rel=0.01)
+        assert abs(row["bw_average_gbps"] / MIB_GBPS * 0.008 / implied - 1) > 0.04
+
+
+def test_read_bw_all_sizes_header_and_units():
+    parsed = pt.parse_perftest(fixture("ib_read_bw_a_mlx4_IB_MBsec.txt"))
+    assert parsed["test"] == "RDMA_Read BW Test"
+    assert parsed["kind"] == "bw"
+    assert (parsed["device"], parsed["link_type"], parsed["qps"], parsed["mtu"]) == ("mlx4_0", "IB", 1, 2048)
+    assert (parsed["connection_type"], parsed["transport_type"]) == ("RC", "IB")
+    assert parsed["header"]["Outstand reads"] == "16"
+    assert parsed["unit"] == "MB/sec"
+    assert parsed["units_printed"] == ["MB/sec"]
+    assert parsed["sides"] == 1 and parsed["sides_agree"] is None
+    assert parsed["results"][0] == {
+        "bytes": 2, "iterations": 20000, "msg_rate_mpps": 4.710248,
+        "bw_peak_gbps": round(9.12 * MIB_GBPS, 6), "bw_average_gbps": round(8.98 * MIB_GBPS, 6),
+    }
+    assert parsed["bw_average_gbps"] == round(3669.96 * MIB_GBPS, 6)
+    assert parsed["local_addresses"] == [{
+        "lid": "0x03", "qpn": "0x33905", "psn": "0xae899d", "out": "0x10", "rkey": "0xb0011b4f",
+        "vaddr": "0x007f9fdbd08000",
+    }]
+
+
+def test_tabs_in_rows_and_header_and_paste_from_the_title():
+    parsed = pt.parse_perftest(fixture("ib_write_bw_postlist_report_gbits_roce_tabs_in_rows.txt"))
+    assert parsed["test"] == "RDMA_Write Post List BW Test"
+    assert parsed["results"] == [{
+        "bytes": 8, "iterations": 224958464, "msg_rate_mpps": 7.498617, "bw_peak_gbps": 0.0, "bw_average_gbps": 0.48,
+    }]
+    assert parsed["unit"] == "Gb/sec"
+    assert parsed["header"]["rdma_cm QPs"] == "OFF"      # "rdma_cm QPs\t : OFF"
+    assert parsed["header"]["Post List"] == "128"
+    assert (parsed["device"], parsed["link_type"], parsed["gid_index"]) == ("ib0", "Ethernet", 2)
+    assert parsed["notes"] == []
+
+
+def test_address_values_with_spaces():
+    parsed = pt.parse_perftest(fixture("ib_write_bw_s1M_server_IB_MBsec.txt"))
+    assert parsed["server_banner"] is True
+    assert parsed["local_addresses"][0]["rkey"] == "0x1fcc bd"
+    assert parsed["remote_addresses"][0] == {
+        "lid": "0x2c", "qpn": "0x0088", "psn": "0x6dc93a", "rkey": "0x1fcf be", "vaddr": "0x037f026db4030",
+    }
+
+
+@pytest.mark.parametrize("name, average, peak, cpu", [
+    ("seed_ib_write_bw_loopback_report_gbits_interleaved_mlx5_1_v100.txt", 94.71, 94.72, "1000.000000 != 3013.932000"),
+    ("seed_ib_write_bw_loopback_report_gbits_mlx5_1_a100.txt", 183.61, 183.66, "863.109000 != 2300.000000"),
+])
+def test_loopback_in_one_terminal_counts_rows_once(name, average, peak, cpu):
+    parsed = pt.parse_perftest(fixture(name))
+    assert parsed["sides"] == 2
+    assert parsed["sides_agree"] is True
+    assert len(parsed["results"]) == 1
+    assert parsed["results"][0]["bw_average_gbps"] == average
+    assert parsed["results"][0]["bw_peak_gbps"] == peak
+    assert parsed["bw_average_gbps"] == average
+    assert parsed["units_printed"] == ["MB/sec", "Gb/sec"]
+    assert parsed["unit"] == "Gb/sec"
+    assert parsed["test"] == "RDMA_Write BW Test"
+    assert (parsed["device"], parsed["qps"], parsed["mtu"]) == ("mlx5_1", 1, 4096)
+    assert parsed["header"]["TX depth"] == "128"
+    assert parsed["header_conflicts"] == {}
+    assert len(parsed["warnings"]) == 1 and cpu in parsed["warnings"][0]
+    assert any("counted once" in note for note in parsed["notes"])
+
+
+def test_prompts_and_prose_around_the_output():
+    parsed = pt.parse_perftest(fixture("seed_ib_write_bw_loopback_terminal_with_prompts_v100.txt"))
+    clean = pt.parse_perftest(fixture("seed_ib_write_bw_loopback_report_gbits_interleaved_mlx5_1_v100.txt"))
+    assert parsed["server_banner"] is True and clean["server_banner"] is False
+    for key in ("results", "header", "sides", "sides_agree", "unit", "units_printed", "warnings", "failure"):
+        assert parsed[key] == clean[key], key
+    assert "xxx-01" not in str(parsed["header"])
+
+
+def test_gbits_figures_under_a_mb_header_are_recognised():
+    # The seed's loopback output without the client's Gb/sec table header (derived in memory from
+    # the real file): the rows then sit under the server's MB/sec header, as a server without
+    # --report_gbits prints its client's Gb/s figures. Reading them as MB/s would give 0.79 Gb/s.
+    text = fixture("seed_ib_write_bw_loopback_report_gbits_interleaved_mlx5_1_v100.txt")
+    text = text.replace(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n", "")
+    parsed = pt.parse_perftest(text)
+    assert parsed["units_printed"] == ["MB/sec"]
+    assert parsed["unit"] == "Gb/sec"
+    assert parsed["results"][0]["bw_average_gbps"] == 94.71
+    assert any("MB/sec header carry Gb/sec figures" in note for note in parsed["notes"])
+
+
+def test_sides_that_disagree_are_reported_not_double_counted():
+    text = fixture("seed_ib_write_bw_loopback_report_gbits_mlx5_1_a100.txt")
+    last = text.rindex(" 65536      5000             183.66             183.61             0.350214")
+    text = text[:last] + text[last:].replace("183.61", "180.00", 1)
+    parsed = pt.parse_perftest(text)
+    assert parsed["sides_agree"] is False
+    assert [row["bw_average_gbps"] for row in parsed["results"]] == [183.61]
+    assert any("differ between the sides" in note for note in parsed["notes"])
+
+
+def test_libibverbs_warnings_are_not_header_lines():
+    # libibverbs prints these before perftest starts when a provider library is missing; prepended
+    # here to a real capture.
+    warning = ("libibverbs: Warning: couldn't load driver 'libhfi1verbs-rdmav34.so': "
+               "libhfi1verbs-rdmav34.so: cannot open shared object file: No such file or directory")
+    text = warning + "\n" + fixture("ib_write_bw_s1M_client_IB_MBsec.txt")
+    parsed = pt.parse_perftest(text)
+    assert parsed["warnings"] == [warning]
+    assert parsed["failure"] is None
+    assert parsed["results"] == pt.parse_perftest(fixture("ib_write_bw_s1M_client_IB_MBsec.txt"))["results"]
+    assert "libibverbs" not in parsed["header"]
+
+
+def test_paste_that_starts_inside_the_header():
+    lines = fixture("ib_read_bw_a_mlx4_IB_MBsec.txt").splitlines()
+    parsed = pt.parse_perftest("\n".join(lines[4:]))   # from " Connection type : RC ..."
+    assert parsed["test"] is None
+    assert parsed["kind"] == "bw"
+    assert parsed["connection_type"] == "RC"
+    assert parsed["mtu"] == 2048
+    assert len(parsed["results"]) == 23
+
+
+# Latency output rendered with perftest's own format strings (RESULT_FMT_LAT and REPORT_FMT_LAT of
+# src/perftest_parameters.h, tabs included) - no captured _lat result is in the fixtures.
+LAT_HEADER = (" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]"
+              "   99% percentile[usec]   99.9% percentile[usec] ")
+LAT_ROW = " %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f"
+
+
+def test_latency_columns():
+    text = "\n".join([
+        "---------------------------------------------------------------------------------------",
+        "                    RDMA_Write Latency Test",
+        " Dual-port       : OFF\t\tDevice         : mlx5_0",
+        " Number of qps   : 1\t\tTransport type : IB",
+        "---------------------------------------------------------------------------------------",
+        LAT_HEADER,
+        "Conflicting CPU frequency values detected: 3295.212000 != 5023.444000. CPU Frequency is not max.",
+        LAT_ROW % (2, 1000, 1.24, 5.19, 1.27, 1.28, 0.04, 1.37, 5.19),
+        LAT_ROW % (4, 1000, 1.25, 4.10, 1.29, 1.30, 0.05, 1.40, 4.10),
+        "---------------------------------------------------------------------------------------",
+    ])
+    parsed = pt.parse_perftest(text)
+    assert parsed["kind"] == "lat"
+    assert parsed["unit"] == "usec"
+    assert parsed["bw_average_gbps"] is None
+    assert parsed["failure"] is None
+    assert parsed["results"][0] == {
+        "bytes": 2, "iterations": 1000, "t_min_usec": 1.24, "t_max_usec": 5.19, "t_typical_usec": 1.27,
+        "t_avg_usec": 1.28, "t_stdev_usec": 0.04, "t_p99_usec": 1.37, "t_p99_9_usec": 5.19,
+    }
+    assert len(parsed["results"]) == 2
+
+
+def test_latency_in_cycles_and_duration_columns():
+    cycles = LAT_HEADER.replace("usec", "cycles") + "\n" + LAT_ROW % (2, 5, 2000.0, 9000.0, 2100.0, 2200.0, 10.0, 9000.0, 9000.0)
+    row = pt.parse_perftest(cycles)["results"][0]
+    assert row["t_typical_cycles"] == 2100.0 and "t_typical_usec" not in row
+    duration = " #bytes        #iterations       t_avg[usec]    tps average\n" + " %-7d       %d            %-7.2f        %-7.2f" % (
+        2, 123456, 1.31, 763358.78)
+    assert pt.parse_perftest(duration)["results"] == [
+        {"bytes": 2, "iterations": 123456, "t_avg_usec": 1.31, "tps_average": 763358.78}]
+
+
+def test_classification_priority_and_fallbacks():
+    client = fixture("err_ib_read_bw_client_couldnt_allocate_MR_memlock.txt")
+    server = fixture("seed_err_ib_read_bw_server_ethernet_read_keys.txt")
+    # Both sides in one text: the local memory failure explains the exchange failure.
+    assert pt.classify_failure(server + client)["cause"] == "memlock"
+    timed = pt.classify_failure("", "", rc=124, timed_out=True, timeout=2, role="server")
+    assert timed["cause"] == "remote_unreachable"
+    assert timed["line"] == "no client completed a test within 2 s; the server was stopped"
+    unknown = pt.classify_failure("some output\n", " Failed to complete run_iter_bw function successfully\n", rc=1)
+    assert unknown == {"cause": "unknown", "hint": pt.hint_for("unknown"),
+                       "line": "Failed to complete run_iter_bw function successfully"}
+    assert pt.classify_failure("", "", rc=0)["line"] == "no output at all"
+    assert pt.classify_failure(fixture("ib_write_bw_s1M_client_IB_MBsec.txt"), rc=0, has_results=True) is None
+    assert pt.classify_failure("Couldn't connect to 10.0.0.1:18515\n Unable to init the socket connection\n")["cause"] \
+        == "remote_unreachable"
+    assert pt.failure_causes() == ("memlock", "device_not_found", "port_down", "remote_unreachable", "unknown")
+
+
+def test_results_and_failure_together():
+    # -a runs that fail at a large size keep the rows measured before (the write-up: "1M and above fails").
+    lines = fixture("ib_read_bw_a_mlx4_IB_MBsec.txt").splitlines()
+    text = "\n".join(lines[:30]) + "\n" + fixture("err_ib_read_bw_client_couldnt_allocate_MR_memlock.txt")
+    parsed = pt.parse_perftest(text, rc=1)
+    assert [row["bytes"] for row in parsed["results"]][-1] == 8192   # rows 2 .. 8192 B
+    assert len(parsed["results"]) == 13
+    assert parsed["failure"]["cause"] == "memlock"
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("65536", 65536), ("64K", 65536), ("1M", 1048576), ("1m", 1048576), ("2G", 2 ** 31), (" 8 ", 8), ("4KB", 4096),
+])
+def test_parse_size(value, expected):
+    assert pt.parse_size(value) == expected
+
+
+@pytest.mark.parametrize("value", ["1X", "", "-5", "1.5M", "0"])
+def test_parse_size_rejects(value):
+    with pytest.raises(pt.PerftestError) as err:
+        pt.parse_size(value)
+    assert "size %r is not a message size" % (value,) in str(err.value)
+
+
+def test_build_argv():
+    assert pt.build_argv("ib_write_bw", device="mlx5_1", ib_port=1, gid_index=3, size=65536, qps=2,
+                         iterations=5000, port=18600, extra_args=["-F"], server="10.0.0.2") == [
+        "ib_write_bw", "-d", "mlx5_1", "-i", "1", "-x", "3", "-s", "65536", "-q", "2", "-n", "5000",
+        "-p", "18600", "--report_gbits", "-F", "10.0.0.2"]
+    assert pt.build_argv("ib_write_lat", all_sizes=True) == ["ib_write_lat", "-a"]
+    assert pt.build_argv("ib_read_bw", report_gbits=False) == ["ib_read_bw"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(tool="ib_send_lat", qps=2),
+     "qps is only accepted by the bandwidth tools (ib_write_bw, ib_read_bw, ib_send_bw), not by ib_send_lat"),
+    (dict(tool="ib_write_bw", size=2, all_sizes=True),
+     "size and all are mutually exclusive: all runs every size from 2 bytes to 8 MiB"),
+    (dict(tool="ib_atomic_bw"),
+     "tool 'ib_atomic_bw' is not a perftest tool this module runs: expected one of ib_write_bw, ib_read_bw, "
+     "ib_send_bw, ib_write_lat, ib_read_lat, ib_send_lat"),
+])
+def test_build_argv_rejects(kwargs, message):
+    with pytest.raises(pt.PerftestError) as err:
+        pt.build_argv(**kwargs)
+    assert str(err.value) == message
+
+
+def test_with_deadline():
+    assert pt.with_deadline("/usr/bin/timeout", 30, ["ib_write_bw"]) == ["/usr/bin/timeout", "-k", "5", "30", "ib_write_bw"]
+    assert pt.with_deadline("timeout", 2.25, ["x"])[3] == "2.25"
+    assert pt.with_deadline("timeout", 0.1, ["x"])[3] == "1"
+
+
+# --- the runner, with the FAKE perftest (tests/fake_tools/perftest) --------------------------
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    subprocess.run([sys.executable, str(FAKE), "--fake-install", str(bin_dir)], check=True)
+    for key in list(os.environ):
+        if key.startswith("FAKE_PERFTEST_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("PATH", "%s%s%s" % (bin_dir, os.pathsep, os.environ["PATH"]))
+    monkeypatch.setenv("FAKE_PERFTEST_PIDFILE", str(tmp_path / "pids"))
+    monkeypatch.setenv("FAKE_PERFTEST_CHILD", "1")
+    return tmp_path
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def started_pids(tmp_path):
+    path = tmp_path / "pids"
+    if not path.exists():
+        return []
+    pids = []
+    for line in path.read_text().splitlines():
+        dummy, pid, child = line.split()
+        pids += [int(pid)] + ([int(child)] if child != "0" else [])
+    return pids
+
+
+def wait_gone(pids, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(pt.pid_alive(pid) for pid in pids):
+        time.sleep(0.05)
+    return [pid for pid in pids if pt.pid_alive(pid)]
+
+
+def run_argv(argv):
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_loopback_runner_success(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_PERFTEST_SERVER_OUTPUT", str(FIXTURES / "ib_write_bw_s1M_server_IB_MBsec.txt"))
+    monkeypatch.setenv("FAKE_PERFTEST_CLIENT_OUTPUT", str(FIXTURES / "ib_write_bw_s1M_client_IB_MBsec.txt"))
+    port = free_port()
+    run = pt.run_loopback(run_argv, "timeout", ["ib_write_bw", "-p", str(port)],
+                          ["ib_write_bw", "-p", str(port), "127.0.0.1"], port, 20, str(fake))
+    assert run["server"]["readiness"] == "listening"
+    assert run["server"]["rc"] == 0 and run["server"]["killed"] is False
+    assert run["client"]["rc"] == 0 and run["client"]["timed_out"] is False
+    assert run["client"]["stdout"] == fixture("ib_write_bw_s1M_client_IB_MBsec.txt")
+    assert run["server"]["stdout"] == fixture("ib_write_bw_s1M_server_IB_MBsec.txt")
+    assert len(started_pids(fake)) == 4
+    assert wait_gone(started_pids(fake)) == []
+
+
+def test_loopback_runner_stops_the_server_when_the_client_raises(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_PERFTEST_SERVER_OUTPUT", str(FIXTURES / "ib_write_bw_s1M_server_IB_MBsec.txt"))
+    port = free_port()
+
+    def explode(argv):
+        raise RuntimeError("the client could not be started")
+
+    with pytest.raises(RuntimeError):
+        pt.run_loopback(explode, "timeout", ["ib_write_bw", "-p", str(port)], ["ib_write_bw", "127.0.0.1"],
+                        port, 60, str(fake))
+    pids = started_pids(fake)
+    assert len(pids) == 2          # the fake server and its child, both in the server's group
+    assert wait_gone(pids, 1.0) == []
+
+
+def test_loopback_runner_stops_the_server_on_sigterm(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_PERFTEST_SERVER_OUTPUT", str(FIXTURES / "ib_write_bw_s1M_server_IB_MBsec.txt"))
+    port = free_port()
+    before = signal.getsignal(signal.SIGTERM)
+
+    def terminated(argv):
+        os.kill(os.getpid(), signal.SIGTERM)   # what the module process gets when the task is cancelled
+        time.sleep(5)
+
+    with pytest.raises(SystemExit):
+        pt.run_loopback(terminated, "timeout", ["ib_write_bw", "-p", str(port)], ["ib_write_bw", "127.0.0.1"],
+                        port, 60, str(fake))
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert wait_gone(started_pids(fake), 1.0) == []
+
+
+def test_background_server_listening_and_stop(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_PERFTEST_SERVER_OUTPUT", str(FIXTURES / "ib_write_bw_s1M_server_IB_MBsec.txt"))
+    port = free_port()
+    server = pt.BackgroundServer(["ib_write_bw", "-p", str(port)], str(fake)).start()
+    try:
+        state = pt.wait_until_listening(server, port, time.monotonic() + 10)
+        assert state == "listening"
+        assert server.listening_on(port) is True
+        assert server.listening_on(free_port()) is False
+        assert set(started_pids(fake)) <= set(pt.group_pids(server.pid))
+    finally:
+        server.stop()
+    assert server.killed is True
+    assert pt.group_pids(server.pid) == []
+    assert wait_gone(started_pids(fake), 1.0) == []
+    server.stop()   # twice is harmless
