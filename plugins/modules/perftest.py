@@ -418,7 +418,6 @@ def main():
             fail_on_error=dict(type="bool", default=True),
         ),
         required_if=[("mode", "client", ["server"])],
-        mutually_exclusive=[("size", "all")],
         supports_check_mode=True,
     )
     params = module.params
@@ -428,6 +427,9 @@ def main():
         module.fail_json(msg="timeout must be at least 1 second, got %s" % params["timeout"])
     if params["port"] is not None and not 1 <= params["port"] <= 65535:
         module.fail_json(msg="port must be a TCP port from 1 to 65535, got %s" % params["port"])
+    # Checked by hand: mutually_exclusive would also refuse size with an explicit all=false.
+    if params["size"] is not None and params["all"]:
+        module.fail_json(msg="size and all=true exclude each other: all runs every size from 2 bytes to 8 MiB")
     if mode != "client" and params["server"]:
         module.fail_json(msg="server is the address a client connects to; mode %s does not take it" % mode)
     try:

@@ -260,7 +260,7 @@ def test_check_mode_runs_nothing(fake, run_module):
      "qps is only accepted by the bandwidth tools (ib_write_bw, ib_read_bw, ib_send_bw), not by ib_write_lat"),
     ({"mode": "client"}, "mode is client but all of the following are missing: server"),
     ({"server": "10.0.0.2"}, "server is the address a client connects to; mode loopback does not take it"),
-    ({"size": "64K", "all": True}, "parameters are mutually exclusive: size|all"),
+    ({"size": "64K", "all": True}, "size and all=true exclude each other: all runs every size from 2 bytes to 8 MiB"),
     ({"timeout": 0}, "timeout must be at least 1 second, got 0"),
     ({"port": 70000}, "port must be a TCP port from 1 to 65535, got 70000"),
 ])
@@ -269,6 +269,13 @@ def test_bad_input_is_one_clear_sentence(fake, run_module, args, message):
     assert result.failed
     assert result["msg"] == message
     assert fake.calls() == []
+
+
+def test_size_with_an_explicit_all_false_runs(fake, run_module):
+    """A role that passes every option, all=false included, must not be refused."""
+    result = run_module(perftest, {"size": "64K", "all": False}, check_mode=True)
+    assert not result.failed
+    assert "65536" in result["cmd"] and "-a" not in result["cmd"]
 
 
 def test_tool_not_installed(tmp_path, monkeypatch, run_module):
