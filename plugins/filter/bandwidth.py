@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that plan and judge perftest bandwidth runs (the bandwidth_check role uses them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.rdma.node.plugins.module_utils._bandwidth_plan import (
+    DEFAULT_TCP_PORT_BASE,
+    ROUNDS_COVER,
+    BandwidthPlanError,
+    build_plan,
+    evaluate,
+    job_processes,
+    pair_rounds,
+    pairs_as_lists,
+    select_ports,
+)
+
+
+def _plain(value):
+    """Ansible's containers (hostvars, tagged values) as plain dicts, lists and scalars."""
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return [_plain(item) for item in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def _call(name, function, *args, **kwargs):
+    try:
+        return function(*[_plain(a) for a in args], **{k: _plain(v) for k, v in kwargs.items()})
+    except BandwidthPlanError as exc:
+        raise AnsibleFilterError("rdma.node.%s: %s" % (name, exc)) from None
+
+
+def bandwidth_ports(ports, link_layers=None, only=None, exclude=None, efficiency=0.9, gid_tables=None, gid_index=None):
+    """The ports of one host to test, with expected rates and RoCE GID indexes."""
+    return _call("bandwidth_ports", select_ports, ports, link_layers=link_layers, only=only, exclude=exclude,
+                 efficiency=efficiency, gid_tables=gid_tables, gid_index=gid_index)
+
+
+def bandwidth_pairs(hosts, rounds=ROUNDS_COVER):
+    """Rounds of pairs of ``hosts``: every host in at most one pair per round."""
+    if isinstance(hosts, (str, Mapping)) or not isinstance(hosts, Sequence):
+        raise AnsibleFilterError("rdma.node.bandwidth_pairs: expected a list of host names, got %r" % (hosts,))
+    return _call("bandwidth_pairs", lambda h, r: pairs_as_lists(pair_rounds(h, r)), list(hosts), rounds)
+
+
+def bandwidth_plan(hosts, order=None, tcp_port_base=DEFAULT_TCP_PORT_BASE, rounds=ROUNDS_COVER, tool="ib_write_bw",
+                   loopback=True, pairs=True):
+    """The loopback and pair tests of a set of hosts."""
+    return _call("bandwidth_plan", build_plan, hosts, order=order, tcp_port_base=tcp_port_base, rounds=rounds,
+                 tool=tool, loopback=bool(loopback), pairs=bool(pairs))
+
+
+def bandwidth_verdicts(plan, host, loopback_results=None, pair_runs=None, check_mode=False, info=None):
+    """Findings and status of one host after its tests ran."""
+    return _call("bandwidth_verdicts", evaluate, plan, host, loopback_results=loopback_results, pair_runs=pair_runs,
+                 check_mode=bool(check_mode), info=info)
+
+
+def bandwidth_job_processes(ps_output, job):
+    """The processes of one perftest job, from ``ps e -e -ww -o pid=,pgid=,args=`` output."""
+    if isinstance(ps_output, Mapping):
+        ps_output = ps_output.get("stdout", "")
+    if not isinstance(ps_output, str):
+        raise AnsibleFilterError("rdma.node.bandwidth_job_processes: expected ps output as text, got %r" % (ps_output,))
+    return _call("bandwidth_job_processes", job_processes, ps_output, job)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "bandwidth_ports": bandwidth_ports,
+            "bandwidth_pairs": bandwidth_pairs,
+            "bandwidth_plan": bandwidth_plan,
+            "bandwidth_verdicts": bandwidth_verdicts,
+            "bandwidth_job_processes": bandwidth_job_processes,
+        }

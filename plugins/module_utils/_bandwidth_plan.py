@@ -1,0 +1,683 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Plan and judge the bandwidth_check role's perftest runs.
+
+Pure functions over the facts of ``rdma.node.ib_facts`` and the results of ``rdma.node.perftest``:
+
+* which ports of a host to test (ACTIVE ports, optionally filtered by link layer or by name), with
+  the rate each must reach (``rate_gbps`` x an efficiency threshold) and, for RoCE, the GID index of
+  the port's RoCE v2 GID (read from ``gid_attrs`` in sysfs);
+* the pairing of the hosts of a group by rounds (circle method: in each round every host is in at
+  most one pair; with an odd count one host sits out and is paired in another round);
+* the plan the role executes: one loopback test per port, then steps of pair tests where a host takes
+  part in at most one test per step and every test of a step has its own TCP port;
+* the verdicts and findings of one host once the tests have run, for the fleet report.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import port_key
+
+ROLE = "bandwidth_check"
+LINK_LAYERS = ("InfiniBand", "Ethernet")
+BW_TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
+DEFAULT_TCP_PORT_BASE = 18515
+ROUNDS_COVER = "cover"
+ROUNDS_ALL = "all"
+# Every perftest process the role starts carries this variable, so a server that outlives its
+# test can be found (and stopped) by its own value, never by a process name.
+JOB_ENV = "RDMA_NODE_BANDWIDTH_JOB"
+
+_ZERO_GID = re.compile(r"^[0:]*$")
+_IPV4_MAPPED = "0000:0000:0000:0000:0000:ffff:"
+_GID_LINE = re.compile(r"/(gids|gid_attrs/types|gid_attrs/ndevs)/(\d+):(.*)$")
+_PORT_NAME = re.compile(r"^[^/\s]+/\d+$")
+# A failure on this side only says that the other side went away (or nothing clear): the peer's
+# own cause, when it has one, explains more.
+_VAGUE_CAUSES = ("remote_unreachable", "unknown")
+
+
+class BandwidthPlanError(ValueError):
+    """Input the plan cannot use; the message names the variable and what was expected."""
+
+
+def finding(check, severity, subject, message, expected=None, actual=None):
+    """One finding in the shape every role of the collection reports."""
+    return {
+        "role": ROLE, "check": check, "severity": severity, "subject": subject, "message": message,
+        "expected": expected, "actual": actual,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Ports
+
+
+def _names(value, variable):
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise BandwidthPlanError("%s: expected a list, got %r" % (variable, value))
+    return list(value)
+
+
+def _efficiency(value, variable="bandwidth_check_efficiency"):
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise BandwidthPlanError("%s: expected a number between 0 and 1 such as 0.9, got %r" % (variable, value)) from None
+    if not 0 < number <= 1:
+        raise BandwidthPlanError("%s: expected a number between 0 and 1 such as 0.9, got %r" % (variable, value))
+    return number
+
+
+def expected_gbps(rate_gbps, efficiency):
+    """The bandwidth a port must reach: its link rate times the efficiency threshold, or None."""
+    if rate_gbps is None:
+        return None
+    return round(float(rate_gbps) * _efficiency(efficiency), 2)
+
+
+def parse_gid_table(text):
+    """Parse ``grep -r -H . PORT/gids PORT/gid_attrs`` output into ``{index: {gid, type, ndev}}``.
+
+    Entries the kernel refuses to show (unused GIDs answer EINVAL) are simply absent; an all-zero
+    GID is an unused entry and is dropped.
+    """
+    table = {}
+    for line in (text or "").splitlines():
+        match = _GID_LINE.search(line.rstrip("\r"))
+        if not match:
+            continue
+        kind, index, value = match.group(1), int(match.group(2)), match.group(3).strip()
+        entry = table.setdefault(index, {"gid": None, "type": None, "ndev": None})
+        entry[{"gids": "gid", "gid_attrs/types": "type", "gid_attrs/ndevs": "ndev"}[kind]] = value or None
+    return {index: entry for index, entry in table.items() if entry["gid"] and not _ZERO_GID.match(entry["gid"])}
+
+
+def roce_v2_gid_index(table, netdevs=None):
+    """The index of the port's RoCE v2 GID on its own netdev, or None.
+
+    Among the RoCE v2 GIDs of the netdev, an IPv4-mapped one (``::ffff:a.b.c.d``, what show_gids
+    lists for an interface address) is preferred, then any other global one, then the link-local one;
+    the lowest index wins within each kind.
+    """
+    wanted = set(netdevs or [])
+    candidates = []
+    for index, entry in table.items():
+        if (entry.get("type") or "").strip().lower() != "roce v2":
+            continue
+        if wanted and entry.get("ndev") not in wanted:
+            continue
+        gid = entry["gid"].lower()
+        rank = 0 if gid.startswith(_IPV4_MAPPED) else (2 if gid.startswith("fe80:") else 1)
+        candidates.append((rank, index))
+    return min(candidates)[1] if candidates else None
+
+
+def gid_texts(value):
+    """GID table outputs by port name, from a mapping or from registered loop results (``item`` a port)."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise BandwidthPlanError("expected the GID tables as a mapping of port to text or as loop results, got %r" % (value,))
+    texts = {}
+    for result in value:
+        item = result.get("item") if isinstance(result, Mapping) else None
+        if isinstance(item, Mapping) and "device" in item and "port" in item:
+            texts[port_key(item["device"], item["port"])] = result.get("stdout") or ""
+    return texts
+
+
+def select_ports(ports, link_layers=None, only=None, exclude=None, efficiency=0.9, gid_tables=None, gid_index=None):
+    """The ports of one host to test, from ``ansible_facts.rdma.ports``.
+
+    Returns ``{"ports": [...], "skipped": [...], "efficiency": float}``. A tested port has ``name``
+    (``mlx5_0/1``), ``device``, ``port``, ``link_layer``, ``rate_gbps``, ``expected_gbps``,
+    ``netdevs``, ``gid_index`` and ``gid_source`` (``sysfs``: the RoCE v2 GID of the port's netdev;
+    ``variable``: ``gid_index`` given; ``none``: perftest's default). Skipped ports say why.
+    ``gid_tables`` holds the ``grep -r -H . gids gid_attrs`` output of the RoCE ports (see gid_texts()).
+    """
+    efficiency = _efficiency(efficiency)
+    layers = _names(link_layers, "bandwidth_check_link_layers") or list(LINK_LAYERS)
+    for layer in layers:
+        if layer not in LINK_LAYERS:
+            raise BandwidthPlanError("bandwidth_check_link_layers: expected InfiniBand or Ethernet, got %r" % (layer,))
+    only = _names(only, "bandwidth_check_ports")
+    exclude = _names(exclude, "bandwidth_check_exclude_ports")
+    for variable, names in (("bandwidth_check_ports", only), ("bandwidth_check_exclude_ports", exclude)):
+        for name in names:
+            if not isinstance(name, str) or not _PORT_NAME.match(name):
+                raise BandwidthPlanError("%s: expected ports written as DEVICE/PORT such as mlx5_0/1, got %r" % (variable, name))
+    if gid_index is not None and (isinstance(gid_index, bool) or not str(gid_index).isdigit()):
+        raise BandwidthPlanError("bandwidth_check_gid_index: expected a GID index (0 or more), got %r" % (gid_index,))
+    if ports is None:
+        ports = []
+    if isinstance(ports, Mapping) or isinstance(ports, str) or not isinstance(ports, Sequence):
+        raise BandwidthPlanError("ansible_facts.rdma.ports: expected the list of ports of rdma.node.ib_facts, got %r" % (ports,))
+    gid_tables = gid_texts(gid_tables)
+    tested, skipped = [], []
+    for entry in ports:
+        if not isinstance(entry, Mapping) or "device" not in entry or "port" not in entry:
+            raise BandwidthPlanError("ansible_facts.rdma.ports: expected entries with device and port, got %r" % (entry,))
+        name = port_key(entry["device"], entry["port"])
+        reason = None
+        if only and name not in only:
+            reason = "not in bandwidth_check_ports"
+        elif name in exclude:
+            reason = "in bandwidth_check_exclude_ports"
+        elif entry.get("state") != "ACTIVE":
+            reason = "state %s, not ACTIVE" % (entry.get("state") or "unknown")
+        elif entry.get("link_layer") not in layers:
+            reason = "link layer %s, not in %s" % (entry.get("link_layer") or "unknown", ", ".join(layers))
+        if reason:
+            skipped.append({"name": name, "state": entry.get("state"), "reason": reason})
+            continue
+        netdevs = list(entry.get("netdevs") or [])
+        index, source = None, "none"
+        if entry.get("link_layer") == "Ethernet":
+            index = roce_v2_gid_index(parse_gid_table(gid_tables.get(name)), netdevs)
+            source = "sysfs"
+            if index is None and gid_index is not None:
+                index, source = int(gid_index), "variable"
+            elif index is None:
+                source = "none"
+        rate = entry.get("rate_gbps")
+        tested.append({
+            "name": name, "device": entry["device"], "port": int(entry["port"]), "link_layer": entry.get("link_layer"),
+            "rate_gbps": rate, "expected_gbps": expected_gbps(rate, efficiency), "netdevs": netdevs,
+            "gid_index": index, "gid_source": source,
+        })
+    tested.sort(key=lambda p: (LINK_LAYERS.index(p["link_layer"]), p["device"], p["port"]))
+    return {"ports": tested, "skipped": skipped, "efficiency": efficiency}
+
+
+# ---------------------------------------------------------------------------------------------
+# Pairing
+
+
+def _rounds_wanted(rounds):
+    if rounds in (None, ROUNDS_COVER, ROUNDS_ALL):
+        return rounds or ROUNDS_COVER
+    if isinstance(rounds, bool) or not str(rounds).isdigit() or int(str(rounds)) < 1:
+        raise BandwidthPlanError(
+            "bandwidth_check_pair_rounds: expected 'cover', 'all' or a number of rounds of 1 or more, got %r" % (rounds,)
+        )
+    return int(str(rounds))
+
+
+def round_robin(hosts):
+    """Every round of a full round robin over ``hosts`` (circle method).
+
+    Returns a list of ``{"pairs": [(server, client), ...], "sitting_out": [...]}``. In every round a
+    host is in at most one pair; over all rounds every two hosts meet once. With an odd count one
+    host sits out per round, each a different one. The first host of a pair is the server; the
+    direction alternates from round to round so that hosts serve in turn.
+    """
+    seats = list(hosts)
+    if len(set(seats)) != len(seats):
+        raise BandwidthPlanError("the hosts to pair must be distinct, got %r" % (seats,))
+    if len(seats) < 2:
+        return []
+    if len(seats) % 2:
+        seats.append(None)
+    count = len(seats)
+    rounds = []
+    for number in range(count - 1):
+        pairs, sitting_out = [], []
+        for index in range(count // 2):
+            first, second = seats[index], seats[count - 1 - index]
+            if first is None or second is None:
+                sitting_out.append(second if first is None else first)
+                continue
+            pairs.append((first, second) if number % 2 == 0 else (second, first))
+        rounds.append({"pairs": pairs, "sitting_out": sitting_out})
+        # The first seat stays; the others move one seat on.
+        seats = [seats[0], seats[-1]] + seats[1:-1]
+    return rounds
+
+
+def pair_rounds(hosts, rounds=ROUNDS_COVER):
+    """The rounds to run for one group.
+
+    ``cover`` (the default): as few rounds as test every host once - one round for an even count,
+    two for an odd one (the host that sits out in the first round is paired in the second); none for
+    a single host, which gets its loopback tests only. ``all``: the full round robin, every two hosts
+    once. A number: that many rounds of the round robin, at most all of them.
+    """
+    wanted = _rounds_wanted(rounds)
+    schedule = round_robin(hosts)
+    if wanted == ROUNDS_ALL:
+        return schedule
+    if wanted == ROUNDS_COVER:
+        return schedule[:1] if len(hosts) % 2 == 0 else schedule[:2]
+    return schedule[:wanted]
+
+
+def pairs_as_lists(schedule):
+    """The schedule with plain lists (as templates and JSON see it)."""
+    return [{"pairs": [list(pair) for pair in entry["pairs"]], "sitting_out": list(entry["sitting_out"])} for entry in schedule]
+
+
+def match_ports(server_ports, client_ports):
+    """Pair the ports of two hosts: the i-th port of a link layer on one with the i-th on the other.
+
+    Hosts of a group have the same hardware, but which HCA is cabled may differ (A100 nodes: either
+    mlx5_0 or mlx5_1), so ports are matched by their order within a link layer, not by name. A port
+    without a counterpart is tested by loopback only.
+    """
+    matched = []
+    for layer in LINK_LAYERS:
+        mine = [p for p in server_ports if p["link_layer"] == layer]
+        theirs = [p for p in client_ports if p["link_layer"] == layer]
+        matched.extend(zip(mine, theirs))
+    return matched
+
+
+def _min_known(values):
+    known = [v for v in values if v is not None]
+    return min(known) if known else None
+
+
+def _port_ref(port):
+    return {"name": port["name"], "device": port["device"], "port": port["port"], "gid_index": port["gid_index"]}
+
+
+def _tcp_port(base, offset, what):
+    number = base + offset
+    if number > 65535:
+        raise BandwidthPlanError(
+            "bandwidth_check_tcp_port_base: %d leaves no TCP port for %s (%d is above 65535); choose a lower base"
+            % (base, what, number)
+        )
+    return number
+
+
+def build_plan(hosts, order=None, tcp_port_base=DEFAULT_TCP_PORT_BASE, rounds=ROUNDS_COVER, tool="ib_write_bw",
+               loopback=True, pairs=True):
+    """The whole run: loopback tests per host, then the pair tests in steps.
+
+    ``hosts`` maps each host name to ``{"group", "address", "ports", "efficiency"}`` (``ports`` as
+    select_ports() returns them). ``order`` is the order of the hosts (the play's); hosts are numbered
+    in it.
+
+    Loopback tests all run at once on every host, each host on TCP port ``base + its number``, so
+    hosts that share a network namespace (containers, simulated hosts) do not collide. Pair tests run
+    in steps: a step holds, for every pair of the current round of every group, one pair of matched
+    ports; a host is in at most one test per step and the tests of a step use TCP ports ``base``,
+    ``base + 1``, ... Groups run their rounds side by side. ``loopback``/``pairs`` false leave those
+    tests out (the pairing is still planned and shown).
+
+    Notes are ``{"hosts": [...], "note": text}``: what the plan could not do, and for whom.
+    """
+    if not isinstance(hosts, Mapping):
+        raise BandwidthPlanError("expected the hosts as a mapping of host name to its ports, got %r" % (hosts,))
+    if tool not in BW_TOOLS:
+        raise BandwidthPlanError("bandwidth_check_tool: expected one of %s, got %r" % (", ".join(BW_TOOLS), tool))
+    if isinstance(tcp_port_base, bool) or not str(tcp_port_base).isdigit() or not 1 <= int(str(tcp_port_base)) <= 65535:
+        raise BandwidthPlanError("bandwidth_check_tcp_port_base: expected a TCP port from 1 to 65535, got %r" % (tcp_port_base,))
+    base = int(str(tcp_port_base))
+    wanted = _rounds_wanted(rounds)
+    order = [h for h in (order or sorted(hosts)) if h in hosts]
+    order += sorted(h for h in hosts if h not in order)
+    notes = []
+
+    ports = {}
+    loopback_tests = {}
+    for number, host in enumerate(order):
+        info = hosts[host] or {}
+        ports[host] = list(info.get("ports") or [])
+        loopback_tests[host] = [dict(port, tcp_port=_tcp_port(base, number, "the loopback test of " + host))
+                                for port in ports[host]] if loopback else []
+        if not ports[host]:
+            notes.append({"hosts": [host], "note": "%s has no ACTIVE port to test." % host})
+
+    groups = {}
+    for host in order:
+        info = hosts[host] or {}
+        if info.get("ports"):
+            groups.setdefault(str(info.get("group") or "ungrouped"), []).append(host)
+    group_plans = []
+    schedules = {}
+    for name in sorted(groups):
+        members = groups[name]
+        schedule = pair_rounds(members, wanted)
+        schedules[name] = schedule
+        paired = set(host for entry in schedule for pair in entry["pairs"] for host in pair)
+        group_notes = []
+        if len(members) == 1:
+            group_notes.append({"hosts": members, "note": "%s is the only host of group %s to test: loopback only, "
+                                                          "no pair test." % (members[0], name)})
+        else:
+            for host in members:
+                if host not in paired:
+                    group_notes.append({"hosts": [host], "note": "%s of group %s is not paired in the %d round(s) asked for."
+                                                                 % (host, name, len(schedule))})
+        notes.extend(group_notes)
+        group_plans.append({
+            "name": name, "hosts": members, "rounds": pairs_as_lists(schedule),
+            "notes": [n["note"] for n in group_notes],
+        })
+
+    steps = []
+    round_count = max([len(s) for s in schedules.values()] or [0]) if pairs else 0
+    for round_index in range(round_count):
+        pair_slots = []
+        for name in sorted(schedules):
+            if round_index >= len(schedules[name]):
+                continue
+            for server, client in schedules[name][round_index]["pairs"]:
+                matched = match_ports(hosts[server]["ports"], hosts[client]["ports"])
+                if not matched:
+                    notes.append({"hosts": [server, client], "note": "%s and %s (group %s) have no ports of the same "
+                                                                     "link layer: no pair test." % (server, client, name)})
+                for slot, (server_port, client_port) in enumerate(matched):
+                    pair_slots.append((slot, name, server, client, server_port, client_port))
+        slot_count = max([entry[0] for entry in pair_slots] or [-1]) + 1
+        for slot in range(slot_count):
+            tests = []
+            for entry in pair_slots:
+                if entry[0] != slot:
+                    continue
+                dummy, name, server, client, server_port, client_port = entry
+                tests.append({
+                    "id": "%s:%s>%s:%s" % (server, server_port["name"], client, client_port["name"]),
+                    "group": name,
+                    "round": round_index + 1,
+                    "slot": slot + 1,
+                    "server": server,
+                    "client": client,
+                    "server_address": str(hosts[server].get("address") or server),
+                    "server_port": _port_ref(server_port),
+                    "client_port": _port_ref(client_port),
+                    "link_layer": server_port["link_layer"],
+                    "rate_gbps": _min_known([server_port["rate_gbps"], client_port["rate_gbps"]]),
+                    "expected_gbps": _min_known([server_port["expected_gbps"], client_port["expected_gbps"]]),
+                    "tcp_port": _tcp_port(base, len(tests), "a pair test"),
+                })
+            steps.append({"step": len(steps) + 1, "round": round_index + 1, "slot": slot + 1, "tests": tests})
+    return {
+        "tool": tool, "tcp_port_base": base, "rounds": wanted, "hosts": order, "ports": ports,
+        "loopback": loopback_tests, "groups": group_plans, "steps": steps, "notes": notes,
+    }
+
+
+def step_roles(step, host):
+    """The test ``host`` serves and the one it is the client of in ``step`` (None when idle)."""
+    serving = [t for t in step["tests"] if t["server"] == host]
+    client = [t for t in step["tests"] if t["client"] == host]
+    return {"serve": serving[0] if serving else None, "client": client[0] if client else None}
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes of a job
+
+
+def job_processes(ps_text, job):
+    """The processes whose environment holds ``RDMA_NODE_BANDWIDTH_JOB=<job>``.
+
+    ``ps_text`` is the output of ``ps e -e -ww -o pid=,pgid=,args=`` (the command line followed by
+    the environment). Each process is ``{pid, pgid, command, deadline}``, where ``deadline`` marks
+    the coreutils timeout(1) that rdma.node.perftest runs the tool under: signalling it ends the tool's
+    process group and lets the module report.
+    """
+    if not job:
+        raise BandwidthPlanError("expected the job value to look for, got %r" % (job,))
+    marker = "%s=%s" % (JOB_ENV, job)
+    found = []
+    for line in (ps_text or "").splitlines():
+        fields = line.split(None, 2)
+        if len(fields) < 3 or not fields[0].isdigit() or not fields[1].isdigit():
+            continue
+        words = fields[2].split()
+        if marker not in words:
+            continue
+        found.append({
+            "pid": int(fields[0]), "pgid": int(fields[1]), "command": words[0],
+            "deadline": os.path.basename(words[0]) == "timeout",
+        })
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdicts
+
+
+def _outcome(result):
+    """What one perftest task result says: ``{ran, measured_gbps, cause, line, side, hint, msg, cmd}``."""
+    if not isinstance(result, Mapping) or not result:
+        return {"ran": False, "measured_gbps": None, "cause": None, "line": None, "side": None, "hint": None,
+                "msg": None, "cmd": None}
+    outcome = {"ran": True, "measured_gbps": result.get("bw_average_gbps"), "cause": None, "line": None,
+               "side": None, "hint": None, "msg": result.get("msg"), "cmd": result.get("cmd")}
+    if result.get("skipped"):
+        outcome["ran"] = False
+        return outcome
+    failure = result.get("failure")
+    if isinstance(failure, Mapping):
+        outcome.update(cause=failure.get("cause") or "unknown", line=failure.get("line"), side=failure.get("side"),
+                       hint=failure.get("hint"))
+    elif "results" not in result or (not result.get("results") and outcome["measured_gbps"] is None):
+        # The module itself failed (perftest missing, bad arguments, the async job lost...).
+        outcome.update(cause="error", line=result.get("msg") or "the perftest task returned no result")
+    return outcome
+
+
+def _failure_text(outcome):
+    text = "%s (%s)" % (outcome["cause"], outcome["line"]) if outcome["line"] else outcome["cause"]
+    if outcome["hint"]:
+        text += ". " + outcome["hint"]
+    return text
+
+
+def _check_for(cause):
+    return "perftest_error" if cause == "error" else "perftest_failed_%s" % cause
+
+
+def _judge(measured, expected):
+    if measured is None:
+        return "failed"
+    if expected is not None and measured < expected:
+        return "below_expected"
+    return "pass"
+
+
+def _loopback_verdict(plan, host, entry, result, check_mode):
+    tool = plan["tool"]
+    outcome = _outcome(result)
+    status = {
+        "port": entry["name"], "link_layer": entry["link_layer"], "rate_gbps": entry["rate_gbps"],
+        "expected_gbps": entry["expected_gbps"], "measured_gbps": outcome["measured_gbps"], "verdict": None,
+        "cause": outcome["cause"], "line": outcome["line"], "hint": outcome["hint"], "gid_index": entry["gid_index"],
+        "gid_source": entry["gid_source"], "tcp_port": entry["tcp_port"], "cmd": outcome["cmd"],
+    }
+    findings = []
+    if not outcome["ran"]:
+        status["verdict"] = "not_run"
+        if not check_mode:
+            findings.append(finding(
+                "loopback_not_run", "warning", entry["name"],
+                "The %s loopback test of %s did not run on %s." % (tool, entry["name"], host)))
+        return status, findings
+    if outcome["cause"]:
+        status["verdict"] = "failed"
+        findings.append(finding(
+            _check_for(outcome["cause"]), "critical", entry["name"],
+            "%s loopback on %s failed: %s" % (tool, entry["name"], _failure_text(outcome)),
+            "a completed test", outcome["line"]))
+        return status, findings
+    status["verdict"] = _judge(outcome["measured_gbps"], entry["expected_gbps"])
+    if status["verdict"] == "failed":
+        status["cause"] = "unknown"
+        findings.append(finding(
+            "perftest_failed_unknown", "critical", entry["name"],
+            "%s loopback on %s printed no bandwidth result." % (tool, entry["name"]), "a bandwidth result", None))
+    elif status["verdict"] == "below_expected":
+        findings.append(finding(
+            "bandwidth_below_expected", "critical", entry["name"],
+            "%s loopback on %s reached %s Gb/s, below the expected %s Gb/s (%s x the %s Gb/s link rate)."
+            % (tool, entry["name"], outcome["measured_gbps"], entry["expected_gbps"],
+               _ratio(entry["expected_gbps"], entry["rate_gbps"]), _number(entry["rate_gbps"])),
+            entry["expected_gbps"], outcome["measured_gbps"]))
+    return status, findings
+
+
+def _number(value):
+    return ("%.2f" % value).rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+
+
+def _ratio(expected, rate):
+    if not rate:
+        return "?"
+    return _number(round(float(expected) / float(rate), 3))
+
+
+def _records(pair_runs):
+    by_test = {}
+    for record in pair_runs or []:
+        if isinstance(record, Mapping) and record.get("id") and record.get("side") in ("server", "client"):
+            by_test.setdefault(record["id"], {})[record["side"]] = record
+    return by_test
+
+
+def _pair_verdict(plan, host, test, records, check_mode):
+    tool = plan["tool"]
+    server_record = records.get("server") or {}
+    client_record = records.get("client") or {}
+    server = _outcome(server_record.get("result"))
+    client = _outcome(client_record.get("result"))
+    role = "server" if test["server"] == host else "client"
+    status = {
+        "id": test["id"], "group": test["group"], "round": test["round"], "slot": test["slot"], "role": role,
+        "peer": test["client"] if role == "server" else test["server"],
+        "port": (test["server_port"] if role == "server" else test["client_port"])["name"],
+        "peer_port": (test["client_port"] if role == "server" else test["server_port"])["name"],
+        "link_layer": test["link_layer"], "rate_gbps": test["rate_gbps"], "expected_gbps": test["expected_gbps"],
+        "measured_gbps": None, "verdict": None, "cause": None, "side": None, "line": None, "hint": None,
+        "tcp_port": test["tcp_port"], "server_stopped_by": server_record.get("stopped_by"),
+    }
+    what = "%s between %s (server, %s) and %s (client, %s)" % (
+        tool, test["server"], test["server_port"]["name"], test["client"], test["client_port"]["name"])
+    findings = []
+    if not server_record and not client_record:
+        status["verdict"] = "not_run"
+        if not check_mode:
+            findings.append(finding("pair_not_run", "warning", test["id"], "%s did not run." % what))
+        return status, findings
+
+    chosen = None
+    if server_record and not server_record.get("listening", True):
+        chosen = dict(server, side="server")
+        if chosen["cause"] in (None,) + _VAGUE_CAUSES:
+            # Nothing more specific than "it never listened" (a stuck or killed server).
+            line = "the server did not listen on TCP port %s" % test["tcp_port"]
+            if chosen["line"]:
+                line += "; it said: %s" % chosen["line"]
+            chosen.update(cause="unknown", line=line, hint=None)
+    elif client["cause"]:
+        chosen = dict(client, side="client")
+        if client["cause"] in _VAGUE_CAUSES and server["cause"] and server["cause"] not in _VAGUE_CAUSES + ("error",):
+            chosen = dict(server, side="server")
+    elif not client_record and server["cause"]:
+        chosen = dict(server, side="server")
+    measured = client["measured_gbps"] if client["measured_gbps"] is not None else server["measured_gbps"]
+    status["measured_gbps"] = measured
+    if chosen is not None:
+        if chosen.get("hint") is None and chosen["cause"] == "unknown":
+            chosen["hint"] = (
+                "Read the output of both sides in the task results, and run the same commands by hand "
+                "on the two nodes.")
+        status.update(verdict="failed", cause=chosen["cause"], side=chosen["side"], line=chosen["line"], hint=chosen["hint"])
+        findings.append(finding(
+            _check_for(chosen["cause"]), "critical", test["id"],
+            "%s failed on the %s side: %s" % (what, chosen["side"], _failure_text(chosen)),
+            "a completed test", chosen["line"]))
+        return status, findings
+    status["verdict"] = _judge(measured, test["expected_gbps"])
+    if status["verdict"] == "failed":
+        status["cause"] = "unknown"
+        findings.append(finding("perftest_failed_unknown", "critical", test["id"],
+                                "%s printed no bandwidth result." % what, "a bandwidth result", None))
+    elif status["verdict"] == "below_expected":
+        findings.append(finding(
+            "bandwidth_below_expected", "critical", test["id"],
+            "%s reached %s Gb/s, below the expected %s Gb/s (%s x the %s Gb/s link rate)."
+            % (what, measured, test["expected_gbps"], _ratio(test["expected_gbps"], test["rate_gbps"]),
+               _number(test["rate_gbps"])),
+            test["expected_gbps"], measured))
+    if server_record.get("stopped_by") in ("role", "killed"):
+        findings.append(finding(
+            "perftest_server_stopped", "warning", test["id"],
+            "The %s server on %s (%s, TCP port %s) did not end after its client was done; the role stopped it%s."
+            % (tool, test["server"], test["server_port"]["name"], test["tcp_port"],
+               " with SIGKILL" if server_record.get("stopped_by") == "killed" else ""),
+            "ended by itself", server_record.get("stopped_by")))
+    return status, findings
+
+
+def evaluate(plan, host, loopback_results=None, pair_runs=None, check_mode=False, info=None):
+    """Verdicts and findings of ``host`` once its tests have run.
+
+    ``loopback_results`` are the task results of its loopback tests (each with ``item``, the plan's
+    entry); ``pair_runs`` are the records the hosts kept of the pair tests (``{id, side, result,
+    listening, stopped_by}``), from any host: the tests ``host`` took part in are picked out. A pair
+    test's findings go to both of its hosts.
+    """
+    if not isinstance(plan, Mapping) or any(key not in plan for key in ("ports", "loopback", "steps", "groups")):
+        raise BandwidthPlanError("expected the plan of rdma.node.bandwidth_plan, got %r" % (plan,))
+    findings = []
+    loopback = []
+    results_by_port = {}
+    for result in loopback_results or []:
+        item = result.get("item") if isinstance(result, Mapping) else None
+        if isinstance(item, Mapping) and item.get("name"):
+            results_by_port[item["name"]] = result
+    for entry in plan["loopback"].get(host) or []:
+        status, found = _loopback_verdict(plan, host, entry, results_by_port.get(entry["name"]), check_mode)
+        loopback.append(status)
+        findings.extend(found)
+    if host in plan["ports"] and not plan["ports"][host]:
+        skipped = (info or {}).get("skipped") or []
+        findings.append(finding(
+            "no_active_port", "warning", host,
+            "%s has no ACTIVE RDMA port to test%s." % (host, (" (" + "; ".join(
+                "%s: %s" % (s["name"], s["reason"]) for s in skipped) + ")") if skipped else ""),
+            "an ACTIVE port", None))
+    records = _records(pair_runs)
+    pairs = []
+    for step in plan["steps"]:
+        for test in step["tests"]:
+            if host not in (test["server"], test["client"]):
+                continue
+            status, found = _pair_verdict(plan, host, test, records.get(test["id"], {}), check_mode)
+            pairs.append(status)
+            findings.extend(found)
+    critical = sum(1 for f in findings if f["severity"] == "critical")
+    warning = sum(1 for f in findings if f["severity"] == "warning")
+    tested = loopback + pairs
+    group = None
+    for entry in plan["groups"]:
+        if host in entry["hosts"]:
+            group = entry["name"]
+    notes = [n["note"] for n in plan.get("notes") or [] if host in n["hosts"]]
+    status = {
+        "ok": critical == 0, "critical": critical, "warning": warning, "check_mode": bool(check_mode),
+        "tool": plan["tool"], "group": group, "efficiency": (info or {}).get("efficiency"),
+        "loopback": loopback, "pairs": pairs,
+        "summary": {
+            "tests": len(tested),
+            "passed": sum(1 for t in tested if t["verdict"] == "pass"),
+            "below_expected": sum(1 for t in tested if t["verdict"] == "below_expected"),
+            "failed": sum(1 for t in tested if t["verdict"] == "failed"),
+            "not_run": sum(1 for t in tested if t["verdict"] == "not_run"),
+        },
+        "notes": notes,
+    }
+    return {"findings": findings, "status": status}

@@ -1,0 +1,257 @@
+"""rdma.node.bandwidth_check on the demo inventory, run with ansible-playbook as an operator runs it.
+
+There is no RDMA hardware here, so the simulated hosts get a FAKE perftest first on their PATH
+(tests/fake_tools/bandwidth/fake_perftest_scenario.py in front of tests/fake_tools/perftest/
+fake_perftest.py). It replays real captured outputs (tests/fixtures/perftest/) chosen per host,
+device and side, and it really listens, connects, exits with perftest's status or hangs. Everything
+else is real: ib_facts over the demo hosts' sysfs trees, the GID tables read with grep, the perftest
+module with its deadlines, the async server jobs, their collection and stopping, the verdicts and the
+fail switch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import sysfs_tree
+
+from playbook import run_playbook
+from testpaths import COLLECTION_ROOT, FIXTURES
+
+INVENTORY = str(COLLECTION_ROOT / "inventories/demo/hosts.yml")
+FAKE = COLLECTION_ROOT / "tests/fake_tools/bandwidth/fake_perftest_scenario.py"
+PERFTEST = FIXTURES / "perftest"
+V100_LOOPBACK = str(PERFTEST / "seed_ib_write_bw_loopback_report_gbits_interleaved_mlx5_1_v100.txt")  # 94.71 Gb/s
+A100_LOOPBACK = str(PERFTEST / "seed_ib_write_bw_loopback_report_gbits_mlx5_1_a100.txt")  # 183.61 Gb/s
+PAIR_SERVER = str(PERFTEST / "ib_write_bw_s1M_server_IB_MBsec.txt")  # two nodes, 1 MiB, 93.36 Gb/s
+PAIR_CLIENT = str(PERFTEST / "ib_write_bw_s1M_client_IB_MBsec.txt")
+MEMLOCK_CLIENT = str(PERFTEST / "err_ib_read_bw_client_couldnt_allocate_MR_memlock.txt")
+READ_KEYS_SERVER = str(PERFTEST / "seed_err_ib_read_bw_server_ethernet_read_keys.txt")
+PORT_DOWN_SERVER = str(PERFTEST / "seed_err_ib_write_bw_mlx5_0_port_down_server.txt")
+KEEP = "Keep the result as facts (a fact cache lets a later job report without testing again)"
+
+# Short waits keep the test quick; the module's deadline for a pair's server is 60 + 3 + 2 = 65 s.
+FAST = ["-e", "bandwidth_check_server_start_timeout=3", "-e", "bandwidth_check_server_grace=2"]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    base = tmp_path_factory.mktemp("bandwidth")
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(base / "nodes"))
+    subprocess.run([sys.executable, str(FAKE), "--fake-install", str(base / "bin")], check=True)
+    return base
+
+
+def run_role(base, name, rules, *args):
+    """Run the role's playbook with the FAKE perftest; returns the run, the fake's log, pids and the time taken."""
+    work = base / name
+    work.mkdir()
+    (work / "scenario.json").write_text(json.dumps({"rules": rules}))
+    (work / "async").mkdir()
+    extra = {
+        "rdma_demo_node_root": "%s/nodes/{{ inventory_hostname }}" % base,
+        # The simulated hosts all run here, on 127.0.0.1.
+        "bandwidth_check_server_address": "127.0.0.1",
+        "bandwidth_check_environment": {
+            "PATH": "%s:%s" % (base / "bin", os.environ["PATH"]),
+            "FAKE_BANDWIDTH_HOST": "{{ inventory_hostname }}",
+            "FAKE_BANDWIDTH_SCENARIO": str(work / "scenario.json"),
+            "FAKE_BANDWIDTH_LOG": str(work / "calls.jsonl"),
+            "FAKE_PERFTEST_PIDFILE": str(work / "pids"),
+        },
+    }
+    (work / "vars.json").write_text(json.dumps(extra))
+    started = time.monotonic()
+    run = run_playbook("rdma.node.bandwidth_check", "-i", INVENTORY, "-e", "@%s" % (work / "vars.json"), *args,
+                       env={"ANSIBLE_ASYNC_DIR": str(work / "async")})
+    elapsed = time.monotonic() - started
+    calls = [json.loads(line) for line in (work / "calls.jsonl").read_text().splitlines()] \
+        if (work / "calls.jsonl").exists() else []
+    pids = [line.split() for line in (work / "pids").read_text().splitlines()] if (work / "pids").exists() else []
+    return {"run": run, "calls": calls, "pids": pids, "elapsed": elapsed, "async_dir": work / "async"}
+
+
+def facts_of(run):
+    return {host: result["ansible_facts"] for host, result in run.task_results(KEEP).items()}
+
+
+def alive(pid):
+    """True while the process exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def main_run(demo):
+    rules = [
+        # Loopback: the write-up's captures (94.71 Gb/s on V100 EDR, 183.61 Gb/s on A100 HDR); the
+        # RoCE bond of a100-node-02 fails with "Couldn't allocate MR" (memlock) at once.
+        {"host": "a100-node-02", "kind": "loopback", "device": "mlx5_bond_0", "role": "client",
+         "env": {"OUTPUT": MEMLOCK_CLIENT, "STAGE": "early"}},
+        {"kind": "loopback", "device": "mlx5_1", "host": "a100-node-01", "env": {"OUTPUT": A100_LOOPBACK}},
+        {"kind": "loopback", "device": "mlx5_1", "host": "a100-node-02", "env": {"OUTPUT": A100_LOOPBACK}},
+        {"kind": "loopback", "env": {"OUTPUT": V100_LOOPBACK}},
+        # Pairs: the A100 HDR pair fails as the write-up's two pods did (client memlock, the server
+        # only sees its client go); the server of the A100 bond pair hangs after its client is done.
+        {"kind": "pair", "role": "server", "device": "mlx5_1", "host": "a100-node-01", "env": {"OUTPUT": READ_KEYS_SERVER}},
+        {"kind": "pair", "role": "client", "device": "mlx5_1", "host": "a100-node-02", "env": {"OUTPUT": MEMLOCK_CLIENT}},
+        {"kind": "pair", "role": "server", "device": "mlx5_bond_0", "host": "a100-node-01",
+         "env": {"OUTPUT": PAIR_SERVER, "HANG": "1", "CHILD": "1"}},
+        {"kind": "pair", "role": "server", "env": {"OUTPUT": PAIR_SERVER}},
+        {"kind": "pair", "role": "client", "env": {"OUTPUT": PAIR_CLIENT}},
+    ]
+    return run_role(demo, "main", rules, *FAST)
+
+
+def test_pairs_run_step_by_step_every_host_once(main_run):
+    pair_calls = [c for c in main_run["calls"] if c["kind"] == "pair"]
+    steps = {}
+    for call in pair_calls:
+        step = int(call["job"].split("-")[2])  # server-RUN-STEP-PORT / client-RUN-STEP-PORT
+        steps.setdefault(step, []).append((call["role"], call["host"], call["device"], call["port"]))
+    assert {step: sorted(calls) for step, calls in steps.items()} == {
+        1: [("client", "a100-node-02", "mlx5_1", 18515), ("client", "v100-node-02", "mlx5_0", 18516),
+            ("server", "a100-node-01", "mlx5_1", 18515), ("server", "v100-node-01", "mlx5_0", 18516)],
+        2: [("client", "a100-node-02", "mlx5_bond_0", 18515), ("server", "a100-node-01", "mlx5_bond_0", 18515)],
+    }
+    for calls in steps.values():
+        hosts = [host for dummy, host, dummy2, dummy3 in calls]
+        assert len(hosts) == len(set(hosts))  # every host in at most one test per step
+    for call in pair_calls:
+        if call["role"] == "client":
+            assert call["argv"][-1] == "127.0.0.1" and "--report_gbits" in call["argv"]
+    bond = [c for c in pair_calls if c["device"] == "mlx5_bond_0"]
+    assert all(c["argv"][c["argv"].index("-x") + 1] == "1" for c in bond)  # RoCE v2 GID of bond0, from sysfs
+
+
+def test_loopback_per_active_port_with_a_tcp_port_per_host(main_run):
+    loopback = sorted((c["host"], c["device"], c["role"], c["port"]) for c in main_run["calls"] if c["kind"] == "loopback")
+    expected = []
+    for host, devices, port in (("v100-node-01", ["mlx5_0", "mlx5_1"], 18515), ("v100-node-02", ["mlx5_0"], 18516),
+                                ("a100-node-01", ["mlx5_1", "mlx5_bond_0"], 18517),
+                                ("a100-node-02", ["mlx5_1", "mlx5_bond_0"], 18518)):
+        for device in devices:
+            # The memlock client fails before its server has a client: only the server is then stopped.
+            expected += [(host, device, "client", port), (host, device, "server", port)]
+    assert loopback == sorted(expected)  # v100-node-02's mlx5_1 is DOWN: not tested
+    statuses = facts_of(main_run["run"])
+    v100 = statuses["v100-node-01"]["bandwidth_check_status"]["loopback"]
+    assert [(t["port"], t["rate_gbps"], t["expected_gbps"], t["measured_gbps"], t["verdict"]) for t in v100] == [
+        ("mlx5_0/1", 100.0, 90.0, 94.71, "pass"), ("mlx5_1/1", 100.0, 90.0, 94.71, "pass")]  # 94.7 of 100 passes at 0.9
+    a100 = statuses["a100-node-01"]["bandwidth_check_status"]["loopback"]
+    assert [(t["port"], t["expected_gbps"], t["measured_gbps"], t["verdict"], t["gid_index"]) for t in a100] == [
+        ("mlx5_1/1", 180.0, 183.61, "pass", None), ("mlx5_bond_0/1", 9.0, 94.71, "pass", 1)]
+
+
+def test_findings_verdicts_and_fail_switch(main_run):
+    run = main_run["run"]
+    facts = facts_of(run)
+    found = {host: sorted((f["check"], f["severity"], f["subject"]) for f in f_["bandwidth_check_findings"])
+             for host, f_ in facts.items()}
+    hdr_pair = "a100-node-01:mlx5_1/1>a100-node-02:mlx5_1/1"
+    bond_pair = "a100-node-01:mlx5_bond_0/1>a100-node-02:mlx5_bond_0/1"
+    assert found == {
+        "v100-node-01": [],
+        "v100-node-02": [],
+        "a100-node-01": [("perftest_failed_memlock", "critical", hdr_pair), ("perftest_server_stopped", "warning", bond_pair)],
+        "a100-node-02": [("perftest_failed_memlock", "critical", hdr_pair), ("perftest_failed_memlock", "critical", "mlx5_bond_0/1"),
+                         ("perftest_server_stopped", "warning", bond_pair)],
+    }
+    v100_pair = facts["v100-node-02"]["bandwidth_check_status"]["pairs"]
+    assert [(p["role"], p["peer"], p["port"], p["expected_gbps"], p["measured_gbps"], p["verdict"], p["server_stopped_by"])
+            for p in v100_pair] == [("client", "v100-node-01", "mlx5_0/1", 90.0, 93.357573, "pass", "self")]
+    assert run.rc == 2
+    assert run.failed_hosts == ["a100-node-01", "a100-node-02"]
+    assert run.changed_hosts == []
+    stats = run.data["global_custom_stats"]["rdma_bandwidth_check"]
+    assert stats["v100-node-01"]["status"] == {"ok": True, "critical": 0, "warning": 0, "check_mode": False, "tests": 3,
+                                               "passed": 3, "below_expected": 0, "failed": 0, "not_run": 0}
+    assert stats["a100-node-02"]["status"]["critical"] == 2
+
+
+def test_memlock_findings_carry_the_node_remediation_hint(main_run):
+    facts = facts_of(main_run["run"])
+    by_subject = {f["subject"]: f for f in facts["a100-node-02"]["bandwidth_check_findings"]}
+    loopback = by_subject["mlx5_bond_0/1"]
+    assert loopback["message"].startswith("ib_write_bw loopback on mlx5_bond_0/1 failed: memlock (Couldn't allocate MR). "
+                                          "Registering memory failed")
+    assert "Apply rdma.node.node_remediation" in loopback["message"]
+    pair = by_subject["a100-node-01:mlx5_1/1>a100-node-02:mlx5_1/1"]
+    # The server printed "Couldn't read remote address"; the client's memlock is the cause reported.
+    assert pair["message"].startswith("ib_write_bw between a100-node-01 (server, mlx5_1/1) and a100-node-02 (client, mlx5_1/1) "
+                                      "failed on the client side: memlock (Couldn't allocate MR).")
+    assert "rdma.node.node_remediation" in pair["message"]
+    status = facts["a100-node-01"]["bandwidth_check_status"]["pairs"][0]
+    assert (status["verdict"], status["cause"], status["side"]) == ("failed", "memlock", "client")
+    fail = main_run["run"].task_results("Fail the host when a critical finding remains")["a100-node-02"]["msg"]
+    assert fail.startswith("2 critical bandwidth finding(s) on a100-node-02: ")
+
+
+def test_a_hanging_server_is_stopped_by_the_role(main_run):
+    hung = [c for c in main_run["calls"] if c["kind"] == "pair" and c["role"] == "server" and c["device"] == "mlx5_bond_0"]
+    assert len(hung) == 1
+    (pid_entry,) = [entry for entry in main_run["pids"] if int(entry[1]) == hung[0]["pid"]]
+    child = int(pid_entry[2])
+    assert child > 0
+    assert not alive(hung[0]["pid"]) and not alive(child)  # the fake server and the child in its process group
+    facts = facts_of(main_run["run"])
+    bond = facts["a100-node-01"]["bandwidth_check_status"]["pairs"][1]
+    assert (bond["port"], bond["verdict"], bond["server_stopped_by"]) == ("mlx5_bond_0/1", "pass", "role")
+    # Stopped by the role after its 2 s grace, long before the module's own 65 s deadline would have.
+    assert main_run["elapsed"] < 50
+    every_server = [c["pid"] for c in main_run["calls"] if c["role"] == "server"]
+    assert [pid for pid in every_server if alive(pid)] == []
+    assert list(main_run["async_dir"].iterdir()) == []  # every server job was collected and cleaned up
+
+
+def test_threshold_and_a_server_that_never_listens(demo):
+    """At 0.96 the write-up's 94.7 Gb/s on a 100 Gb/s port is too slow; a server failing at start is not waited for."""
+    rules = [
+        {"kind": "loopback", "env": {"OUTPUT": V100_LOOPBACK}},
+        {"kind": "pair", "role": "server", "env": {"OUTPUT": PORT_DOWN_SERVER, "STAGE": "early"}},
+    ]
+    result = run_role(demo, "threshold", rules, *FAST, "-e", "rdma_hosts=ib-v100", "-e", "bandwidth_check_efficiency=0.96")
+    run = result["run"]
+    assert [c for c in result["calls"] if c["kind"] == "pair" and c["role"] == "client"] == []  # no client without a server
+    facts = facts_of(run)
+    assert sorted(facts) == ["v100-node-01", "v100-node-02"]
+    findings = facts["v100-node-01"]["bandwidth_check_findings"]
+    assert [(f["check"], f["subject"], f["expected"], f["actual"]) for f in findings] == [
+        ("bandwidth_below_expected", "mlx5_0/1", 96.0, 94.71),
+        ("bandwidth_below_expected", "mlx5_1/1", 96.0, 94.71),
+        ("perftest_failed_port_down", "v100-node-01:mlx5_0/1>v100-node-02:mlx5_0/1", "a completed test",
+         "Port number 1 state is Down"),
+    ]
+    assert findings[0]["message"] == ("ib_write_bw loopback on mlx5_0/1 reached 94.71 Gb/s, below the expected 96.0 Gb/s "
+                                      "(0.96 x the 100 Gb/s link rate).")
+    assert "failed on the server side: port_down (Port number 1 state is Down). The port is not ACTIVE" in findings[2]["message"]
+    assert [f["check"] for f in facts["v100-node-02"]["bandwidth_check_findings"]] == [
+        "bandwidth_below_expected", "perftest_failed_port_down"]
+    assert (run.rc, run.failed_hosts) == (2, ["v100-node-01", "v100-node-02"])
+    pair = facts["v100-node-01"]["bandwidth_check_status"]["pairs"][0]
+    assert (pair["verdict"], pair["side"], pair["server_stopped_by"]) == ("failed", "server", "self")
+
+
+def test_check_mode_runs_nothing_and_reports_the_plan(demo):
+    result = run_role(demo, "check", [], *FAST, "--check")
+    run = result["run"]
+    assert result["calls"] == []  # no perftest was started, not even the fake
+    assert (run.rc, run.failed_hosts, run.changed_hosts) == (0, [], [])
+    facts = facts_of(run)
+    status = facts["a100-node-02"]["bandwidth_check_status"]
+    assert facts["a100-node-02"]["bandwidth_check_findings"] == []
+    assert (status["check_mode"], status["ok"], status["group"]) == (True, True, "ib-a100")
+    assert [(t["port"], t["expected_gbps"], t["verdict"], t["tcp_port"]) for t in status["loopback"]] == [
+        ("mlx5_1/1", 180.0, "not_run", 18518), ("mlx5_bond_0/1", 9.0, "not_run", 18518)]
+    assert status["loopback"][1]["cmd"][-1] == "127.0.0.1" and "-x" in status["loopback"][1]["cmd"]  # the planned command
+    assert [(p["role"], p["peer"], p["port"], p["expected_gbps"], p["verdict"]) for p in status["pairs"]] == [
+        ("client", "a100-node-01", "mlx5_1/1", 180.0, "not_run"), ("client", "a100-node-01", "mlx5_bond_0/1", 9.0, "not_run")]
+    assert facts["v100-node-02"]["bandwidth_check_status"]["summary"]["not_run"] == 2

@@ -1,0 +1,560 @@
+"""The bandwidth_check plan: ports, pairing by rounds, TCP ports, GID choice, verdicts, job processes.
+
+Facts come from the demo hosts' sysfs trees (built by tools/sysfs_tree.py and read by the real
+sysfs reader), GID tables from the real grep over those trees, perftest results from the real
+captured outputs in tests/fixtures/perftest parsed by the perftest module's own parser, and process
+listings from the real ps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import uuid
+
+import pytest
+import sysfs_tree
+
+from ansible_collections.rdma.node.plugins.module_utils._bandwidth_plan import (
+    JOB_ENV,
+    BandwidthPlanError,
+    build_plan,
+    evaluate,
+    expected_gbps,
+    job_processes,
+    match_ports,
+    pair_rounds,
+    pairs_as_lists,
+    parse_gid_table,
+    roce_v2_gid_index,
+    round_robin,
+    select_ports,
+    step_roles,
+)
+from ansible_collections.rdma.node.plugins.module_utils._perftest import average_for, parse_perftest
+from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
+from testpaths import COLLECTION_ROOT, FIXTURES
+
+PERFTEST = FIXTURES / "perftest"
+DEMO_HOSTS = ["v100-node-01", "v100-node-02", "a100-node-01", "a100-node-02"]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """Each demo host's ib_facts ports and the grep output of its RoCE ports' GID tables."""
+    dest = tmp_path_factory.mktemp("demo")
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(dest))
+    hosts = {}
+    for host in DEMO_HOSTS:
+        root = str(dest / host / "sys")
+        facts = gather(root)[0]
+        tables = {}
+        for port in facts["ports"]:
+            if port["state"] == "ACTIVE" and port["link_layer"] == "Ethernet":
+                where = os.path.join(root, "class/infiniband", port["device"], "ports", str(port["port"]))
+                proc = subprocess.run(["grep", "-r", "-s", "-H", ".", where + "/gids", where + "/gid_attrs"],
+                                      capture_output=True, text=True, check=False)
+                tables["%s/%s" % (port["device"], port["port"])] = proc.stdout
+        hosts[host] = {"ports": facts["ports"], "gid_tables": tables, "group": host.rsplit("-node", 1)[0]}
+    return hosts
+
+
+def perftest_result(name, size=65536, **extra):
+    """What rdma.node.perftest returns for a capture (its own parser; no process runs)."""
+    text = (PERFTEST / name).read_text()
+    failed = name.startswith(("err_", "seed_err_"))
+    parsed = parse_perftest("" if failed else text, text if failed else "", rc=1 if failed else 0, role="client")
+    result = {"results": parsed["results"], "failure": parsed["failure"], "bw_average_gbps": average_for(parsed["results"], size),
+              "cmd": ["ib_write_bw"], "msg": "fake"}
+    result.update(extra)
+    return result
+
+
+def demo_plan(demo, efficiency=0.9, **kwargs):
+    infos = {}
+    for host in DEMO_HOSTS:
+        chosen = select_ports(demo[host]["ports"], efficiency=efficiency, gid_tables=demo[host]["gid_tables"])
+        infos[host] = {"group": "ib-" + demo[host]["group"], "address": "10.0.0.%d" % (DEMO_HOSTS.index(host) + 1),
+                       "ports": chosen["ports"], "efficiency": chosen["efficiency"]}
+    return build_plan(infos, order=DEMO_HOSTS, **kwargs), infos
+
+
+# ------------------------------------------------------------------------------------- pairing
+
+
+def test_two_hosts_one_round():
+    assert pairs_as_lists(pair_rounds(["n1", "n2"])) == [{"pairs": [["n1", "n2"]], "sitting_out": []}]
+
+
+def test_three_hosts_two_rounds_the_one_sitting_out_is_paired_next():
+    assert pairs_as_lists(pair_rounds(["n1", "n2", "n3"])) == [
+        {"pairs": [["n2", "n3"]], "sitting_out": ["n1"]},
+        {"pairs": [["n3", "n1"]], "sitting_out": ["n2"]},
+    ]
+
+
+def test_four_hosts_one_round_every_host_once():
+    assert pairs_as_lists(pair_rounds(["n1", "n2", "n3", "n4"])) == [
+        {"pairs": [["n1", "n4"], ["n2", "n3"]], "sitting_out": []},
+    ]
+
+
+def test_four_hosts_full_round_robin():
+    assert pairs_as_lists(pair_rounds(["n1", "n2", "n3", "n4"], "all")) == [
+        {"pairs": [["n1", "n4"], ["n2", "n3"]], "sitting_out": []},
+        {"pairs": [["n3", "n1"], ["n2", "n4"]], "sitting_out": []},
+        {"pairs": [["n1", "n2"], ["n3", "n4"]], "sitting_out": []},
+    ]
+
+
+def test_three_hosts_full_round_robin_and_a_number_of_rounds():
+    full = pairs_as_lists(pair_rounds(["n1", "n2", "n3"], "all"))
+    assert full == [
+        {"pairs": [["n2", "n3"]], "sitting_out": ["n1"]},
+        {"pairs": [["n3", "n1"]], "sitting_out": ["n2"]},
+        {"pairs": [["n1", "n2"]], "sitting_out": ["n3"]},
+    ]
+    assert pairs_as_lists(pair_rounds(["n1", "n2", "n3"], 1)) == full[:1]
+    assert pairs_as_lists(pair_rounds(["n1", "n2", "n3"], "7")) == full
+
+
+def test_one_host_has_no_round():
+    assert pair_rounds(["n1"]) == []
+    assert pair_rounds([]) == []
+
+
+@pytest.mark.parametrize("count", range(2, 12))
+def test_round_robin_properties(count):
+    hosts = ["h%02d" % i for i in range(count)]
+    schedule = round_robin(hosts)
+    assert len(schedule) == (count - 1 if count % 2 == 0 else count)
+    met = []
+    for entry in schedule:
+        seen = [h for pair in entry["pairs"] for h in pair] + entry["sitting_out"]
+        assert sorted(seen) == hosts  # every host exactly once per round: in one pair or sitting out
+        assert len(entry["sitting_out"]) == count % 2
+        met.extend(frozenset(pair) for pair in entry["pairs"])
+    assert sorted(met, key=sorted) == sorted((frozenset(p) for p in itertools.combinations(hosts, 2)), key=sorted)  # once each
+    covered = set(h for entry in pair_rounds(hosts) for pair in entry["pairs"] for h in pair)
+    assert covered == set(hosts)  # "cover" tests every host
+    servers = [pair[0] for entry in schedule for pair in entry["pairs"]]
+    if count > 2:
+        assert len(set(servers)) > 1  # the server side alternates
+
+
+@pytest.mark.parametrize("rounds, message", [
+    ("some", "bandwidth_check_pair_rounds: expected 'cover', 'all' or a number of rounds of 1 or more, got 'some'"),
+    (0, "bandwidth_check_pair_rounds: expected 'cover', 'all' or a number of rounds of 1 or more, got 0"),
+    (True, "bandwidth_check_pair_rounds: expected 'cover', 'all' or a number of rounds of 1 or more, got True"),
+])
+def test_bad_rounds(rounds, message):
+    with pytest.raises(BandwidthPlanError) as error:
+        pair_rounds(["n1", "n2"], rounds)
+    assert str(error.value) == message
+
+
+def test_duplicate_hosts_rejected():
+    with pytest.raises(BandwidthPlanError, match="must be distinct"):
+        round_robin(["n1", "n1"])
+
+
+# ------------------------------------------------------------------------------------- ports
+
+
+def test_demo_ports_and_expected_rates(demo):
+    v100 = select_ports(demo["v100-node-01"]["ports"])
+    assert [(p["name"], p["rate_gbps"], p["expected_gbps"]) for p in v100["ports"]] == [
+        ("mlx5_0/1", 100.0, 90.0), ("mlx5_1/1", 100.0, 90.0)]
+    faulty = select_ports(demo["v100-node-02"]["ports"])
+    assert [p["name"] for p in faulty["ports"]] == ["mlx5_0/1"]
+    assert faulty["skipped"] == [{"name": "mlx5_1/1", "state": "DOWN", "reason": "state DOWN, not ACTIVE"}]
+    a100 = select_ports(demo["a100-node-01"]["ports"], gid_tables=demo["a100-node-01"]["gid_tables"])
+    assert [(p["name"], p["link_layer"], p["expected_gbps"], p["gid_index"], p["gid_source"]) for p in a100["ports"]] == [
+        ("mlx5_1/1", "InfiniBand", 180.0, None, "none"),
+        # The bond's RoCE v2 GIDs are 1 and 3 on bond0; both IPv4-mapped: the lower index.
+        ("mlx5_bond_0/1", "Ethernet", 9.0, 1, "sysfs"),
+    ]
+
+
+def test_port_filters(demo):
+    ports = demo["a100-node-01"]["ports"]
+    assert [p["name"] for p in select_ports(ports, link_layers=["InfiniBand"])["ports"]] == ["mlx5_1/1"]
+    assert [p["name"] for p in select_ports(ports, only=["mlx5_bond_0/1"])["ports"]] == ["mlx5_bond_0/1"]
+    chosen = select_ports(ports, exclude=["mlx5_bond_0/1"])
+    assert [p["name"] for p in chosen["ports"]] == ["mlx5_1/1"]
+    assert {"name": "mlx5_bond_0/1", "state": "ACTIVE", "reason": "in bandwidth_check_exclude_ports"} in chosen["skipped"]
+
+
+def test_gid_index_variable_when_sysfs_has_none(demo):
+    ports = demo["a100-node-01"]["ports"]
+    assert select_ports(ports, gid_index=3)["ports"][1][("gid_index")] == 3  # no table read: the variable
+    assert select_ports(ports, gid_index=3)["ports"][1]["gid_source"] == "variable"
+    assert select_ports(ports)["ports"][1]["gid_index"] is None
+
+
+def test_gid_tables_from_loop_results(demo):
+    text = demo["a100-node-01"]["gid_tables"]["mlx5_bond_0/1"]
+    results = [{"item": {"device": "mlx5_bond_0", "port": 1}, "stdout": text, "rc": 0}]
+    assert select_ports(demo["a100-node-01"]["ports"], gid_tables=results)["ports"][1]["gid_index"] == 1
+
+
+@pytest.mark.parametrize("efficiency, expected", [(0.9, 90.0), (0.96, 96.0), (1, 100.0)])
+def test_expected_rate(efficiency, expected):
+    assert expected_gbps(100.0, efficiency) == expected
+    assert expected_gbps(None, efficiency) is None
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"efficiency": 1.5}, "bandwidth_check_efficiency: expected a number between 0 and 1 such as 0.9, got 1.5"),
+    ({"efficiency": "fast"}, "bandwidth_check_efficiency: expected a number between 0 and 1 such as 0.9, got 'fast'"),
+    ({"link_layers": ["IB"]}, "bandwidth_check_link_layers: expected InfiniBand or Ethernet, got 'IB'"),
+    ({"only": ["mlx5_0"]}, "bandwidth_check_ports: expected ports written as DEVICE/PORT such as mlx5_0/1, got 'mlx5_0'"),
+    ({"exclude": "mlx5_0/1"}, "bandwidth_check_exclude_ports: expected a list, got 'mlx5_0/1'"),
+    ({"gid_index": -1}, "bandwidth_check_gid_index: expected a GID index (0 or more), got -1"),
+])
+def test_bad_port_options(demo, kwargs, message):
+    with pytest.raises(BandwidthPlanError) as error:
+        select_ports(demo["a100-node-01"]["ports"], **kwargs)
+    assert str(error.value) == message
+
+
+def test_gid_table_of_a_busy_port():
+    """255 entries of which most are unused (all zero, types unreadable), two netdevs, IPv6 and v1 GIDs."""
+    lines = []
+    table = {
+        0: ("fe80:0000:0000:0000:0e42:a1ff:fe65:3a9e", "IB/RoCE v1", "bond0"),
+        1: ("fe80:0000:0000:0000:0e42:a1ff:fe65:3a9e", "RoCE v2", "bond0"),
+        2: ("2001:0db8:0000:0000:0e42:a1ff:fe65:3a9e", "RoCE v2", "bond0"),
+        3: ("0000:0000:0000:0000:0000:ffff:c0a8:0a01", "IB/RoCE v1", "bond0.100"),
+        4: ("0000:0000:0000:0000:0000:ffff:c0a8:0a01", "RoCE v2", "bond0.100"),
+        5: ("0000:0000:0000:0000:0000:ffff:0a00:0001", "IB/RoCE v1", "bond0"),
+        6: ("0000:0000:0000:0000:0000:ffff:0a00:0001", "RoCE v2", "bond0"),
+    }
+    port = "/sys/class/infiniband/mlx5_bond_0/ports/1"
+    for index in range(255):
+        gid, kind, ndev = table.get(index, ("0000:0000:0000:0000:0000:0000:0000:0000", None, None))
+        lines.append("%s/gids/%d:%s" % (port, index, gid))
+        if kind:
+            lines.append("%s/gid_attrs/types/%d:%s" % (port, index, kind))
+            lines.append("%s/gid_attrs/ndevs/%d:%s" % (port, index, ndev))
+    parsed = parse_gid_table("\n".join(lines) + "\n")
+    assert sorted(parsed) == [0, 1, 2, 3, 4, 5, 6]
+    assert roce_v2_gid_index(parsed, ["bond0"]) == 6  # IPv4-mapped first
+    assert roce_v2_gid_index(parsed, ["bond0.100"]) == 4
+    assert roce_v2_gid_index({i: e for i, e in parsed.items() if i != 6}, ["bond0"]) == 2  # then global
+    assert roce_v2_gid_index({i: parsed[i] for i in (0, 1)}, ["bond0"]) == 1  # then link-local
+    assert roce_v2_gid_index({i: parsed[i] for i in (0, 3, 5)}, ["bond0"]) is None  # RoCE v1 only
+    assert roce_v2_gid_index(parsed, ["eth9"]) is None
+    assert roce_v2_gid_index(parsed, []) == 4  # netdev unknown: any RoCE v2 GID
+    assert parse_gid_table("") == {}
+
+
+# ------------------------------------------------------------------------------------- plan
+
+
+def test_demo_plan(demo):
+    plan, dummy = demo_plan(demo)
+    # Loopback: every ACTIVE port, one TCP port per host (the demo hosts share one machine).
+    assert {h: [(p["name"], p["tcp_port"]) for p in plan["loopback"][h]] for h in DEMO_HOSTS} == {
+        "v100-node-01": [("mlx5_0/1", 18515), ("mlx5_1/1", 18515)],
+        "v100-node-02": [("mlx5_0/1", 18516)],
+        "a100-node-01": [("mlx5_1/1", 18517), ("mlx5_bond_0/1", 18517)],
+        "a100-node-02": [("mlx5_1/1", 18518), ("mlx5_bond_0/1", 18518)],
+    }
+    assert [(g["name"], g["rounds"]) for g in plan["groups"]] == [
+        ("ib-a100", [{"pairs": [["a100-node-01", "a100-node-02"]], "sitting_out": []}]),
+        ("ib-v100", [{"pairs": [["v100-node-01", "v100-node-02"]], "sitting_out": []}]),
+    ]
+    steps = [[(t["id"], t["tcp_port"], t["server_address"], t["expected_gbps"]) for t in s["tests"]] for s in plan["steps"]]
+    assert steps == [
+        [("a100-node-01:mlx5_1/1>a100-node-02:mlx5_1/1", 18515, "10.0.0.3", 180.0),
+         # v100-node-02's mlx5_1 is down: only mlx5_0 pairs with mlx5_0.
+         ("v100-node-01:mlx5_0/1>v100-node-02:mlx5_0/1", 18516, "10.0.0.1", 90.0)],
+        [("a100-node-01:mlx5_bond_0/1>a100-node-02:mlx5_bond_0/1", 18515, "10.0.0.3", 9.0)],
+    ]
+    assert plan["steps"][1]["tests"][0]["server_port"]["gid_index"] == 1
+    assert plan["notes"] == []
+    for step in plan["steps"]:
+        hosts = [h for t in step["tests"] for h in (t["server"], t["client"])]
+        assert len(hosts) == len(set(hosts))  # a host takes part in one test per step
+    assert step_roles(plan["steps"][0], "v100-node-02")["client"]["server"] == "v100-node-01"
+    assert step_roles(plan["steps"][1], "v100-node-01") == {"serve": None, "client": None}
+
+
+def test_three_hosts_of_a_group_and_one_alone(demo):
+    ports = select_ports(demo["v100-node-01"]["ports"])["ports"]
+    infos = {name: {"group": "ib-v100", "ports": ports} for name in ("n1", "n2", "n3")}
+    infos["solo"] = {"group": "ib-h100", "ports": ports}
+    plan = build_plan(infos, order=["n1", "n2", "n3", "solo"], tcp_port_base=20000)
+    # Round 1: n2 serves n3 (n1 sits out), two ports each -> two steps; round 2: n3 serves n1.
+    assert [[(t["round"], t["slot"], t["server"], t["client"], t["server_port"]["name"], t["tcp_port"]) for t in s["tests"]]
+            for s in plan["steps"]] == [
+        [(1, 1, "n2", "n3", "mlx5_0/1", 20000)],
+        [(1, 2, "n2", "n3", "mlx5_1/1", 20000)],
+        [(2, 1, "n3", "n1", "mlx5_0/1", 20000)],
+        [(2, 2, "n3", "n1", "mlx5_1/1", 20000)],
+    ]
+    assert plan["notes"] == [{"hosts": ["solo"], "note": "solo is the only host of group ib-h100 to test: loopback only, no pair test."}]
+    assert plan["loopback"]["solo"][0]["tcp_port"] == 20003
+    assert plan["steps"][0]["tests"][0]["server_address"] == "n2"  # no address: the host name
+
+
+def test_pairs_of_two_groups_share_a_step_with_distinct_tcp_ports(demo):
+    ports = select_ports(demo["v100-node-01"]["ports"], only=["mlx5_0/1"])["ports"]
+    infos = {name: {"group": name[0], "ports": ports} for name in ("a1", "a2", "a3", "a4", "b1", "b2")}
+    plan = build_plan(infos)
+    assert [[(t["server"], t["client"], t["tcp_port"]) for t in s["tests"]] for s in plan["steps"]] == [
+        [("a1", "a4", 18515), ("a2", "a3", 18516), ("b1", "b2", 18517)],
+    ]
+
+
+def test_ports_are_matched_by_order_within_a_link_layer(demo):
+    a100 = select_ports(demo["a100-node-01"]["ports"])["ports"]
+    other = [dict(a100[0], name="mlx5_0/1", device="mlx5_0"), a100[1]]  # the other HCA cabled
+    assert [(a["name"], b["name"]) for a, b in match_ports(a100, other)] == [
+        ("mlx5_1/1", "mlx5_0/1"), ("mlx5_bond_0/1", "mlx5_bond_0/1")]
+    ib_only = [p for p in a100 if p["link_layer"] == "InfiniBand"]
+    eth_only = [p for p in a100 if p["link_layer"] == "Ethernet"]
+    plan = build_plan({"x": {"group": "g", "ports": ib_only}, "y": {"group": "g", "ports": eth_only}})
+    assert plan["steps"] == []
+    assert plan["notes"] == [{"hosts": ["x", "y"], "note": "x and y (group g) have no ports of the same link layer: no pair test."}]
+
+
+def test_host_without_ports_and_switches(demo):
+    ports = select_ports(demo["v100-node-01"]["ports"])["ports"]
+    infos = {"n1": {"group": "g", "ports": ports}, "n2": {"group": "g", "ports": ports}, "n3": {"group": "g", "ports": []}}
+    plan = build_plan(infos, order=["n1", "n2", "n3"])
+    assert plan["notes"] == [{"hosts": ["n3"], "note": "n3 has no ACTIVE port to test."}]
+    assert [g["hosts"] for g in plan["groups"]] == [["n1", "n2"]]  # n3 is not paired
+    no_pairs = build_plan(infos, pairs=False)
+    assert no_pairs["steps"] == [] and no_pairs["groups"][0]["rounds"]  # still planned, not run
+    no_loopback = build_plan(infos, loopback=False)
+    assert no_loopback["loopback"] == {"n1": [], "n2": [], "n3": []} and no_loopback["steps"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"tcp_port_base": 65535}, "bandwidth_check_tcp_port_base: 65535 leaves no TCP port for the loopback test of n2 "
+                               "(65536 is above 65535); choose a lower base"),
+    ({"tcp_port_base": 0}, "bandwidth_check_tcp_port_base: expected a TCP port from 1 to 65535, got 0"),
+    ({"tool": "ib_write_lat"}, "bandwidth_check_tool: expected one of ib_write_bw, ib_read_bw, ib_send_bw, got 'ib_write_lat'"),
+])
+def test_bad_plan_options(demo, kwargs, message):
+    ports = select_ports(demo["v100-node-01"]["ports"])["ports"]
+    with pytest.raises(BandwidthPlanError) as error:
+        build_plan({"n1": {"group": "g", "ports": ports}, "n2": {"group": "g", "ports": ports}}, **kwargs)
+    assert str(error.value) == message
+
+
+# ------------------------------------------------------------------------------------- verdicts
+
+
+def loopback_results(plan, host, outputs):
+    return [dict(perftest_result(outputs[entry["name"]]), item=entry) for entry in plan["loopback"][host]]
+
+
+V100_94_7 = "seed_ib_write_bw_loopback_report_gbits_interleaved_mlx5_1_v100.txt"
+A100_183_6 = "seed_ib_write_bw_loopback_report_gbits_mlx5_1_a100.txt"
+MEMLOCK = "err_ib_read_bw_client_couldnt_allocate_MR_memlock.txt"
+
+
+@pytest.mark.parametrize("efficiency, verdict", [(0.9, "pass"), (0.947, "pass"), (0.96, "below_expected")])
+def test_threshold_of_a_100_gbps_port(demo, efficiency, verdict):
+    plan, infos = demo_plan(demo, efficiency=efficiency)
+    outputs = {"mlx5_0/1": V100_94_7, "mlx5_1/1": V100_94_7}
+    judged = evaluate(plan, "v100-node-01", loopback_results(plan, "v100-node-01", outputs), [], info=infos["v100-node-01"])
+    assert [(t["port"], t["measured_gbps"], t["verdict"]) for t in judged["status"]["loopback"]] == [
+        ("mlx5_0/1", 94.71, verdict), ("mlx5_1/1", 94.71, verdict)]
+    if verdict == "pass":
+        assert [f["check"] for f in judged["findings"]] == ["pair_not_run"]  # the pair test's records are missing
+    else:
+        below = judged["findings"][0]
+        assert below == {
+            "role": "bandwidth_check", "check": "bandwidth_below_expected", "severity": "critical", "subject": "mlx5_0/1",
+            "message": "ib_write_bw loopback on mlx5_0/1 reached 94.71 Gb/s, below the expected 96.0 Gb/s "
+                       "(0.96 x the 100 Gb/s link rate).",
+            "expected": 96.0, "actual": 94.71,
+        }
+
+
+def test_a100_hdr_port_passes_at_0_9(demo):
+    plan, infos = demo_plan(demo)
+    judged = evaluate(plan, "a100-node-01", loopback_results(plan, "a100-node-01", {"mlx5_1/1": A100_183_6, "mlx5_bond_0/1": V100_94_7}),
+                      [], check_mode=True, info=infos["a100-node-01"])
+    assert [(t["port"], t["expected_gbps"], t["measured_gbps"], t["verdict"]) for t in judged["status"]["loopback"]] == [
+        ("mlx5_1/1", 180.0, 183.61, "pass"), ("mlx5_bond_0/1", 9.0, 94.71, "pass")]
+
+
+def test_memlock_finding_points_to_node_remediation(demo):
+    plan, infos = demo_plan(demo)
+    judged = evaluate(plan, "a100-node-02", loopback_results(plan, "a100-node-02", {"mlx5_1/1": A100_183_6, "mlx5_bond_0/1": MEMLOCK}),
+                      [], check_mode=True, info=infos["a100-node-02"])
+    (memlock,) = judged["findings"]
+    assert (memlock["check"], memlock["severity"], memlock["subject"], memlock["actual"]) == (
+        "perftest_failed_memlock", "critical", "mlx5_bond_0/1", "Couldn't allocate MR")
+    assert memlock["message"].startswith("ib_write_bw loopback on mlx5_bond_0/1 failed: memlock (Couldn't allocate MR). ")
+    assert "Apply rdma.node.node_remediation" in memlock["message"]
+    bond = judged["status"]["loopback"][1]
+    assert (bond["verdict"], bond["cause"]) == ("failed", "memlock")
+    assert "rdma.node.node_remediation" in bond["hint"]
+    assert not judged["status"]["ok"]
+
+
+def test_module_error_is_a_finding(demo):
+    plan, infos = demo_plan(demo)
+    entry = plan["loopback"]["v100-node-02"][0]
+    error = {"item": entry, "cmd": ["ib_write_bw"], "rc": None, "results": [], "failure": None, "bw_average_gbps": None,
+             "msg": "ib_write_bw was not found on the node's PATH: install perftest (package perftest)"}
+    judged = evaluate(plan, "v100-node-02", [error], [], check_mode=True, info=infos["v100-node-02"])
+    assert [(f["check"], f["message"]) for f in judged["findings"]] == [
+        ("perftest_error", "ib_write_bw loopback on mlx5_0/1 failed: error (ib_write_bw was not found on the node's PATH: "
+                           "install perftest (package perftest))")]
+
+
+def test_check_mode_reports_the_plan_without_findings(demo):
+    plan, infos = demo_plan(demo)
+    skipped = [{"item": entry, "skipped": True, "cmd": ["ib_write_bw", "-d", entry["device"]], "results": []}
+               for entry in plan["loopback"]["v100-node-01"]]
+    judged = evaluate(plan, "v100-node-01", skipped, [], check_mode=True, info=infos["v100-node-01"])
+    assert judged["findings"] == []
+    status = judged["status"]
+    assert (status["ok"], status["check_mode"], status["group"]) == (True, True, "ib-v100")
+    assert [(t["port"], t["expected_gbps"], t["verdict"], t["cmd"]) for t in status["loopback"]] == [
+        ("mlx5_0/1", 90.0, "not_run", ["ib_write_bw", "-d", "mlx5_0"]),
+        ("mlx5_1/1", 90.0, "not_run", ["ib_write_bw", "-d", "mlx5_1"])]
+    assert [(t["role"], t["peer"], t["port"], t["peer_port"], t["expected_gbps"], t["verdict"]) for t in status["pairs"]] == [
+        ("server", "v100-node-02", "mlx5_0/1", "mlx5_0/1", 90.0, "not_run")]
+    assert status["summary"] == {"tests": 3, "passed": 0, "below_expected": 0, "failed": 0, "not_run": 3}
+
+
+def pair_records(test_id, server=None, client=None, listening=True, stopped_by="self"):
+    records = []
+    if server is not None:
+        records.append({"id": test_id, "side": "server", "listening": listening, "stopped_by": stopped_by, "result": server})
+    if client is not None:
+        records.append({"id": test_id, "side": "client", "result": client})
+    return records
+
+
+V100_PAIR = "v100-node-01:mlx5_0/1>v100-node-02:mlx5_0/1"
+
+
+def test_pair_passes_and_both_hosts_see_it(demo):
+    plan, dummy = demo_plan(demo)
+    runs = pair_records(V100_PAIR, perftest_result("ib_write_bw_s1M_server_IB_MBsec.txt", size=1048576),
+                        perftest_result("ib_write_bw_s1M_client_IB_MBsec.txt", size=1048576))
+    for host, role, peer in (("v100-node-01", "server", "v100-node-02"), ("v100-node-02", "client", "v100-node-01")):
+        judged = evaluate(plan, host, [], runs, check_mode=True)
+        (pair,) = judged["status"]["pairs"]
+        assert (pair["role"], pair["peer"], pair["verdict"], pair["measured_gbps"], pair["server_stopped_by"]) == (
+            role, peer, "pass", 93.357573, "self")
+        assert judged["findings"] == []
+
+
+def test_pair_below_expected_goes_to_both_hosts(demo):
+    plan, dummy = demo_plan(demo, efficiency=0.96)
+    runs = pair_records(V100_PAIR, perftest_result("ib_write_bw_s1M_server_IB_MBsec.txt", size=1048576),
+                        perftest_result("ib_write_bw_s1M_client_IB_MBsec.txt", size=1048576))
+    for host in ("v100-node-01", "v100-node-02"):
+        (finding,) = evaluate(plan, host, [], runs, check_mode=True)["findings"]
+        assert finding["check"] == "bandwidth_below_expected"
+        assert finding["subject"] == V100_PAIR
+        assert finding["message"] == (
+            "ib_write_bw between v100-node-01 (server, mlx5_0/1) and v100-node-02 (client, mlx5_0/1) reached 93.357573 Gb/s, "
+            "below the expected 96.0 Gb/s (0.96 x the 100 Gb/s link rate).")
+
+
+def test_pair_memlock_on_the_client_explains_the_servers_read_keys_error(demo):
+    """The crater write-up's two-pod failure: the client cannot register memory, the server only sees it go."""
+    plan, dummy = demo_plan(demo)
+    server = perftest_result("seed_err_ib_read_bw_server_ethernet_read_keys.txt")
+    client = perftest_result(MEMLOCK)
+    assert (server["failure"]["cause"], client["failure"]["cause"]) == ("remote_unreachable", "memlock")
+    (finding,) = evaluate(plan, "v100-node-01", [], pair_records(V100_PAIR, server, client), check_mode=True)["findings"]
+    assert finding["check"] == "perftest_failed_memlock"
+    assert finding["message"].startswith(
+        "ib_write_bw between v100-node-01 (server, mlx5_0/1) and v100-node-02 (client, mlx5_0/1) failed on the client side: "
+        "memlock (Couldn't allocate MR). Registering memory failed")
+    # The other way round: the client only saw the server go, the server's own cause is the one.
+    swapped = evaluate(plan, "v100-node-02", [], pair_records(V100_PAIR, client, server), check_mode=True)
+    assert [(f["check"], f["message"].split(":")[0]) for f in swapped["findings"]] == [
+        ("perftest_failed_memlock", "ib_write_bw between v100-node-01 (server, mlx5_0/1) and v100-node-02 "
+                                    "(client, mlx5_0/1) failed on the server side")]
+
+
+def test_server_that_never_listened(demo):
+    plan, dummy = demo_plan(demo)
+    port_down = perftest_result("seed_err_ib_write_bw_mlx5_0_port_down_server.txt")
+    (finding,) = evaluate(plan, "v100-node-02", [], pair_records(V100_PAIR, port_down, listening=False), check_mode=True)["findings"]
+    assert (finding["check"], finding["actual"]) == ("perftest_failed_port_down", "Port number 1 state is Down")
+    assert "failed on the server side" in finding["message"]
+    stuck = {"cmd": ["ib_write_bw"], "rc": 143, "results": [], "bw_average_gbps": None, "msg": "failed",
+             "failure": {"cause": "unknown", "line": "terminated", "hint": "read the output", "side": "server"}}
+    (finding,) = evaluate(plan, "v100-node-02", [], pair_records(V100_PAIR, stuck, listening=False, stopped_by="role"),
+                          check_mode=True)["findings"]
+    assert (finding["check"], finding["actual"]) == (
+        "perftest_failed_unknown", "the server did not listen on TCP port 18516; it said: terminated")
+    (finding,) = evaluate(plan, "v100-node-02", [], pair_records(V100_PAIR, {}, listening=False, stopped_by="killed"),
+                          check_mode=True)["findings"]
+    assert finding["actual"] == "the server did not listen on TCP port 18516"
+
+
+def test_server_stopped_by_the_role_is_a_warning_when_the_test_passed(demo):
+    plan, dummy = demo_plan(demo)
+    runs = pair_records(V100_PAIR, {}, perftest_result("ib_write_bw_s1M_client_IB_MBsec.txt", size=1048576), stopped_by="killed")
+    judged = evaluate(plan, "v100-node-01", [], runs, check_mode=True)
+    assert [(f["check"], f["severity"], f["message"]) for f in judged["findings"]] == [
+        ("perftest_server_stopped", "warning",
+         "The ib_write_bw server on v100-node-01 (mlx5_0/1, TCP port 18516) did not end after its client was done; "
+         "the role stopped it with SIGKILL.")]
+    assert (judged["status"]["ok"], judged["status"]["warning"]) == (True, 1)
+
+
+def test_pair_that_did_not_run_and_no_active_port(demo):
+    plan, infos = demo_plan(demo)
+    judged = evaluate(plan, "v100-node-02", [], [], info=infos["v100-node-02"])
+    assert [(f["check"], f["severity"]) for f in judged["findings"]] == [
+        ("loopback_not_run", "warning"), ("pair_not_run", "warning")]
+    empty = build_plan({"n1": {"group": "g", "ports": []}})
+    info = select_ports([p for p in demo["v100-node-02"]["ports"] if p["device"] == "mlx5_1"])
+    (finding,) = evaluate(empty, "n1", [], [], info=info)["findings"]
+    assert finding["message"] == "n1 has no ACTIVE RDMA port to test (mlx5_1/1: state DOWN, not ACTIVE)."
+
+
+def test_evaluate_rejects_what_is_not_a_plan():
+    with pytest.raises(BandwidthPlanError, match="expected the plan of rdma.node.bandwidth_plan"):
+        evaluate({"steps": []}, "n1")
+
+
+# ------------------------------------------------------------------------------------- processes
+
+
+def test_job_processes_from_the_real_ps():
+    """A deadline process with the job's variable and its child, found by the value, not by a name."""
+    job = "server-%s-1-18515" % uuid.uuid4().hex[:12]
+    env = dict(os.environ, **{JOB_ENV: job})
+    proc = subprocess.Popen(["timeout", "60", "sleep", "60"], env=env)  # pylint: disable=consider-using-with
+    other = subprocess.Popen(["timeout", "60", "sleep", "60"], env=dict(env, **{JOB_ENV: job + "0"}))  # pylint: disable=consider-using-with
+    try:
+        found = []
+        for dummy in range(50):
+            listing = subprocess.run(["ps", "e", "-e", "-ww", "-o", "pid=,pgid=,args="], capture_output=True, text=True,
+                                     check=True).stdout
+            found = job_processes(listing, job)
+            if len(found) == 2:
+                break
+        assert sorted((p["command"], p["deadline"], p["pgid"]) for p in found) == [
+            ("sleep", False, proc.pid), ("timeout", True, proc.pid)]  # timeout(1) leads its own group
+        assert [p["pid"] for p in found if p["deadline"]] == [proc.pid]
+    finally:
+        for started in (proc, other):
+            started.send_signal(signal.SIGTERM)
+            started.wait(10)
+
+
+def test_job_processes_needs_a_job():
+    with pytest.raises(BandwidthPlanError):
+        job_processes("1 1 sleep", "")
+    assert job_processes("garbage\n  12 12 /usr/bin/timeout 5 x RDMA_NODE_BANDWIDTH_JOB=a\n", "a") == [
+        {"pid": 12, "pgid": 12, "command": "/usr/bin/timeout", "deadline": True}]
