@@ -52,6 +52,7 @@ def host_entry(name, host_vars, sources=DEFAULT_SOURCES):
         status = "ok"
     rdma = (host_vars.get("ansible_facts") or {}).get("rdma") or {}
     inventory = statuses.get("ib_inventory") or {}
+    bandwidth = statuses.get("bandwidth_check") or {}
     return {
         "name": name,
         "groups": sorted(g for g in host_vars.get("group_names") or [] if g not in HIDDEN_GROUPS),
@@ -61,6 +62,8 @@ def host_entry(name, host_vars, sources=DEFAULT_SOURCES):
         "summary": inventory.get("summary") or rdma.get("summary"),
         "ports": inventory.get("ports") or [],
         "driver": statuses.get("driver_verify"),
+        # Each loopback and pair test: port, peer (pairs), measured and expected Gb/s, verdict, cause.
+        "bandwidth": (bandwidth.get("loopback") or []) + (bandwidth.get("pairs") or []),
         "checks": sorted(statuses),
         "findings": findings,
     }

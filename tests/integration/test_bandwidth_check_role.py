@@ -68,7 +68,8 @@ def run_role(base, name, rules, *args):
     (work / "vars.json").write_text(json.dumps(extra))
     started = time.monotonic()
     run = run_playbook("rdma.node.bandwidth_check", "-i", INVENTORY, "-e", "@%s" % (work / "vars.json"), *args,
-                       env={"ANSIBLE_ASYNC_DIR": str(work / "async")})
+                       env={"ANSIBLE_ASYNC_DIR": str(work / "async"), "ANSIBLE_CACHE_PLUGIN": "jsonfile",
+                            "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(work / "fact-cache")})
     elapsed = time.monotonic() - started
     calls = [json.loads(line) for line in (work / "calls.jsonl").read_text().splitlines()] \
         if (work / "calls.jsonl").exists() else []
@@ -210,6 +211,20 @@ def test_a_hanging_server_is_stopped_by_the_role(main_run):
     every_server = [c["pid"] for c in main_run["calls"] if c["role"] == "server"]
     assert [pid for pid in every_server if alive(pid)] == []
     assert list(main_run["async_dir"].iterdir()) == []  # every server job was collected and cleaned up
+
+
+def test_fleet_report_shows_the_measurements(demo, main_run):
+    """A later report job, reading the fact cache of the bandwidth run, shows every test."""
+    report_dir = demo / "main" / "report"
+    run = run_playbook("playbooks/fleet_report.yml", "-i", INVENTORY, "-e", "fleet_report_dir=%s" % report_dir,
+                       env={"ANSIBLE_CACHE_PLUGIN": "jsonfile", "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(demo / "main" / "fact-cache")})
+    assert run.rc == 0, run.stderr
+    text = (report_dir / "fleet-report.md").read_text()
+    assert "| mlx5_0/1 | loopback | 94.71 | 90 | pass | - |" in text
+    assert "| mlx5_bond_0/1 | loopback | - | 9 | failed | memlock |" in text
+    report = json.loads((report_dir / "fleet-report.json").read_text())
+    v100 = next(h for h in report["hosts"] if h["name"] == "v100-node-01")
+    assert [(t["port"], t.get("peer"), t["verdict"]) for t in v100["bandwidth"]][0] == ("mlx5_0/1", None, "pass")
 
 
 def test_threshold_and_a_server_that_never_listens(demo):
