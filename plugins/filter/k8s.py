@@ -1,0 +1,140 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters for the cluster side: device plugin config, tolerations, mofed.wait, node resources."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.rdma.node.plugins.plugin_utils._k8s_rdma import (
+    MOFED_WAIT_LABEL,
+    K8sRdmaError,
+    device_plugin_config,
+    merge_device_plugin_config,
+    merge_tolerations,
+    mofed_wait_findings,
+    node_expectations,
+    resource_findings,
+    stale_resource_patches,
+)
+
+
+def _plain(value):
+    """Ansible's (possibly lazy, tagged) containers and strings as plain JSON types."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (int, float)):
+        return value
+    return value
+
+
+def _call(name, func, *args, **kwargs):
+    try:
+        return func(*args, **kwargs)
+    except K8sRdmaError as exc:
+        raise AnsibleFilterError("rdma.node.%s: %s" % (name, exc)) from None
+
+
+def _host_facts(hostvars, host):
+    """``hostvars[host].ansible_facts.rdma`` (live or from a fact cache), or None."""
+    host_vars = hostvars.get(host) if isinstance(hostvars, Mapping) else None
+    facts = (host_vars or {}).get("ansible_facts") or {}
+    rdma = facts.get("rdma") if isinstance(facts, Mapping) else None
+    return _plain(rdma) if rdma is not None else None
+
+
+def rdma_shared_device_plugin_config(data, resources, groups=None, rdma_hca_max=63, current_config=None, strict=True):
+    """The RDMA shared device plugin's configList per inventory group, from gathered facts.
+
+    ``data`` is ``hostvars`` (with ``groups``), or a mapping group -> list of ``ansible_facts.rdma``.
+    """
+    name = "rdma_shared_device_plugin_config"
+    if not isinstance(data, Mapping):
+        raise AnsibleFilterError("rdma.node.%s: expected hostvars (with groups) or a mapping of group to a list of "
+                                 "ansible_facts.rdma as input, got %s" % (name, type(data).__name__))
+    resources = _plain(resources)
+    if not isinstance(resources, dict):
+        raise AnsibleFilterError("rdma.node.%s: expected a mapping of inventory group to resource name, got %r" % (name, resources))
+    group_hosts = {}
+    if groups is not None:
+        if not isinstance(groups, Mapping):
+            raise AnsibleFilterError("rdma.node.%s: groups must be Ansible's groups mapping, got %r" % (name, groups))
+        for group in resources:
+            if group in groups:
+                group_hosts[group] = [(str(h), _host_facts(data, h)) for h in groups[group]]
+    else:
+        for group in resources:
+            if group not in data:
+                continue
+            members = data[group]
+            if not isinstance(members, (list, tuple)):
+                raise AnsibleFilterError("rdma.node.%s: input[%s] must be a list of ansible_facts.rdma, got %r" % (name, group, members))
+            group_hosts[group] = [("%s[%d]" % (group, i), None if f is None else _plain(f)) for i, f in enumerate(members)]
+    result = _call(name, device_plugin_config, group_hosts, resources, rdma_hca_max=rdma_hca_max, strict=strict)
+    if current_config is not None:
+        try:
+            merged = merge_device_plugin_config(_plain(current_config), result["configList"])
+        except K8sRdmaError as exc:
+            if strict:
+                raise AnsibleFilterError("rdma.node.%s: %s" % (name, exc)) from None
+            result["problems"].append({"group": None, "message": str(exc)})
+            merged = {"config": None, "changed": False, "differences": []}
+        result.update({"policy_config": merged["config"], "changed": merged["changed"], "differences": merged["differences"]})
+    return result
+
+
+def k8s_tolerations_merge(existing, wanted):
+    """Merge wanted tolerations into a policy's existing ones without duplicates."""
+    return _call("k8s_tolerations_merge", merge_tolerations, _plain(existing), _plain(wanted))
+
+
+def k8s_mofed_wait_findings(nodes, tolerations, planned_tolerations=None, policy_name="nic-cluster-policy",
+                            label=MOFED_WAIT_LABEL, waited_seconds=None, previously_stuck=None, check_mode=False):
+    """Why nodes are stuck at network.nvidia.com/operator.mofed.wait=true."""
+    return _call("k8s_mofed_wait_findings", mofed_wait_findings, _plain(nodes), _plain(tolerations or []),
+                 planned_tolerations=_plain(planned_tolerations), policy_name=str(policy_name), label=str(label),
+                 waited_seconds=waited_seconds, previously_stuck=_plain(previously_stuck), check_mode=bool(check_mode))
+
+
+def k8s_node_resource_findings(nodes, resources, groups, hostvars=None, prefix="rdma", expected_count=0, mofed_label=None):
+    """Nodes of inventory groups that do not advertise their rdma/<name> resource."""
+    name = "k8s_node_resource_findings"
+    if not isinstance(groups, Mapping):
+        raise AnsibleFilterError("rdma.node.%s: groups must be Ansible's groups mapping, got %r" % (name, groups))
+
+    def node_name_of(host):
+        host_vars = hostvars.get(host) if isinstance(hostvars, Mapping) else None
+        value = (host_vars or {}).get("k8s_node_name")
+        return str(value) if value else None
+
+    if isinstance(expected_count, bool) or not isinstance(expected_count, int) or expected_count < 0:
+        raise AnsibleFilterError("rdma.node.%s: expected_count must be a non-negative integer, got %r" % (name, expected_count))
+    expectations = _call(name, node_expectations, {str(g): [str(h) for h in hs] for g, hs in groups.items()},
+                         _plain(resources), node_name_of, prefix=str(prefix))
+    return _call(name, resource_findings, _plain(nodes), expectations, expected_count=expected_count,
+                 mofed_label=str(mofed_label) if mofed_label else None)
+
+
+def k8s_stale_resource_patches(nodes, names, node_names=None):
+    """JSON patches removing stale extended resources from the nodes' status, where present."""
+    return _call("k8s_stale_resource_patches", stale_resource_patches, _plain(nodes), _plain(names), _plain(node_names))
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "rdma_shared_device_plugin_config": rdma_shared_device_plugin_config,
+            "k8s_tolerations_merge": k8s_tolerations_merge,
+            "k8s_mofed_wait_findings": k8s_mofed_wait_findings,
+            "k8s_node_resource_findings": k8s_node_resource_findings,
+            "k8s_stale_resource_patches": k8s_stale_resource_patches,
+        }
