@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
+from ansible_collections.rdma.node.plugins.module_utils import _findings
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import port_key
 
 ROLE = "bandwidth_check"
@@ -47,11 +48,7 @@ class BandwidthPlanError(ValueError):
 
 
 def finding(check, severity, subject, message, expected=None, actual=None):
-    """One finding in the shape every role of the collection reports."""
-    return {
-        "role": ROLE, "check": check, "severity": severity, "subject": subject, "message": message,
-        "expected": expected, "actual": actual,
-    }
+    return _findings.finding(ROLE, check, severity, subject, message, expected, actual)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -659,8 +656,8 @@ def evaluate(plan, host, loopback_results=None, pair_runs=None, check_mode=False
             status, found = _pair_verdict(plan, host, test, records.get(test["id"], {}), check_mode)
             pairs.append(status)
             findings.extend(found)
-    critical = sum(1 for f in findings if f["severity"] == "critical")
-    warning = sum(1 for f in findings if f["severity"] == "warning")
+    counts = _findings.tally(findings)
+    critical, warning = counts["critical"], counts["warning"]
     tested = loopback + pairs
     group = None
     for entry in plan["groups"]:

@@ -18,6 +18,7 @@ verdict per port, for the fleet report.
 
 from __future__ import annotations
 
+from ansible_collections.rdma.node.plugins.module_utils import _findings
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import port_key
 
 ROLE = "ib_inventory"
@@ -29,11 +30,7 @@ class ExpectationError(ValueError):
 
 
 def finding(check, severity, subject, message, expected=None, actual=None):
-    """One finding in the shape every role of the collection reports."""
-    return {
-        "role": ROLE, "check": check, "severity": severity, "subject": subject, "message": message,
-        "expected": expected, "actual": actual,
-    }
+    return _findings.finding(ROLE, check, severity, subject, message, expected, actual)
 
 
 def _port_name(value, where):
@@ -191,11 +188,11 @@ def evaluate(facts, expected_ports=None, allowed_down=None, required_netdevs=Non
         if name not in known_netdevs:
             findings.append(finding("missing_netdev", "critical", name,
                                     "netdev %s is not attached to any RDMA port" % name, name, None))
-    critical = sum(1 for f in findings if f["severity"] == "critical")
+    counts = _findings.tally(findings)
     return {
-        "ok": critical == 0,
-        "critical": critical,
-        "warning": sum(1 for f in findings if f["severity"] == "warning"),
+        "ok": counts["critical"] == 0,
+        "critical": counts["critical"],
+        "warning": counts["warning"],
         "findings": findings,
         "ports": list(verdicts.values()),
     }

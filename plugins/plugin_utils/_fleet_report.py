@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import datetime
 
+from ansible_collections.rdma.node.plugins.module_utils._findings import tally
+
 # Roles whose ``<role>_findings`` and ``<role>_status`` the report collects, in report order.
 DEFAULT_SOURCES = ("ib_inventory", "driver_verify", "node_remediation", "bandwidth_check")
 
@@ -40,8 +42,8 @@ def host_entry(name, host_vars, sources=DEFAULT_SOURCES):
         if status is not None:
             statuses[source] = status
     findings.sort(key=lambda f: (SEVERITY_ORDER.get(f.get("severity"), 3), f.get("role") or "", f.get("subject") or ""))
-    critical = sum(1 for f in findings if f.get("severity") == "critical")
-    warning = sum(1 for f in findings if f.get("severity") == "warning")
+    counts = tally(findings)
+    critical, warning = counts["critical"], counts["warning"]
     if critical:
         status = "critical"
     elif not statuses:

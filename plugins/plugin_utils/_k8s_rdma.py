@@ -23,6 +23,8 @@ import copy
 import json
 import re
 
+from ansible_collections.rdma.node.plugins.module_utils import _findings
+
 TOLERATION_OPERATORS = ("Exists", "Equal")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 # A pod is kept off a node only by these; PreferNoSchedule is a preference.
@@ -308,8 +310,7 @@ def _seconds(value):
 
 
 def _finding(check, severity, subject, message, expected=None, actual=None):
-    return {"check": check, "severity": severity, "subject": subject, "message": message,
-            "expected": expected, "actual": actual}
+    return _findings.finding("k8s_rdma", check, severity, subject, message, expected, actual)
 
 
 # ------------------------------------------------------------------------------------ resources

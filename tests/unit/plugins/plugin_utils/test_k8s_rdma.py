@@ -158,7 +158,7 @@ def test_mofed_wait_blocked_names_the_taint_and_the_policy():
     result = mofed_wait_findings(nodes, [ACCOUNT])
     assert result["stuck"] == ["v100-node-02"]
     assert result["findings"] == [{
-        "check": "mofed_wait_blocked", "severity": "critical", "subject": "v100-node-02",
+        "role": "k8s_rdma", "check": "mofed_wait_blocked", "severity": "critical", "subject": "v100-node-02",
         "message": 'network.nvidia.com/operator.mofed.wait is "true" on node v100-node-02: node is cordoned '
                    "(node.kubernetes.io/unschedulable) and NicClusterPolicy nic-cluster-policy does not tolerate it, "
                    "so the MOFED driver pod cannot be scheduled there and the node advertises no rdma/* resources.",
