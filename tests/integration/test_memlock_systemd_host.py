@@ -10,8 +10,8 @@ stands in for a node (ENVIRONMENT.md, "Throwaway hosts"). The module reaches it 
   dash-prefix and type-wide (``service.d``) directories, and a same-named file that hides ours;
 * the service started afterwards has the limits in ``/proc/<MainPID>/limits``.
 
-The image is built once per machine with debootstrap (about two minutes; Debian's package
-registry must be reachable) and kept as ``localhost/rdma-node-memlock-systemd:bookworm``.
+The host is the molecule scenarios' image (``extensions/molecule/build-image.sh``: debootstrap
+once per machine, then reused while its inputs are unchanged).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -30,17 +29,15 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.rdma.node.plugins.modules import systemd_limits
+from testpaths import COLLECTION_ROOT
 
 COLLECTIONS_ROOT = Path(systemd_limits.__file__).parents[5]
 ANSIBLE = Path(sys.executable).with_name("ansible")
-IMAGE = "localhost/rdma-node-memlock-systemd:bookworm"
 UNIT = "rdma-probe.service"
 DROPIN = "/etc/systemd/system/rdma-probe.service.d/50-rdma-node-limits.conf"
-# crun fails on this machine's hybrid cgroups and podman's default ulimits exceed the hard limits.
-CONTAINERS_CONF = (
-    '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n'
-    '[engine]\nruntime = "runc"\n'
-)
+# The molecule scenarios' host image (Debian 12, systemd as PID 1, the real containerd): built once
+# per machine by its own script and cached by the hash of its inputs; one image for both test suites.
+MOLECULE = COLLECTION_ROOT / "extensions/molecule"
 
 
 def tool(name: str) -> str:
@@ -50,10 +47,9 @@ def tool(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def podman_env(tmp_path_factory):
-    conf = tmp_path_factory.mktemp("podman") / "containers.conf"
-    conf.write_text(CONTAINERS_CONF)
-    return dict(os.environ, CONTAINERS_CONF=str(conf))
+def podman_env():
+    # crun fails on this machine's hybrid cgroups and podman's default ulimits exceed its hard limits.
+    return dict(os.environ, CONTAINERS_CONF=str(MOLECULE / "containers.conf"))
 
 
 def podman(env, *args, check=True, timeout=120):
@@ -63,24 +59,11 @@ def podman(env, *args, check=True, timeout=120):
 
 @pytest.fixture(scope="module")
 def image(podman_env):
-    """A Debian 12 image with systemd and python3, built with debootstrap unless it exists."""
-    if podman(podman_env, "image", "exists", IMAGE, check=False).returncode == 0:
-        return IMAGE
-    rootfs = tempfile.mkdtemp(prefix="rdma-node-systemd-rootfs-", dir="/var/tmp")
-    try:
-        subprocess.run(
-            [tool("debootstrap"), "--variant=minbase", "--include=systemd,systemd-sysv,python3,dbus",
-             "bookworm", rootfs],
-            capture_output=True, text=True, timeout=1200, check=True,
-        )
-        tar = subprocess.Popen([tool("tar"), "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
-        subprocess.run([tool("podman"), "import", "--change", 'CMD=["/sbin/init"]', "-", IMAGE],
-                       stdin=tar.stdout, env=podman_env, capture_output=True, timeout=600, check=True)
-        tar.stdout.close()
-        assert tar.wait(timeout=600) == 0
-    finally:
-        shutil.rmtree(rootfs, ignore_errors=True)
-    return IMAGE
+    """The molecule hosts' image: built with debootstrap when missing, else reused."""
+    proc = subprocess.run([str(MOLECULE / "build-image.sh")], env=podman_env, capture_output=True, text=True,
+                          timeout=1800, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip()
 
 
 @pytest.fixture
