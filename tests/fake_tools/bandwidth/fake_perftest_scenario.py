@@ -35,23 +35,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE_PERFTEST = os.path.join(os.path.dirname(HERE), "perftest", "fake_perftest.py")
-TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_read_lat", "ib_send_lat")
 JOB_ENV = "RDMA_NODE_BANDWIDTH_JOB"
 GLOBAL_KEYS = ("CHILD", "PIDFILE", "ARGV_LOG", "BIND")
-
-
-def _install(bin_dir):
-    os.makedirs(bin_dir, exist_ok=True)
-    here = os.path.abspath(__file__)
-    for tool in TOOLS:
-        path = os.path.join(bin_dir, tool)
-        with open(path, "w") as handle:
-            handle.write(
-                "#!/bin/sh\n# FAKE %s: rdma.node test double (bandwidth_check scenarios), see %s\n"
-                "FAKE_PERFTEST_TOOL=%s exec '%s' '%s' \"$@\"\n" % (tool, here, tool, sys.executable, here)
-            )
-        os.chmod(path, 0o755)
-    return 0
 
 
 def _load_fake():
@@ -78,9 +63,9 @@ def _matches(rule, facts):
 
 
 def main(argv):
-    if len(argv) == 2 and argv[0] == "--fake-install":
-        return _install(argv[1])
     fake = _load_fake()
+    if len(argv) == 2 and argv[0] == "--fake-install":
+        return fake.install(argv[1], script=__file__, what="picks a capture per host and side (bandwidth_check)")
     host_arg, port = fake._parse_args(argv)  # pylint: disable=protected-access
     job = os.environ.get(JOB_ENV, "")
     facts = {

@@ -64,15 +64,17 @@ _VALUE_OPTIONS = frozenset(
 )
 
 
-def _install(bin_dir):
+def install(bin_dir, script=__file__, what="replays captured output"):
+    """Put one sh wrapper per perftest tool name in ``bin_dir``, each running ``script`` (this fake,
+    or a fake built on it) with the tool's name in FAKE_PERFTEST_TOOL."""
     os.makedirs(bin_dir, exist_ok=True)
-    here = os.path.abspath(__file__)
+    script = os.path.abspath(script)
     for tool in TOOLS:
         path = os.path.join(bin_dir, tool)
         with open(path, "w") as handle:
             handle.write(
-                "#!/bin/sh\n# FAKE %s: rdma.node test double, replays captured output (see %s)\n"
-                "FAKE_PERFTEST_TOOL=%s exec '%s' '%s' \"$@\"\n" % (tool, here, tool, sys.executable, here)
+                "#!/bin/sh\n# FAKE %s: rdma.node test double, %s (see %s)\n"
+                "FAKE_PERFTEST_TOOL=%s exec '%s' '%s' \"$@\"\n" % (tool, what, script, tool, sys.executable, script)
             )
         os.chmod(path, 0o755)
     return 0
@@ -120,7 +122,7 @@ def _hang():
 
 def main(argv):
     if len(argv) == 2 and argv[0] == "--fake-install":
-        return _install(argv[1])
+        return install(argv[1])
     tool = os.environ.get("FAKE_PERFTEST_TOOL") or os.path.basename(sys.argv[0])
     host, port = _parse_args(argv)
     role = "CLIENT" if host else "SERVER"
