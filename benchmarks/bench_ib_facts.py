@@ -136,10 +136,10 @@ def main(argv=None):
         calls = (recorder.opened, recorder.listed, recorder.links)
         assert not warnings and facts["summary"]["port_count"] == HCAS * 2 + VFS
         gather_times, floor_times = [], []
-        for _ in range(3):  # warm the dentry and page caches for both
+        for warm_up in range(3):  # warm the dentry and page caches for both
             _sysfs.gather(root)
             read_floor(calls)
-        for _ in range(options.rounds):
+        for round_number in range(options.rounds):
             gather_times.append(timed(_sysfs.gather, root))
             floor_times.append(timed(read_floor, calls))
     result = {
