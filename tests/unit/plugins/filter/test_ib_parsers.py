@@ -108,7 +108,23 @@ PLAYBOOK = """\
           - parsed.ibdev2netdev | selectattr('netdev_state', 'eq', 'Up') | map(attribute='device') | list == ['mlx5_bond_0']
           - parsed.rdma_link | map(attribute='netdevs') | flatten == ['enp4s0f0np0', 'enp4s0f1np1']
 
-    - name: Feed each filter another tool's output
+    - name: Feed each filter another tool's output (refuse.yml records each refusal)
+      ansible.builtin.include_tasks: refuse.yml
+      loop: "{{ wrong_samples }}"
+      loop_control:
+        label: "{{ item.tool }}"
+
+    - name: Write the results for the test to read
+      ansible.builtin.copy:
+        content: "{{ {'parsed': parsed, 'refused': refused | default([])} | to_json }}"
+        dest: "{{ out_dir }}/results.json"
+        mode: "0644"
+"""
+
+REFUSE_TASKS = """\
+- name: Parse {{ item.tool }} with another tool's output
+  block:
+    - name: Parse
       ansible.builtin.debug:
         msg: >-
           {{ (text | rdma.node.parse_ibstat) if item.tool == 'ibstat'
@@ -118,17 +134,13 @@ PLAYBOOK = """\
              else (text | rdma.node.parse_rdma_link) }}
       vars:
         text: "{{ lookup('ansible.builtin.file', fixtures ~ '/' ~ item.wrong) }}"
-      loop: "{{ wrong_samples }}"
-      loop_control:
-        label: "{{ item.tool }}"
-      register: refused
-      ignore_errors: true
-
-    - name: Write the results for the test to read
-      ansible.builtin.copy:
-        content: "{{ {'parsed': parsed, 'refused': refused.results | map(attribute='msg') | list} | to_json }}"
-        dest: "{{ out_dir }}/results.json"
-        mode: "0644"
+    - name: Not reached when the filter refuses
+      ansible.builtin.fail:
+        msg: "parse_{{ item.tool }} accepted {{ item.wrong }}"
+  rescue:
+    - name: Keep the refusal
+      ansible.builtin.set_fact:
+        refused: "{{ (refused | default([])) + [ansible_failed_result.msg] }}"
 """
 
 FAILING_PLAYBOOK = """\
@@ -149,6 +161,7 @@ def _ansible_playbook(tmp_path: Path, playbook: str, extra_vars: dict):
     (collections / "ansible_collections" / "rdma").mkdir(parents=True)
     (collections / "ansible_collections" / "rdma" / "node").symlink_to(COLLECTION_ROOT)
     (tmp_path / "playbook.yml").write_text(playbook, encoding="utf-8")
+    (tmp_path / "refuse.yml").write_text(REFUSE_TASKS, encoding="utf-8")
     extra_vars = dict(extra_vars, ansible_python_interpreter=sys.executable, fixtures=str(FIXTURES),
                       out_dir=str(tmp_path))
     env = dict(
@@ -171,10 +184,11 @@ def test_playbook_resolves_the_filters_by_fqcn(tmp_path):
     wrong = [{"tool": tool, "wrong": WRONG_SAMPLES[tool][0]} for tool in sorted(PARSERS)]
     run = _ansible_playbook(tmp_path, PLAYBOOK % SAMPLES, {"wrong_samples": wrong})
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "failed=0" in run.stdout and "ignored=1" in run.stdout
+    assert "failed=0" in run.stdout and "rescued=%d" % len(wrong) in run.stdout
     results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     for tool, sample in SAMPLES.items():
         assert results["parsed"][tool] == PARSERS[tool]((FIXTURES / sample).read_text(encoding="utf-8")), tool
+    assert len(results["refused"]) == len(wrong)
     for tool, message in zip(sorted(PARSERS), results["refused"]):
         assert "rdma.node.parse_%s" % tool in message and _message(tool) in message, (tool, message)
 
