@@ -314,7 +314,10 @@ def build_hardware_file(path: str, dest: str) -> list:
     import yaml  # controller-side only: PyYAML ships with Ansible
 
     with open(path, encoding="utf-8") as handle:
-        hosts = yaml.safe_load(handle)
+        try:
+            hosts = yaml.safe_load(handle)
+        except yaml.YAMLError as exc:
+            raise ArchiveError("%s is not valid YAML: %s" % (path, str(exc).replace("\n", " "))) from None
     if not isinstance(hosts, dict):
         raise ArchiveError("%s: expected a mapping of host name to hardware" % path)
     hosts = {name: spec for name, spec in hosts.items() if not name.startswith("x-")}  # x-: YAML anchors only
@@ -336,9 +339,18 @@ def main(argv: list) -> int:
             with open(dest, "wb") as handle:
                 handle.write(pack(source))
         elif command == "unpack":
-            shutil.rmtree(dest, ignore_errors=True)
+            # Unpack beside the destination, then swap it in: a bad archive leaves no half tree.
             with open(source, "rb") as handle:
-                unpack(handle.read(), dest)
+                data = handle.read()
+            staging = dest.rstrip("/") + ".unpacking"
+            shutil.rmtree(staging, ignore_errors=True)
+            try:
+                unpack(data, staging)
+            except (OSError, ArchiveError, ValueError):
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            shutil.rmtree(dest, ignore_errors=True)
+            os.rename(staging, dest)
         else:
             for host in build_hardware_file(source, dest):
                 print("%s/%s" % (dest, host))

@@ -71,3 +71,24 @@ def test_builder_links_like_the_kernel(tmp_path):
     assert os.readlink(str(tmp_path / "class/infiniband/mlx5_0")) == "../../devices/pci0000:3b/0000:3b:00.0/infiniband/mlx5_0"
     assert os.path.realpath(str(tmp_path / "class/net/ibp59s0/device")) == str(tmp_path / "devices/pci0000:3b/0000:3b:00.0")
     assert os.path.basename(os.readlink(str(tmp_path / "class/infiniband/mlx5_0/device/driver"))) == "mlx5_core"
+
+
+def test_cli_bad_archive_leaves_the_old_tree(tmp_path, capsys):
+    old = tmp_path / "tree"
+    old.mkdir()
+    (old / "kept").write_text("x")
+    bad = tmp_path / "bad.sysfs"
+    bad.write_bytes(sysfs_tree.ARCHIVE_MAGIC.encode() + b"\nD a\nX what\n")
+    assert sysfs_tree.main(["unpack", str(bad), str(old)]) == 1
+    assert "unknown record" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.sysfs", "tree"]
+    assert (old / "kept").read_text() == "x"
+
+
+def test_cli_bad_hardware_yaml_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "hardware.yml"
+    bad.write_text("a: [\n")
+    assert sysfs_tree.main(["build", str(bad), str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not valid YAML" in err
+    assert not (tmp_path / "out").exists()
