@@ -227,6 +227,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.rdma.node.plugins.module_utils._containerd_options import ARGUMENT_SPEC, REQUIRED_IF
+
 # The base runtime spec is a few kilobytes; refuse to load something absurd into memory.
 _SPEC_MAX_BYTES = 64 * 1024 * 1024
 
@@ -289,16 +291,8 @@ def _containerd(module):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            path=dict(type="path", default="/etc/containerd/config.toml"),
-            base_runtime_spec=dict(type="path"),
-            runtimes=dict(type="list", elements="str"),
-            state=dict(type="str", choices=["present", "absent"], default="present"),
-            create_missing=dict(type="bool", default=False),
-            backup=dict(type="bool", default=False),
-            validate=dict(type="bool"),
-        ),
-        required_if=[("state", "present", ["base_runtime_spec"])],
+        argument_spec=ARGUMENT_SPEC,
+        required_if=REQUIRED_IF,
         supports_check_mode=True,
     )
     # Read-only inspection for the action plugin, which plans the edit on the controller.

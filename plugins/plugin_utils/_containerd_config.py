@@ -29,6 +29,8 @@ import typing as t
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ansible_collections.rdma.node.plugins.module_utils import _containerd_options as node_options
+
 try:
     import tomllib
 except ImportError:  # Python < 3.11; ansible-core 2.19 controllers always have it
@@ -54,19 +56,14 @@ BASE_RUNTIME_SPEC = "base_runtime_spec"
 DEFAULT_RUNTIME_TYPE = "io.containerd.runc.v2"
 DEFAULT_RUNTIME_NAME = "runc"
 
-# The options of rdma.node.containerd_runtime as the action plugin validates them on the controller.
-# Same as the module's argument_spec, except that paths are plain strings here: a path names a file
-# on the node, and "~" or variables must be expanded there (by the module), not on the controller.
-ARGUMENT_SPEC = dict(
-    path=dict(type="str", default="/etc/containerd/config.toml"),
-    base_runtime_spec=dict(type="str"),
-    runtimes=dict(type="list", elements="str"),
-    state=dict(type="str", choices=["present", "absent"], default="present"),
-    create_missing=dict(type="bool", default=False),
-    backup=dict(type="bool", default=False),
-    validate=dict(type="bool"),
-)
-REQUIRED_IF = [("state", "present", ["base_runtime_spec"])]
+# The options of rdma.node.containerd_runtime as the action plugin validates them on the controller:
+# the module's own, except that paths are plain strings here. A path names a file on the node, and
+# "~" or variables must be expanded there (by the module), not on the controller.
+ARGUMENT_SPEC = {
+    name: dict(option, type="str") if option["type"] == "path" else option
+    for name, option in node_options.ARGUMENT_SPEC.items()
+}
+REQUIRED_IF = node_options.REQUIRED_IF
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _GLOB_CHARS = "*?["
