@@ -7,26 +7,60 @@ A finding is a plain dict: ``role`` and ``check`` say which check found it, ``se
 ``critical`` (the host needs attention; fail switches act on these), ``warning`` or ``info``,
 ``subject`` names what it is about (a port, a kernel, a node), ``message`` is one plain sentence, and
 ``expected``/``actual`` carry the values compared, where there are any.
+
+``finding()`` is the only constructor: it refuses a malformed finding (a bug in a check) instead of
+letting it reach a report, and turns values that JSON cannot carry (``NaN``, infinities, tuples,
+sets) into ones it can, so every finding survives a fact cache and AWX's artifacts unchanged.
 """
 
 from __future__ import annotations
 
+import math
+
 SEVERITIES = ("critical", "warning", "info")
+KEYS = ("role", "check", "severity", "subject", "message", "expected", "actual")
+
+
+class FindingError(ValueError):
+    """A finding that does not have the one shape; the message says which field is wrong."""
+
+
+def _plain(value, where):
+    """``value`` as JSON carries it: lists for tuples and sets, ``None`` for a float that is not a number."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _plain(v, where) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, where) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(_plain(v, where) for v in value)
+    raise FindingError("%s: expected a JSON value (text, number, list, mapping or null), got %s" % (where, type(value).__name__))
 
 
 def finding(role, check, severity, subject, message, expected=None, actual=None):
-    """Build one finding."""
+    """Build one finding, or raise FindingError naming what is wrong with it."""
+    for name, value in (("role", role), ("check", check), ("message", message)):
+        if not isinstance(value, str) or not value.strip():
+            raise FindingError("finding %s: expected a non-empty text, got %r" % (name, value))
     if severity not in SEVERITIES:
-        raise ValueError("severity must be one of %s, got %r" % (", ".join(SEVERITIES), severity))
+        raise FindingError("finding severity of %s.%s must be one of %s, got %r" % (role, check, ", ".join(SEVERITIES), severity))
+    if subject is None or isinstance(subject, (dict, list, tuple, set)) or str(subject) == "":
+        raise FindingError("finding subject of %s.%s: expected the name of what it is about, got %r" % (role, check, subject))
+    where = "finding %s.%s" % (role, check)
     return {
-        "role": role, "check": check, "severity": severity, "subject": subject, "message": message,
-        "expected": expected, "actual": actual,
+        "role": role, "check": check, "severity": severity, "subject": str(subject), "message": " ".join(message.split()),
+        "expected": _plain(expected, where + " expected"), "actual": _plain(actual, where + " actual"),
     }
 
 
 def tally(findings):
-    """``{"critical": n, "warning": n}`` for a list of findings."""
-    return {
-        "critical": sum(1 for f in findings if f.get("severity") == "critical"),
-        "warning": sum(1 for f in findings if f.get("severity") == "warning"),
-    }
+    """``{"critical": n, "warning": n, "info": n}`` for a list of findings."""
+    counts = dict.fromkeys(SEVERITIES, 0)
+    for item in findings:
+        severity = item.get("severity")
+        if severity in counts:
+            counts[severity] += 1
+    return counts

@@ -3,10 +3,13 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Build the fleet report's data from what the roles left on each host.
 
-Input per host is a plain mapping of the variables the roles set (``ib_inventory_status``,
-``<role>_findings``, ``driver_verify_status``, ``ansible_facts.rdma``...), taken from live hostvars or
-from a fact cache. Output is one structure that the JSON, Markdown and HTML renderings share: totals,
-counts per group, and hosts ordered worst first.
+Input per host is a plain mapping of the variables the roles set (``<role>_findings`` and
+``<role>_status`` of every role of the check registry, ``ansible_facts.rdma``...), taken from live
+hostvars or from a fact cache. Cluster-scope roles (``k8s_rdma``) keep theirs on the host they ran on
+(usually ``localhost``) with a ``cluster/<name>`` subject: their findings form the cluster section, and
+a finding about a node that is an inventory host also shows on that host. Output is one structure
+that the JSON, Markdown and HTML renderings share: totals, counts per group, the cluster section, and
+hosts ordered worst first.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ import datetime
 
 from ansible_collections.rdma.node.plugins.module_utils._findings import tally
 
-# Roles whose ``<role>_findings`` and ``<role>_status`` the report collects, in report order.
-DEFAULT_SOURCES = ("ib_inventory", "driver_verify", "node_remediation", "bandwidth_check")
+# The version of the report's JSON shape; a consumer checks it before reading the rest.
+SCHEMA_VERSION = 2
+CLUSTER_PREFIX = "cluster/"
 
 # Worst first: a host with a critical finding, then one the roles never reached, then warnings.
 STATUS_ORDER = {"critical": 0, "no_data": 1, "warning": 2, "ok": 3}
@@ -32,15 +36,50 @@ def _lookup(host_vars, name):
     return value
 
 
-def host_entry(name, host_vars, sources=DEFAULT_SOURCES):
+def _is_cluster(status):
+    return str((status or {}).get("subject") or "").startswith(CLUSTER_PREFIX)
+
+
+def cluster_sections(hosts_vars, sources):
+    """``{subject: {"subject", "roles", "findings", ...counts}}`` of every cluster-scope result in ``hosts_vars``."""
+    clusters = {}
+    for host_vars in hosts_vars:
+        for source in sources:
+            status = _lookup(host_vars, source + "_status")
+            if not _is_cluster(status):
+                continue
+            entry = clusters.setdefault(status["subject"], {"subject": status["subject"], "roles": {}, "findings": []})
+            if source not in entry["roles"]:
+                entry["roles"][source] = status
+                entry["findings"].extend(_lookup(host_vars, source + "_findings") or [])
+    for entry in clusters.values():
+        entry["findings"].sort(key=lambda f: (SEVERITY_ORDER.get(f.get("severity"), 3), f.get("subject") or ""))
+        entry.update(tally(entry["findings"]))
+    return [clusters[name] for name in sorted(clusters)]
+
+
+def _node_findings(clusters):
+    """Cluster findings by the node they concern (their subject), to show on that host too."""
+    by_node = {}
+    for cluster in clusters:
+        for item in cluster["findings"]:
+            by_node.setdefault(str(item.get("subject")), []).append(item)
+    return by_node
+
+
+def host_entry(name, host_vars, sources, node_findings=None):
     """Everything the report shows about one host."""
     findings = []
     statuses = {}
     for source in sources:
-        findings.extend(_lookup(host_vars, source + "_findings") or [])
         status = _lookup(host_vars, source + "_status")
+        if _is_cluster(status):
+            continue
+        findings.extend(_lookup(host_vars, source + "_findings") or [])
         if status is not None:
             statuses[source] = status
+    node_findings = node_findings or {}
+    findings.extend(node_findings.get(name) or node_findings.get(name.split(".")[0]) or [])
     findings.sort(key=lambda f: (SEVERITY_ORDER.get(f.get("severity"), 3), f.get("role") or "", f.get("subject") or ""))
     counts = tally(findings)
     critical, warning = counts["critical"], counts["warning"]
@@ -61,7 +100,7 @@ def host_entry(name, host_vars, sources=DEFAULT_SOURCES):
         "status": status,
         "critical": critical,
         "warning": warning,
-        "summary": inventory.get("summary") or rdma.get("summary"),
+        "summary": inventory.get("facts_summary") or rdma.get("summary"),
         "ports": inventory.get("ports") or [],
         "driver": statuses.get("driver_verify"),
         # Each loopback and pair test: port, peer (pairs), measured and expected Gb/s, verdict, cause.
@@ -71,9 +110,13 @@ def host_entry(name, host_vars, sources=DEFAULT_SOURCES):
     }
 
 
-def build_report(hosts, title="RDMA fleet report", generated_at=None, sources=DEFAULT_SOURCES):
-    """``hosts`` maps host name to its variables; returns the report structure."""
-    entries = [host_entry(name, host_vars or {}, sources) for name, host_vars in hosts.items()]
+def build_report(hosts, sources, title="RDMA fleet report", generated_at=None, cluster_vars=()):
+    """``hosts`` maps host name to its variables, ``sources`` names the roles to read (the registry's);
+    ``cluster_vars`` are the variables of further hosts that ran cluster-scope roles (``localhost``).
+    Returns the report structure."""
+    clusters = cluster_sections(list(hosts.values()) + list(cluster_vars), sources)
+    by_node = _node_findings(clusters)
+    entries = [host_entry(name, host_vars or {}, sources, by_node) for name, host_vars in hosts.items()]
     entries.sort(key=lambda h: (STATUS_ORDER[h["status"]], -h["critical"], -h["warning"], h["name"]))
     groups = {}
     for entry in entries:
@@ -85,10 +128,23 @@ def build_report(hosts, title="RDMA fleet report", generated_at=None, sources=DE
     for status in STATUS_ORDER:
         totals[status] = sum(1 for e in entries if e["status"] == status)
     totals["findings"] = sum(len(e["findings"]) for e in entries)
+    totals["cluster_findings"] = sum(len(c["findings"]) for c in clusters)
     return {
+        "schema_version": SCHEMA_VERSION,
         "title": title,
         "generated_at": generated_at or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "totals": totals,
         "groups": [groups[name] for name in sorted(groups)],
+        "clusters": clusters,
+        "sources": list(sources),
         "hosts": entries,
+    }
+
+
+def failing_hosts(report):
+    """``{host: message}`` for every host with a critical finding: what the report's fail switch acts on."""
+    return {
+        entry["name"]: "%d critical finding(s) on %s: %s" % (
+            entry["critical"], entry["name"], "; ".join(f["message"] for f in entry["findings"] if f.get("severity") == "critical"))
+        for entry in report["hosts"] if entry["status"] == "critical"
     }

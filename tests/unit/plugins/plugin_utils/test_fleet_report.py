@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report import build_report
+from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import registered_roles
+from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report import build_report, failing_hosts
+
+SOURCES = registered_roles()
 
 
 def finding(role, check, severity, subject="x"):
@@ -13,7 +16,7 @@ def finding(role, check, severity, subject="x"):
 HOSTS = {
     "healthy": {
         "group_names": ["ib-v100"],
-        "ib_inventory_status": {"ok": True, "critical": 0, "warning": 0, "ports": [], "summary": {"port_count": 2}},
+        "ib_inventory_status": {"ok": True, "critical": 0, "warning": 0, "ports": [], "facts_summary": {"port_count": 2}},
         "ib_inventory_findings": [],
         "driver_verify_status": {"ok": True, "critical": 0, "warning": 0, "kernel": "6.1.0-27-amd64"},
         "driver_verify_findings": [],
@@ -46,14 +49,14 @@ HOSTS = {
 
 
 def test_worst_hosts_first():
-    report = build_report(HOSTS, generated_at="2026-11-22T00:00:00Z")
+    report = build_report(HOSTS, SOURCES, generated_at="2026-11-22T00:00:00Z")
     assert [(h["name"], h["status"]) for h in report["hosts"]] == [
         ("broken", "critical"), ("cached", "critical"), ("unreached", "no_data"), ("warned", "warning"), ("healthy", "ok"),
     ]
 
 
 def test_findings_sorted_by_severity_and_counted():
-    report = build_report(HOSTS)
+    report = build_report(HOSTS, SOURCES)
     broken = next(h for h in report["hosts"] if h["name"] == "broken")
     assert [f["check"] for f in broken["findings"]] == ["dkms_missing_next_boot", "port_down", "dkms_error"]
     assert (broken["critical"], broken["warning"]) == (2, 1)
@@ -62,14 +65,46 @@ def test_findings_sorted_by_severity_and_counted():
 
 
 def test_fact_cache_layout_is_read():
-    cached = next(h for h in build_report(HOSTS)["hosts"] if h["name"] == "cached")
+    cached = next(h for h in build_report(HOSTS, SOURCES)["hosts"] if h["name"] == "cached")
     assert cached["critical"] == 2
     assert cached["summary"] == {"port_count": 3}
 
 
 def test_totals_and_groups():
-    report = build_report(HOSTS)
-    assert report["totals"] == {"hosts": 5, "critical": 2, "no_data": 1, "warning": 1, "ok": 1, "findings": 6}
+    report = build_report(HOSTS, SOURCES)
+    assert report["totals"] == {"hosts": 5, "critical": 2, "no_data": 1, "warning": 1, "ok": 1, "findings": 6, "cluster_findings": 0}
+    assert report["schema_version"] == 2
     groups = {g["name"]: g for g in report["groups"]}
     assert groups["ib-a100"] == {"name": "ib-a100", "hosts": 3, "ok": 0, "warning": 1, "critical": 1, "no_data": 1}
     assert groups["ib-v100"]["critical"] == 1 and groups["ib-v100"]["ok"] == 1
+
+
+def test_sources_are_the_registry_roles():
+    assert {"ib_inventory", "driver_verify"} <= set(SOURCES)
+    assert build_report(HOSTS, SOURCES)["sources"] == SOURCES
+
+
+CLUSTER_RUN = {
+    # What k8s_rdma leaves on localhost: a cluster subject, findings about nodes and about the policy.
+    "k8s_rdma_status": {"ok": False, "critical": 1, "warning": 1, "subject": "cluster/prod"},
+    "k8s_rdma_findings": [finding("k8s_rdma", "mofed_wait_blocked", "critical", "broken"),
+                          finding("k8s_rdma", "policy_missing", "warning", "nic-cluster-policy")],
+}
+
+
+def test_cluster_findings_form_a_section_and_reach_their_nodes():
+    report = build_report(HOSTS, ("ib_inventory", "driver_verify", "k8s_rdma"), cluster_vars=[CLUSTER_RUN])
+    assert [(c["subject"], c["critical"], c["warning"]) for c in report["clusters"]] == [("cluster/prod", 1, 1)]
+    assert [f["check"] for f in report["clusters"][0]["findings"]] == ["mofed_wait_blocked", "policy_missing"]
+    broken = next(h for h in report["hosts"] if h["name"] == "broken")
+    assert "mofed_wait_blocked" in [f["check"] for f in broken["findings"]]
+    assert broken["critical"] == 3
+    healthy = next(h for h in report["hosts"] if h["name"] == "healthy")
+    assert healthy["findings"] == []
+    assert report["totals"]["cluster_findings"] == 2
+
+
+def test_failing_hosts_name_their_critical_findings():
+    failing = failing_hosts(build_report(HOSTS, SOURCES))
+    assert sorted(failing) == ["broken", "cached"]
+    assert failing["cached"] == "2 critical finding(s) on cached: port_down a; port_down b"

@@ -1,4 +1,4 @@
-"""Group expectations against real facts: every finding, and nothing that is not one."""
+"""The ib_inventory checks: group expectations against real facts, every finding and nothing that is not one."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import pytest
 import sysfs_tree
 import yaml
 
-from ansible_collections.rdma.node.plugins.module_utils._port_expectations import ExpectationError, evaluate
+from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
 from testpaths import COLLECTION_ROOT
 
@@ -25,6 +26,15 @@ def group_vars(group):
         data = yaml.safe_load(handle)
     return (data.get("ib_inventory_expected_ports"), data.get("ib_inventory_allowed_down_ports"),
             data.get("ib_inventory_required_netdevs"))
+
+
+def evaluate(facts, expected_ports=None, allowed_down=None, required_netdevs=None):
+    """The role's evaluation of one host, flattened as the port_findings filter returns it."""
+    params = {"expected_ports": expected_ports, "allowed_down_ports": allowed_down, "required_netdevs": required_netdevs}
+    result = evaluate_role("ib_inventory", {"rdma": facts}, params, subject="node")
+    status = result["status"]
+    return dict(findings=result["findings"], ports=status["ports"], ok=status["ok"], critical=status["critical"],
+                warning=status["warning"], summary=status["summary"])
 
 
 def checks(result):
@@ -110,11 +120,25 @@ def test_every_kind_of_finding(demo_facts):
     ([{"port": "mlx5_0/1", "speed": "EDR"}], "ib_inventory_expected_ports[0]: unknown keys speed; allowed: port, count, any_of, link_layer, min_rate_gbps"),
 ])
 def test_bad_expectations_name_the_entry(demo_facts, rules, message):
-    with pytest.raises(ExpectationError) as raised:
+    with pytest.raises(CheckError) as raised:
         evaluate(demo_facts["v100-node-01"], rules)
-    assert str(raised.value) == message
+    # The first check that reads the rules names itself, then the entry.
+    assert str(raised.value).startswith("ib_inventory.")
+    assert str(raised.value).endswith(": " + message)
 
 
 def test_facts_that_are_not_facts():
-    with pytest.raises(ExpectationError, match="expected the rdma facts"):
-        evaluate({"devices": {}}, [])
+    with pytest.raises(CheckError, match="expected the rdma facts"):
+        evaluate({"devices": {}, "ports": "mlx5_0"}, [])
+
+
+def test_host_without_rdma_devices_is_critical():
+    result = evaluate({"devices": {}, "ports": [], "netdevs": {}, "summary": {}}, [{"port": "mlx5_0/1"}])
+    assert checks(result) == [("missing_device", "critical", "mlx5_0/1"), ("no_rdma_devices", "critical", "rdma")]
+    assert "shows no RDMA device" in next(f["message"] for f in result["findings"] if f["check"] == "no_rdma_devices")
+
+
+def test_group_without_expectations_is_a_warning(demo_facts):
+    result = evaluate(demo_facts["v100-node-01"])
+    assert checks(result) == [("no_expectations", "warning", "expectations")]
+    assert result["summary"].startswith("ib_inventory on node: 1 warning: No port expectations are set")

@@ -1,0 +1,112 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# The work is done by the action plugin of the same name, on the controller; this file documents it.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: evaluate
+short_description: Run a role's registered checks on a host's facts, keep and publish the findings
+version_added: 0.2.0
+description:
+  - The one evaluation and publish path of the collection. Every check is a Python function
+    registered for a role (C(ib_inventory), C(driver_verify), C(node_remediation), C(bandwidth_check),
+    C(k8s_rdma), C(fleet_health)); this action runs the checks of O(role) on the facts of the host
+    and the role's O(params).
+  - Keeps the result as host facts C(<role>_findings) and C(<role>_status), so a fact cache holds
+    them for a later report job, and publishes them with the custom stats of the run (what
+    M(ansible.builtin.set_stats) publishes, the C(artifact_data) of an AWX job) as
+    C(rdma_<role>) C({<subject>: {status, findings}}), aggregated over the hosts.
+  - A check whose facts are missing (a fact subset that was not gathered) is not run; the status
+    lists it under C(skipped_checks) with the facts it lacked.
+  - Runs on the controller; nothing is sent to the node.
+author: rdma.node developers (!UNKNOWN)
+options:
+  role:
+    description: The role whose checks run.
+    type: str
+    required: true
+  params:
+    description:
+      - The role's parameters, named without the role prefix (C(expected_ports) for
+        C(ib_inventory_expected_ports)). Each check receives only the parameters it declares; a
+        parameter that is not given is V(null).
+    type: dict
+    default: {}
+  facts:
+    description: The facts to check. Default is the host's C(ansible_facts).
+    type: dict
+  subject:
+    description:
+      - Whom the findings are about in the published stats. Default is the inventory host name;
+        cluster-scope roles name the cluster, as C(cluster/<name>).
+    type: str
+  only:
+    description: Run only these checks of the role.
+    type: list
+    elements: str
+    default: []
+  skip:
+    description: Do not run these checks of the role.
+    type: list
+    elements: str
+    default: []
+  publish:
+    description: V(false) keeps the facts but publishes nothing in the run's custom stats.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - rdma.node.attributes
+  - rdma.node.attributes.facts
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+notes:
+  - A bad parameter or a failing check gives one sentence that names the check and what was expected.
+seealso:
+  - module: rdma.node.ib_facts
+  - module: rdma.node.driver_facts
+"""
+
+EXAMPLES = r"""
+- name: Check the ports of an ib-a100 node
+  rdma.node.evaluate:
+    role: ib_inventory
+    params:
+      expected_ports:
+        - {count: 1, any_of: [mlx5_0/1, mlx5_1/1], link_layer: InfiniBand, min_rate_gbps: 200}
+      allowed_down_ports: [mlx5_0/1, mlx5_1/1]
+
+- name: Show the summary line
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.ib_inventory_status.summary }}"
+"""
+
+RETURN = r"""
+msg:
+  description: The summary line of the host, the same as C(<role>_status.summary).
+  returned: always
+  type: str
+  sample: "ib_inventory on v100-node-02: 1 critical: mlx5_1/1 is DOWN (Polling); expected ACTIVE"
+ansible_facts:
+  description: The findings and the status, kept as host facts.
+  returned: always
+  type: dict
+  contains:
+    <role>_findings:
+      description: Every finding, each with C(role), C(check), C(severity), C(subject), C(message), C(expected), C(actual).
+      type: list
+      elements: dict
+    <role>_status:
+      description:
+        - C(ok) (no critical finding), the counts C(critical), C(warning), C(info), the C(checks) that ran,
+          the C(skipped_checks) with their C(missing_facts), the C(summary) line, and what the role adds
+          (the port verdicts of C(ib_inventory), the kernels of C(driver_verify), ...).
+      type: dict
+"""
