@@ -272,9 +272,9 @@ BAD = [
     ('version = 2\n[plugins.cri.containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n', {},
      "config.toml: the file is version 2, but its CRI runtimes sit under 'plugins.cri.containerd.runtimes', the "
      "version 1 name, which containerd ignores for version 2; fix 'version' or the table names first."),
-    ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes]\nrunc = { runtime_type = "x" }\n', {},
-     "config.toml: 'plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc' is written as an inline table or "
-     "with dotted keys, which this module does not rewrite; write it as a "
+    ('version = 2\n[[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]]\nx = 1\n', {"runtimes": ["runc"]},
+     "config.toml: 'plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc' is written in a form this module "
+     "cannot edit in place (an array of tables, or a key inside a value that is not a table); write it as a "
      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc] table first."),
     ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes]\nrunc = "io.containerd.runc.v2"\n', {},
      "config.toml: 'plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc' must be a table, found a string."),
@@ -312,13 +312,13 @@ def test_missing_tomlkit_is_one_sentence(monkeypatch):
 
 def test_an_edit_that_would_change_more_is_refused(monkeypatch):
     # Simulate a scanner that puts the key in the wrong table: the re-parse check must refuse it.
-    real_insert = cc._insert_key
+    real_insert = cc.insert_key
 
-    def misplaced(text, tables, layout, runtime_path, value, source):
-        splice = real_insert(text, tables, layout, runtime_path, value, source)
-        return cc._Splice(0, 0, splice.text.lstrip())
+    def misplaced(text, tables, layout, table_path, key, value):
+        splice = real_insert(text, tables, layout, table_path, key, value)
+        return cc.Splice(0, 0, splice.text.lstrip())
 
-    monkeypatch.setattr(cc, "_insert_key", misplaced)
+    monkeypatch.setattr(cc, "insert_key", misplaced)
     text = 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n  runtime_type = "x"\n'
     with pytest.raises(cc.ContainerdConfigError, match="would change more than base_runtime_spec, so nothing was changed"):
         cc.plan_base_runtime_spec(text, SPEC, source="config.toml")
