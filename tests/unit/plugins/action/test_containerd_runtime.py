@@ -196,7 +196,7 @@ def test_bad_input_fails_with_one_sentence_and_changes_nothing(tmp_path):
         "(configured: runc, test-handler); set create_missing=true to add it." % (etc / "nvidia-missing.toml"),
         "base_runtime_spec must be an absolute path (containerd opens it as given), got 'rdma-spec.json'.",
         "%s is not UTF-8 text (byte 17), so it is not a TOML file." % (etc / "latin1.toml"),
-        "%s is not a regular file; path must name containerd's config.toml." % (etc / "a-directory.toml"),
+        "%s is a directory, not a regular file; expected containerd's config.toml (TOML text)." % (etc / "a-directory.toml"),
         "value of state must be one of: present, absent, got: unknown",
     ]
     for name, data in files.items():
