@@ -222,7 +222,7 @@ def _scan_brackets(text: str, pos: int) -> int:
     raise ScanError("unterminated array or inline table")
 
 
-def _scan_value(text: str, pos: int) -> int:
+def _scan_value(text: str, pos: int, inline: bool = False) -> int:
     if pos >= len(text):
         raise ScanError("missing value")
     char = text[pos]
@@ -230,8 +230,9 @@ def _scan_value(text: str, pos: int) -> int:
         return _scan_string(text, pos)
     if char in "[{":
         return _scan_brackets(text, pos)
+    stops = "#\r\n,}" if inline else "#\r\n"  # a bare value in an inline table ends at its separator
     end = pos
-    while end < len(text) and text[end] not in "#\r\n":
+    while end < len(text) and text[end] not in stops:
         end += 1
     while end > pos and text[end - 1] in " \t":
         end -= 1
@@ -288,13 +289,13 @@ def _line_number(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def _scan_entry(text: str, pos: int, base: t.Tuple[str, ...]) -> Entry:
+def _scan_entry(text: str, pos: int, base: t.Tuple[str, ...], inline: bool = False) -> Entry:
     """The ``key = value`` at ``pos`` (a line's or an inline table's); inline-table values get members."""
     parts, raw_parts, key_end, after = _scan_key(text, pos)
     if not text.startswith("=", after):
         raise ScanError("expected '='")
     value_start = _skip_ws(text, after + 1)
-    value_end = _scan_value(text, value_start)
+    value_end = _scan_value(text, value_start, inline)
     entry = Entry(
         path=base + tuple(parts), line_start=pos, key_end=key_end, value_start=value_start, value_end=value_end,
         line_end=value_end, indent="", sep=text[key_end:value_start], raw_value=text[value_start:value_end],
@@ -312,7 +313,7 @@ def _scan_inline(text: str, pos: int, base: t.Tuple[str, ...]) -> t.List[Entry]:
     if text.startswith("}", pos):
         return members
     while True:
-        member = _scan_entry(text, pos, base)
+        member = _scan_entry(text, pos, base, inline=True)
         members.append(member)
         pos = _skip_ws(text, member.value_end)
         if text.startswith(",", pos):
@@ -482,7 +483,10 @@ def delete_entry(text: str, entry: Entry) -> Splice:
     while before > 0 and text[before - 1] in " \t":
         before -= 1
     if before > 0 and text[before - 1] == ",":
-        return Splice(before - 1, entry.value_end, "")
+        before -= 1
+        while before > 0 and text[before - 1] in " \t":
+            before -= 1
+        return Splice(before, entry.value_end, "")
     return Splice(entry.line_start, entry.value_end, "")
 
 

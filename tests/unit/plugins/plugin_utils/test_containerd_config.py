@@ -24,6 +24,9 @@ EXPECTED = {
     "eks-ami_containerd2_v3_default_base_runtime_spec.toml": (3, ["runc"]),
     "eks-ami_v2_nvidia_default-runtime_base_runtime_spec.toml": (2, ["nvidia"]),
     "kind-fork_v2_runc_base_runtime_spec.toml": (2, ["runc", "test-handler"]),
+    # schema 1 with only the deprecated default_runtime table, which containerd runs pods with
+    "k8s-the-hard-way-1.21_v1_default_runtime.toml": (1, ["default_runtime"]),
+    "k8s-the-hard-way-1.10_v1_default_runtime_untrusted_gvisor.toml": (1, ["default_runtime"]),
 }
 ALL_FIXTURES = sorted(path.name for path in FIXTURES.glob("*.toml"))
 KEY_LINE = re.compile(r"^[ \t]*base_runtime_spec[ \t]*=")
@@ -35,10 +38,13 @@ def read(name: str) -> str:
 
 
 def runtime_table(text: str, version: int) -> dict:
-    node = tomllib.loads(text)
+    """The runtimes containerd uses, by name; the deprecated default_runtime table as 'default_runtime'."""
+    data = tomllib.loads(text)
+    node = data
     for part in cc.runtimes_path(version):
-        node = node[part]
-    return node
+        node = node.get(part, {})
+    legacy = cc.legacy_default_runtime(data, version, "test")
+    return dict(node, **({"default_runtime": legacy} if legacy is not None else {}))
 
 
 def changed_lines(before: str, after: str):
@@ -79,7 +85,7 @@ def test_fixture_set_base_runtime_spec_on_every_runtime(name):
     for runtime in runtimes:
         for doc in (before, after):
             table = doc
-            for part in cc.runtimes_path(version) + (runtime,):
+            for part in cc.runtime_table_path(version, runtime):
                 table = table[part]
             table.pop("base_runtime_spec", None)
     assert before == after
@@ -385,5 +391,7 @@ def test_controller_argument_spec_matches_the_module(monkeypatch):
     # Same options; paths are 'str' on the controller because they are expanded on the node.
     controller = {name: dict(opt, type="path") if name in ("path", "base_runtime_spec") else opt
                   for name, opt in cc.ARGUMENT_SPEC.items()}
-    assert node_spec == controller
+    # plus the write step's two options, which only the action plugin passes (its spec rejects them)
+    assert node_spec == dict(controller, replace_with={"type": "path"}, expected_sha256={"type": "str"})
+    assert "replace_with" not in cc.ARGUMENT_SPEC and "expected_sha256" not in cc.ARGUMENT_SPEC
     assert captured["required_if"] == cc.REQUIRED_IF
