@@ -21,7 +21,11 @@ description:
   - Only the C(base_runtime_spec) lines change. Comments, quoting (single- or double-quoted keys and
     strings), indentation, tabs, trailing spaces, line endings and the order of tables (also a parent
     table written after its sub-tables) stay byte for byte. A runtime table without the key gets it
-    after its last key, indented like its other keys.
+    after its last key, indented like its other keys; a runtime written with dotted keys
+    (C(runtimes.runc.runtime_type = ...)) gets one more dotted key, an inline table
+    (C(runc = { ... })) one more member.
+  - The file is parsed once on the controller (Python's C(tomllib)); a 50 MB comment-heavy file is
+    planned in seconds.
   - The TOML is edited on the Ansible controller (with the Python library C(tomlkit)); the node needs
     only Python's standard library. This is an action plugin; on the node, this module only reads the
     file, the base runtime spec and C(containerd config default). The file is then written by
@@ -60,8 +64,10 @@ options:
         NVIDIA GPU Operator or C(nvidia-ctk) added it). When the file configures none, the task fails
         unless O(create_missing=true), which then adds containerd's default runtime (the file's
         C(default_runtime_name), else V(runc)).
-      - The deprecated C(default_runtime) and C(untrusted_workload_runtime) tables of schemas 1 and 2
-        are not runtimes of this list and are left alone.
+      - The deprecated C(default_runtime) table of schemas 1 and 2 (what older guides and docker's bundled
+        containerd write, often with no C(runtimes) table at all) counts as the runtime V(default_runtime)
+        when it sets C(runtime_type): containerd 1.x then runs pods with it, so it is included when
+        O(runtimes) is omitted and can be named. C(untrusted_workload_runtime) is left alone.
     type: list
     elements: str
   state:

@@ -9,8 +9,8 @@ of ``base_runtime_spec`` for the chosen runtimes and return the new text with wh
 two checks the action plugin runs around the node's ``containerd config dump``.
 
 The text itself is edited by ``_toml_splice`` (format-preserving splices, see there): the file is
-parsed once with ``tomllib`` for the document model, scanned once for byte offsets, and the result is
-parsed once more to prove that only the intended keys changed.
+parsed once with ``tomllib`` for the document model and scanned once for byte offsets; the result,
+without its comment lines, is parsed again to prove that only the intended keys changed.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ansible_collections.rdma.node.plugins.plugin_utils._toml_splice import (
     TomlError,
     UnsupportedLayout,
     apply_splices,
+    comment_lines,
     create_table,
     delete_entry,
     find_entry,
@@ -360,9 +361,10 @@ def plan_base_runtime_spec(
     if splices:
         try:
             plan.new_text = apply_splices(text, splices)
+            compact = apply_splices(text, splices + comment_lines(tables))
         except ScanError as exc:
             raise ContainerdConfigError("%s: %s, so nothing was changed." % (source, exc)) from None
-        _verify(plan.new_text, expected, source)
+        _verify(compact, expected, source)
     return plan
 
 
