@@ -17,7 +17,7 @@ import re
 import shlex
 
 from ansible_collections.rdma.node.plugins.module_utils._dkms import parse_status, summarize
-from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient
+from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient, text_names
 
 # Prefixes of kernel images in /boot (x86 vmlinuz, ppc64 vmlinux, arm64 Image on some distros).
 _IMAGE_PREFIXES = ("vmlinuz-", "vmlinux-", "Image-")
@@ -62,7 +62,7 @@ def read_value(root, path):
 def list_dir(root, path):
     """Return the sorted names in a directory under ``root``, or [] when it is missing."""
     try:
-        return sorted(os.listdir(under(root, path)))
+        return sorted(text_names(under(root, path), os.listdir(under(root, path))))
     except (IOError, OSError):
         return []
 
@@ -597,7 +597,7 @@ def infiniband_devices(root):
     path = under(root, "/dev/infiniband")
     if not os.path.isdir(path):
         return None
-    return sorted(os.listdir(path), key=_natural_key)
+    return sorted(text_names(path, os.listdir(path)), key=_natural_key)
 
 
 # ---------------------------------------------------------------------------------------------

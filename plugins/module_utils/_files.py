@@ -153,6 +153,25 @@ def read_lenient(path, what, max_bytes=SMALL_FILE_MAX_BYTES):
     return None
 
 
+def text_names(directory, names):
+    """The entries of ``directory`` whose names are UTF-8; the others are skipped with a warning.
+
+    ``os.listdir`` hands such names back with lone surrogates, which JSON cannot carry to the
+    controller; a node's real device and module names are ASCII, so a name that is not text is
+    reported, not passed on.
+    """
+    kept = []
+    for name in names:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            _read_warnings.append("%s holds an entry whose name is not UTF-8 (%r); skipped."
+                                  % (directory, os.fsencode(name)))
+            continue
+        kept.append(name)
+    return kept
+
+
 def take_read_warnings():
     """The warnings :func:`read_lenient` collected since the last call (and forget them)."""
     warnings = list(_read_warnings)

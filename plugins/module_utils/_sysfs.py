@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient
+from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient, text_names
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import (
     gid_interface_id,
     normalize_guid,
@@ -60,7 +60,7 @@ def _natural_key(name):
 
 def _list_dir(path):
     try:
-        return sorted(os.listdir(path), key=_natural_key)
+        return sorted(text_names(path, os.listdir(path)), key=_natural_key)
     except OSError:
         return []
 

@@ -237,7 +237,11 @@ def test_ib_facts_unicode_digits_and_non_utf8_names(tmp_path, run_module):
     rdma = result["ansible_facts"]["rdma"]
     assert rdma["devices"]["mlx5_\u0663"]["ports"] == [1]  # "²" and "٣" are not port numbers
     assert [p["state"] for p in rdma["ports"] if p["device"] == "mlx5_1"] == ["\u00b2"]
-    assert len(rdma["devices"]) == 3
+    # a name that is not UTF-8 cannot travel as JSON text: skipped, and said so
+    assert sorted(rdma["devices"]) == ["mlx5_1", "mlx5_\u0663"]
+    assert result.warning_messages == [
+        "%s holds an entry whose name is not UTF-8 (b'mlx5_\\xff'); skipped." % (tmp_path / "class/infiniband")]
+    json.dumps(result).encode("utf-8")  # no lone surrogates left in the result
 
 
 def driver_root(tmp_path, modules_text):
@@ -274,6 +278,21 @@ def test_driver_facts_unicode_digits_in_proc_modules(tmp_path, run_module):
     modules = result["ansible_facts"]["rdma_driver"]["loaded_modules"]
     assert modules["mlx5_\u0663"]["size"] is None and modules["mlx5_\u0663"]["refcount"] is None
     assert modules["ib_core"] == dict(modules["ib_core"], size=462848, refcount=None)
+
+
+def test_driver_facts_non_utf8_names(tmp_path, run_module):
+    root = driver_root(tmp_path, "")
+    (root / "proc/modules").write_bytes(b"mlx5_\xff 16384 0 - Live 0x0\nib_core 462848 8 - Live 0x0\n")
+    devices = root / "dev/infiniband"
+    devices.mkdir(parents=True)
+    (devices / "uverbs0").write_text("")
+    open(os.path.join(os.fsencode(devices), b"uverbs\xff"), "w").close()
+    result = run_module(driver_facts, {"root": str(root), "run_tools": False})
+    facts = result["ansible_facts"]["rdma_driver"]
+    assert facts["infiniband_devices"] == ["uverbs0"]
+    assert sorted(facts["loaded_modules"]) == ["ib_core", "mlx5_\ufffd"]  # /proc/modules text: bad bytes replaced
+    assert "%s holds an entry whose name is not UTF-8 (b'uverbs\\xff'); skipped." % devices in result.warning_messages
+    json.dumps(result).encode("utf-8")
 
 
 def test_driver_facts_huge_module_list_and_dkms_status_are_summarised(tmp_path, run_module):
