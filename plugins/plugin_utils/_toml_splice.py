@@ -637,4 +637,3 @@ def same_document(left, right) -> bool:
     if isinstance(left, float) and isinstance(right, float) and math.isnan(left) and math.isnan(right):
         return True
     return type(left) is type(right) and left == right
-
