@@ -193,7 +193,6 @@ def _check_schema_names(data: dict, version: int, source: str) -> None:
             )
 
 
-
 def _unsupported_form(source: str, path: t.Sequence[str]) -> ContainerdConfigError:
     return ContainerdConfigError(
         "%s: '%s' is written in a form this module cannot edit in place (an array of tables, or a key inside "
@@ -206,7 +205,6 @@ def _set_path(data: dict, path: t.Sequence[str], value) -> None:
     for part in path[:-1]:
         node = node.setdefault(part, {})
     node[path[-1]] = value
-
 
 
 def _verify(new_text: str, expected: dict, source: str) -> None:

@@ -93,8 +93,6 @@ def type_name(value) -> str:
     return "a date/time"
 
 
-
-
 # --------------------------------------------------------------------------------------------------
 # Scanner: byte offsets of table headers and key/value lines
 # --------------------------------------------------------------------------------------------------
@@ -356,7 +354,7 @@ def scan(text: str) -> t.List[Table]:
                     raise ScanError("expected '%s'" % close)
                 pos = _end_of_statement(text, after + len(close))
                 current = Table(path=tuple(parts), raw_parts=raw_parts, is_array=is_array,
-                                 header_start=line_start, header_end=pos, indent=text[line_start:first])
+                                header_start=line_start, header_end=pos, indent=text[line_start:first])
                 tables.append(current)
                 continue
             entry = _scan_entry(text, first, current.path)
