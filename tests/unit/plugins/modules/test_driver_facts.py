@@ -79,13 +79,13 @@ def test_unreadable_saved_output_is_one_clear_sentence(tmp_path, run_module):
     result = run_module(driver_facts, _args("debian_healthy", dkms_status_file=str(missing)))
     assert result.failed
     assert result["msg"] == (
-        "dkms_status_file %s cannot be read (No such file or directory); expected a file with the saved "
-        "command output" % missing
+        "dkms_status_file %s does not exist; expected a file with the saved command output." % missing
     )
     result = run_module(driver_facts, _args("debian_healthy", ofed_info_file=str(tmp_path)))
     assert result.failed
     assert result["msg"] == (
-        "ofed_info_file %s cannot be read (Is a directory); expected a file with the saved command output" % tmp_path
+        "ofed_info_file: %s is a directory, not a regular file; expected the saved output of a command "
+        "(ofed_info_file)." % tmp_path
     )
 
 
