@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.module_utils._perftest import parse_perftest as _parse
+from ansible_collections.rdma.node.plugins.module_utils._perftest_output import parse_perftest as _parse
 
 
 def _text(value, what):

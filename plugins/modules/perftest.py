@@ -276,15 +276,17 @@ from ansible_collections.rdma.node.plugins.module_utils._perftest import (
     DEFAULT_TCP_PORT,
     TOOLS,
     PerftestError,
-    average_for,
     build_argv,
-    classify_failure,
-    hint_for,
-    parse_perftest,
     parse_size,
     run_loopback,
     timed_out_status,
     with_deadline,
+)
+from ansible_collections.rdma.node.plugins.module_utils._perftest_output import (
+    average_for,
+    classify_failure,
+    hint_for,
+    parse_perftest,
 )
 
 LOOPBACK_ADDRESS = "127.0.0.1"
