@@ -40,14 +40,23 @@ _GID = re.compile(r"^\s*GID:\s*(\S+)\s*$")
 # "Key : value" pairs, two to a line; a key starts the line or follows a tab or two spaces, so that
 # "root@host:~#" or "see: this" inside other text is no header.
 _PAIR = re.compile(r"(?:^|(?<=\s\s)|(?<=\t))\s*([A-Za-z][\w.*/()\- ]*?)\s*:\s*(\S+)")
-_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
-_INTEGER = re.compile(r"^\d+$")
+# Figures are read from ASCII digits only (float() and int() also take Arabic-Indic or fullwidth
+# digits, "_" separators, "inf" and "nan"), and at most 15 digits before the point, so that every
+# figure and every product of figures is a finite float: a result never holds Infinity or NaN.
+_NUMBER = re.compile(r"^-?[0-9]{1,15}(?:\.[0-9]{1,12})?$")
+_INTEGER = re.compile(r"^[0-9]{1,15}$")
 _WARNING = re.compile(
     r"\bwarning\b|conflicting cpu frequency|might be too big|current tx depth is|"
     r"not recognized to implement|disabling dynamic polling",
     re.IGNORECASE,
 )
 _ERRORISH = re.compile(r"couldn'?t|unable|failed|error|not found|cannot|refused", re.IGNORECASE)
+# What a paste carries besides the output: a shell prompt (``$ ib_write_bw ...``,
+# ``[root@node ~]# ...``), a ``#`` comment, the tool's command line itself.
+_PASTE_NOISE = re.compile(
+    r"^(?:(?:\[[^\]]*\]\s?|\S*[@:~]\S*?\s?)?[$%]\s*(?:\S.*)?|(?:\[[^\]]*\]\s?|\S*[@:~]\S*?\s?)?#(?!bytes)(?:\s.*)?"
+    r"|(?:sudo\s+)?(?:ib_(?:write|read|send|atomic)_(?:bw|lat)|raw_ethernet_\w+)(?:\s.*)?)$"
+)
 _COLUMN_UNIT = re.compile(r"^(?P<name>.*?)\[(?P<unit>[^\]]*)\]$")
 
 # Header keys perftest prints, accepted even outside a header block (a paste may start mid-header).
@@ -200,6 +209,22 @@ class _Table:
                 self.time_unit = unit
 
 
+class PerftestOutputError(ValueError):
+    """Text given to the parser is not perftest output; the message quotes the line."""
+
+
+def _note(notes, reason, line=None, text=None):
+    """Add ``{line, text, reason}`` once: ``line`` and ``text`` name the input line when there is one."""
+    note = {"line": line, "text": _shown(text) if text is not None else None, "reason": reason}
+    if note not in notes:
+        notes.append(note)
+
+
+def _shown(line):
+    line = line.strip()
+    return line if len(line) <= 120 else line[:117] + "..."
+
+
 def _row(table, values, notes):
     """Build one result row; bandwidth converted to Gb/s (the unit checked against the message rate)."""
     row = {}
@@ -245,12 +270,9 @@ def _checked_unit(printed, size, average, msg_rate, notes):
             "rows printed under a %s header carry %s figures (checked against bytes x message rate; "
             "a perftest server prints the client's figures under its own header)" % (printed, other)
         )
-        if note not in notes:
-            notes.append(note)
+        _note(notes, note)
         return other
-    note = "the %s figures of %s-byte rows do not agree with their message rate" % (printed, size)
-    if note not in notes:
-        notes.append(note)
+    _note(notes, "the %s figures of %s-byte rows do not agree with their message rate" % (printed, size))
     return printed
 
 
@@ -276,12 +298,10 @@ def _merge_sides(rows, sides, notes):
         same = all(other == group[0] for other in group[1:])
         agree = same if agree is None else (agree and same)
         if same:
-            notes.append("%s-byte row printed by %d sides with the same figures; counted once" % (key[0], len(group)))
+            _note(notes, "%s-byte row printed by %d sides with the same figures; counted once" % (key[0], len(group)))
         else:
-            notes.append(
-                "%s-byte rows differ between the sides; the first is reported: %s"
-                % (key[0], "; ".join(str(other) for other in group[1:]))
-            )
+            _note(notes, "%s-byte rows differ between the sides; the first is reported: %s"
+                  % (key[0], "; ".join(str(other) for other in group[1:])))
     return merged, agree
 
 
@@ -290,7 +310,7 @@ def _header_facts(header):
         value = header.get(key)
         if value is None:
             return None
-        match = re.match(r"^(\d+)", value)
+        match = re.match(r"^([0-9]{1,9})", value)
         return int(match.group(1)) if match else None
 
     return {
@@ -338,10 +358,19 @@ def classify_failure(stdout, stderr="", rc=None, timed_out=False, has_results=Fa
     return None
 
 
-def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, role=None):
+def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, role=None, strict=False):
     """Parse perftest output into header facts, result rows (bandwidth in Gb/s) and a failure.
 
     Both streams are read (perftest prints results on stdout, errors and some warnings on stderr).
+    ``notes`` lists what the parser decided and every line it could not place, as
+    ``{"line": N, "text": ..., "reason": ...}`` (``line`` counts from 1 in its stream, the reason
+    says ``on stderr`` for a line of stderr; decisions about several rows have ``line`` None).
+    Shell prompts, ``#`` comments and the tool's command line are skipped; error lines count as
+    placed, because they make the ``failure``.
+
+    With ``strict`` the first line that cannot be placed raises ``PerftestOutputError``. Text
+    given on its own (no ``rc`` and no ``role``, as the filter gets plain text) in which nothing
+    at all is perftest output raises it too; a run's own output never does, it is classified.
     """
     titles = []
     tables = []
@@ -357,11 +386,18 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
     in_header = False
     table = None
     last_address = None
+    recognised = 0
+    first_unplaced = None
 
-    for raw in _text_lines(stdout) + _text_lines(stderr):
+    numbered = [(number, raw, "") for number, raw in enumerate(_text_lines(stdout), start=1)]
+    numbered += [(number, raw, " on stderr") for number, raw in enumerate(_text_lines(stderr), start=1)]
+    for number, raw, stream in numbered:
         line = raw.rstrip()
         if not line.strip() or _DASHES.match(line) or _STARS.match(line):
             continue
+        if _PASTE_NOISE.match(line.strip()):
+            continue
+        recognised += 1
         if _BANNER.search(line):
             banner = True
             continue
@@ -393,21 +429,26 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
         values = [_number(token) for token in tokens]
         if tokens and all(value is not None for value in values) and isinstance(values[0], int):
             if table is None:
-                notes.append("numeric line without a table header ignored: %s" % line.strip())
+                _note(notes, "a numeric row without a table header%s, ignored" % stream, number, line)
             elif len(values) < len(table.columns):
-                notes.append("row with %d of %d columns ignored: %s" % (len(values), len(table.columns), line.strip()))
+                _note(notes, "a row with %d of %d columns%s, ignored" % (len(values), len(table.columns), stream),
+                      number, line)
             else:
                 row, unit = _row(table, values[: len(table.columns)], notes)
                 raw_rows.append(row)
                 if unit and unit not in units:
                     units.append(unit)
             continue
+        if _ERRORISH.search(line) or any(pattern.search(line) for dummy, pattern in _FAILURE_RULES):
+            continue  # an error line: classify_failure() reads it
         pairs = _PAIR.findall(line)
-        if not pairs:
-            continue
-        known = all(" ".join(key.split()).lower() in _KNOWN_HEADER_KEYS for key, dummy in pairs)
-        # "ethernet_read_keys: Couldn't read remote address" has a colon too, but is no header line.
-        if not known and (not in_header or _ERRORISH.search(line)):
+        known = pairs and all(" ".join(key.split()).lower() in _KNOWN_HEADER_KEYS for key, dummy in pairs)
+        if not pairs or (not known and not in_header):
+            recognised -= 1
+            if strict:
+                raise PerftestOutputError("line %d%s is not perftest output: %r" % (number, stream, _shown(line)))
+            first_unplaced = first_unplaced or (number, stream, line)
+            _note(notes, "not perftest output%s" % stream, number, line)
             continue
         for key, value in pairs:
             key = " ".join(key.split())
@@ -418,6 +459,10 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
                 continue
             header[key] = value
 
+    if not recognised and first_unplaced is not None and rc is None and role is None and not timed_out:
+        number, stream, line = first_unplaced
+        raise PerftestOutputError("nothing in the text is perftest output (line %d%s: %r)" % (number, stream, _shown(line)))
+
     sides = max(len(titles), len(tables))
     rows, sides_agree = _merge_sides(raw_rows, sides, notes)
     units_printed = []
@@ -426,15 +471,13 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
         if unit and unit not in units_printed:
             units_printed.append(unit)
     if len(units_printed) > 1:
-        notes.append(
-            "the sides printed different units (%s): a perftest server prints the client's figures under "
-            "its own header, so each row's unit was checked against bytes x message rate" % ", ".join(units_printed)
-        )
+        _note(notes, "the sides printed different units (%s): a perftest server prints the client's figures under "
+              "its own header, so each row's unit was checked against bytes x message rate" % ", ".join(units_printed))
     if len(units) == 1:
         unit = units[0]
     elif len(units) > 1:
         unit = "mixed"
-        notes.append("rows in more than one unit: %s (all converted to Gb/s)" % ", ".join(units))
+        _note(notes, "rows in more than one unit: %s (all converted to Gb/s)" % ", ".join(units))
     else:
         unit = units_printed[-1] if units_printed else None
     kind = None

@@ -300,6 +300,14 @@ def _split(parsed):
     return results, failure, info
 
 
+def _warn_unplaced(module, parsed, side):
+    """Tell the operator about output lines the parser could not place (a newer perftest, a wrapper)."""
+    for note in parsed["notes"]:
+        if note["line"] is not None:
+            module.warn("perftest %s output line %d was not understood (%s): %r" % (
+                side, note["line"], note["reason"], note["text"]))
+
+
 def _side_failure(failure, side):
     if failure is None:
         return None
@@ -312,6 +320,7 @@ def _run_single(module, timeout_bin, argv, timeout, role):
     rc, out, err = module.run_command(with_deadline(timeout_bin, timeout, argv))
     timed_out = timed_out_status(rc)
     parsed = parse_perftest(out, err, rc=rc, timed_out=timed_out, timeout=timeout, role=role)
+    _warn_unplaced(module, parsed, role)
     results, failure, info = _split(parsed)
     return {
         "cmd": argv,
@@ -339,6 +348,7 @@ def _run_loopback(module, timeout_bin, server_argv, client_argv, port, timeout):
         server["stdout"], server["stderr"], rc=None if server["killed"] else server["rc"],
         timed_out=server["timed_out"], timeout=timeout, role="server",
     )
+    _warn_unplaced(module, server_parsed, "server")
     server_results, server_failure, server_info = _split(server_parsed)
     server_part = {
         "cmd": server["cmd"],
@@ -377,6 +387,7 @@ def _run_loopback(module, timeout_bin, server_argv, client_argv, port, timeout):
         client["stdout"], client["stderr"], rc=client["rc"], timed_out=client["timed_out"], timeout=timeout,
         role="client",
     )
+    _warn_unplaced(module, parsed, "client")
     results, failure, info = _split(parsed)
     failure = _side_failure(failure, "client")
     if failure is not None and failure["cause"] == "remote_unreachable" and server_failure is not None \
