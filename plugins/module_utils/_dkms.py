@@ -154,12 +154,18 @@ def _numbered_items(text):
             diagnostic = (number, _item(state="error" if kind == "Error!" else "warning", message=message))
             # Held back until its continuation lines are known.
             continue
+        pasted = _PROMPT.match(line) or _COMMAND.match(line)
+        redacted = _REDACTED.match(line)
+        if diagnostic is not None and (pasted or redacted):
+            # A prompt or a redaction mark is never a continuation line: it ends the message.
+            yield diagnostic
+            diagnostic = None
         if diagnostic is not None:
             diagnostic[1]["message"] = (diagnostic[1]["message"] + " " + line).strip()
             continue
-        if _PROMPT.match(line) or _COMMAND.match(line):
+        if pasted:
             continue
-        if _REDACTED.match(line):
+        if redacted:
             yield number, _item(state="redacted", message=line)
             continue
         yield number, _item(state="unparsed", message=line)

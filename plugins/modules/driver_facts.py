@@ -278,7 +278,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdma.node.plugins.module_utils._dkms import parse_dkms_version
+from ansible_collections.rdma.node.plugins.module_utils._dkms import iter_status, parse_dkms_version
 from ansible_collections.rdma.node.plugins.module_utils._driver import gather
 
 _C_LOCALE = {"LANG": "C", "LC_ALL": "C"}
@@ -325,6 +325,16 @@ def _ofed(module, notes):
     return out
 
 
+def _warn_dkms(module, dkms_text):
+    """dkms's own errors (a module directory without dkms.conf stops dkms status) and lines that
+    are not dkms output are warnings: the module list may be incomplete."""
+    for item in iter_status(dkms_text or ""):
+        if item["state"] == "error":
+            module.warn("dkms status reported an error, its module list may be incomplete: %s" % item["message"])
+        elif item["state"] in ("unparsed", "redacted"):
+            module.warn("dkms status printed a line that is not a status line: %r" % item["message"])
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -350,6 +360,7 @@ def main():
         dkms_modules=module.params["dkms_modules"],
         notes=notes,
     )
+    _warn_dkms(module, dkms_text)
     module.exit_json(changed=False, ansible_facts={"rdma_driver": facts})
 
 
