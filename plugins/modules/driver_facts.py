@@ -18,6 +18,9 @@ description:
     C(ofed_info -s), and only when the tools are installed and O(run_tools=true).
   - A missing file or tool gives an empty or V(null) fact and a line in RV(ansible_facts.rdma_driver.notes),
     never a failure. The module changes nothing.
+  - dkms's own errors (C(Error!), for example a module directory without C(dkms.conf), after which
+    C(dkms status) lists nothing more) and lines of C(dkms status) that are not status lines are also
+    warnings of the task.
   - Needs only the Python standard library on the node.
 author: rdma.node developers (!UNKNOWN)
 extends_documentation_fragment:

@@ -244,7 +244,9 @@ parsed:
       (V(bw) or V(lat)), V(device), V(link_type), V(transport_type), V(connection_type), V(qps), V(mtu),
       V(gid_index), V(header) (every header key as printed), V(unit) (the unit of the figures, such as
       V(Gb/sec) or V(MB/sec)), V(units_printed), V(sides), V(sides_agree), V(warnings) (such as
-      C(Conflicting CPU frequency)), V(notes) (what the parser decided), V(local_addresses) and
+      C(Conflicting CPU frequency)), V(notes) (what the parser decided and the output lines it could
+      not place, each with V(line), V(text) and V(reason), as the P(rdma.node.parse_perftest#filter)
+      filter returns them; each unplaced line is also a warning of the task), V(local_addresses) and
       V(remote_addresses).
   returned: always
   type: dict
