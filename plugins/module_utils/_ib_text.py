@@ -188,9 +188,9 @@ class _Reader:
     def placed(self):
         self.recognised += 1
 
-    def unplaced(self, number, line, reason="not %s output"):
+    def unplaced(self, number, line, reason="not %s output", strict_error=True):
         """A line that fits nowhere: an error when strict, else a note."""
-        if self.strict:
+        if self.strict and strict_error:
             raise IbTextError("%s: line %d is not %s output: %r" % (self.parser, number, self.tool, _shown(line)))
         if self.first_unplaced is None:
             self.first_unplaced = (number, line)
@@ -198,7 +198,7 @@ class _Reader:
 
     def bad_value(self, number, line, field):
         """A known key whose value could not be read: the field stays None."""
-        self.note(number, line, "the value of %s could not be read (numbers are read from ASCII digits)" % field)
+        self.note(number, line, "a value that cannot be read, left out (numbers are read from ASCII digits only)")
 
     def result(self, ports):
         if not self.recognised and self.first_unplaced is not None:
@@ -211,6 +211,11 @@ class _Reader:
 def _key(text):
     """``Physical state`` / ``phys_state`` / ``GID[  0]`` -> ``physical state`` / ``phys state``."""
     return re.sub(r"[\s_]+", " ", text.strip().lower())
+
+
+def _foreign_digits(text):
+    """True when text holds digits other than ASCII ones (Arabic-Indic, fullwidth, superscripts)."""
+    return any(char.isdigit() and not char.isascii() for char in text)
 
 
 def _known(text):
@@ -300,6 +305,26 @@ class _Devices:
         return result
 
 
+class _Block:
+    """The fields of one port (or device) as one line of its block sets them.
+
+    A second, different value for a field already set in the same block is not taken: such a
+    line comes from a block whose header was lost (cut, redacted, or written with other digits),
+    and taking it would silently give one port another port's values. It becomes a note.
+    """
+
+    def __init__(self, reader, number, line, fields):
+        self.reader, self.number, self.line, self.fields = reader, number, line, fields
+
+    def __setitem__(self, field, value):
+        known = self.fields.get(field)
+        if known is not None and value != known:
+            self.reader.note(self.number, self.line, "a second value for %s in the same block (its header may be "
+                                                     "missing); the first value is kept" % field)
+            return
+        self.fields[field] = value
+
+
 def _set_state(port, text):
     name, code = port_state(_known(text))
     port["state"], port["state_code"] = name, code
@@ -343,18 +368,14 @@ def _device_list(reader, lines):
     return reader.result(devices.result())
 
 
-def _chain(first, rest):
-    """The line already read, then the others."""
-    yield first
-    yield from rest
-
-
 # ---------------------------------------------------------------------------------------------
 # ibstat
 # ---------------------------------------------------------------------------------------------
 
 _IBSTAT_CA = re.compile(r"^(?P<type>CA|Switch|Router|iWARP RNIC|\?\?\?)\s*:?\s*'(?P<name>[^']+)'$")
 _IBSTAT_PORT = re.compile(r"^Port\s+(?P<port>[0-9]{1,3})\s*:$", re.IGNORECASE)
+# A port header the strict form does not take (other digits, a cut line): it still ends the port before.
+_IBSTAT_PORT_LOOSE = re.compile(r"^Port(?:\s+\S*)?\s*:?$", re.IGNORECASE)
 _IBSTAT_GUID = re.compile(r"^0x[0-9a-fA-F]{1,16}$")
 _IBSTAT_TYPE_KEYS = frozenset(("ca type", "switch type", "router type", "iwarp rnic type", "??? type"))
 _IBSTAT_DEVICE_KEYS = {
@@ -377,18 +398,21 @@ _IBSTAT_PORT_KEYS = {
 def parse_ibstat(data, strict=False):
     """Parse ``ibstat``, ``ibstat -s``, ``ibstat -l``, ``ibstat -p`` and ``ibstat CA PORT``."""
     reader = _Reader(data, "parse_ibstat", "ibstat", strict)
-    lines = reader.lines()
-    first = next(lines, None)
-    if first is None:
-        return reader.result([])
-    if _IBSTAT_GUID.match(first[1]):
-        return _ibstat_port_guids(reader, _chain(first, lines))
-    if _DEVICE_NAME.match(first[1]):
-        return _device_list(reader, _chain(first, lines))
+    lines = list(reader.lines())
+    if not any(_IBSTAT_CA.match(line) for dummy, line in lines):
+        # ibstat -p or -l: decided by the first line that is one or the other; lines before it
+        # are strays (strict mode stops at the first of them).
+        for number, line in lines:
+            if _IBSTAT_GUID.match(line):
+                return _ibstat_port_guids(reader, lines)
+            if _DEVICE_NAME.match(line):
+                return _device_list(reader, lines)
+            if strict:
+                break
 
     devices = _Devices()
     device = port = None
-    for number, line in _chain(first, lines):
+    for number, line in lines:
         header = _IBSTAT_CA.match(line)
         if header:
             device = devices.named(header.group("name"))
@@ -398,6 +422,10 @@ def parse_ibstat(data, strict=False):
             continue
         port_header = _IBSTAT_PORT.match(line)
         pair = _KEY_VALUE.match(line)
+        if not port_header and device is not None and _IBSTAT_PORT_LOOSE.match(line):
+            reader.unplaced(number, line, "a port header that cannot be read; the port's fields are left out")
+            port = None
+            continue
         if not (port_header or pair):
             reader.unplaced(number, line)
             continue
@@ -409,25 +437,37 @@ def parse_ibstat(data, strict=False):
             reader.placed()
             continue
         key, value = _key(pair.group("key")), pair.group("value").strip()
+        if _foreign_digits(value):
+            reader.bad_value(number, line, key)
+            continue
+        fields = _Block(reader, number, line, device["fields"])
         if key in _IBSTAT_TYPE_KEYS:
-            device["fields"]["hca_type"] = _known(value)
+            fields["hca_type"] = _known(value)
         elif key in _IBSTAT_DEVICE_KEYS:
             field, convert = _IBSTAT_DEVICE_KEYS[key]
-            device["fields"][field] = _convert(reader, number, line, field, convert, value)
+            fields[field] = _convert(reader, number, line, field, convert, value)
         elif key in _IBSTAT_PORT_KEYS or key in ("state", "physical state", "rate"):
             if port is None:
                 reader.unplaced(number, line, "a port field outside any port block")
                 continue
+            port_fields = _Block(reader, number, line, port)
             if key == "state":
-                _set_state(port, value)
+                _set_state(port_fields, value)
             elif key == "physical state":
-                _set_phys_state(port, value)
+                _set_phys_state(port_fields, value)
             elif key == "rate":
-                _set_rate(reader, number, line, port, value)
+                _set_rate(reader, number, line, port_fields, value)
             else:
                 field, convert = _IBSTAT_PORT_KEYS[key]
-                port[field] = _convert(reader, number, line, field, convert, value)
-        # Any other key is a field a newer ibstat added: ignored.
+                port_fields[field] = _convert(reader, number, line, field, convert, value)
+        else:
+            # A field a newer ibstat added is noted (and tolerated by strict mode, as it always was);
+            # "word: text: text" is no ibstat line at all (ibstat values never hold ": ").
+            if ": " in value:
+                reader.unplaced(number, line)
+            else:
+                reader.unplaced(number, line, "a key ibstat does not print; not used", strict_error=False)
+            continue
         reader.placed()
     return reader.result(devices.result())
 
@@ -451,8 +491,9 @@ def _ibstat_port_guids(reader, lines):
 # ---------------------------------------------------------------------------------------------
 
 _IBSTATUS_HEADER = re.compile(
-    r"^Infiniband device\s+'(?P<device>[^']+)'\s+port\s+(?P<port>[0-9]{1,3})\s+status\s*:$", re.IGNORECASE
+    r"^Infiniband\s+device\s+'(?P<device>[^']+)'\s+port\s+(?P<port>[0-9]{1,3})\s+status\s*:$", re.IGNORECASE
 )
+_IBSTATUS_HEADER_LOOSE = re.compile(r"^Infiniband\s+device\b.*\bstatus\s*:?$", re.IGNORECASE)
 _IBSTATUS_KEYS = {
     "base lid": ("lid", parse_lid),
     "sm lid": ("sm_lid", parse_lid),
@@ -471,6 +512,10 @@ def parse_ibstatus(data, strict=False):
             port = devices.port(devices.named(header.group("device")), int(header.group("port")))
             reader.placed()
             continue
+        if _IBSTATUS_HEADER_LOOSE.match(line):
+            reader.unplaced(number, line, "a port header that cannot be read; the port's fields are left out")
+            port = None
+            continue
         pair = _KEY_VALUE.match(line)
         if not pair:
             reader.unplaced(number, line)
@@ -479,17 +524,24 @@ def parse_ibstatus(data, strict=False):
             reader.unplaced(number, line, "a field before the first port header")
             continue
         key, value = _key(pair.group("key")), pair.group("value").strip()
+        if _foreign_digits(value):
+            reader.bad_value(number, line, key)
+            continue
+        fields = _Block(reader, number, line, port)
         if key == "default gid":
-            _set_gid(port, value)
+            _set_gid(fields, value)
         elif key == "state":
-            _set_state(port, value)
+            _set_state(fields, value)
         elif key == "phys state":
-            _set_phys_state(port, value)
+            _set_phys_state(fields, value)
         elif key == "rate":
-            _set_rate(reader, number, line, port, value)
+            _set_rate(reader, number, line, fields, value)
         elif key in _IBSTATUS_KEYS:
             field, convert = _IBSTATUS_KEYS[key]
-            port[field] = _convert(reader, number, line, field, convert, value)
+            fields[field] = _convert(reader, number, line, field, convert, value)
+        else:
+            reader.unplaced(number, line, "a key ibstatus does not print; not used", strict_error=False)
+            continue
         reader.placed()
     return reader.result(devices.result())
 
@@ -500,8 +552,12 @@ def parse_ibstatus(data, strict=False):
 
 _DEVINFO_COUNT = re.compile(r"^(?P<count>[0-9]+)\s+HCAs?\s+found\s*:$", re.IGNORECASE)
 _DEVINFO_NONE = re.compile(r"^No IB devices found\.?$", re.IGNORECASE)
-_DEVINFO_GID = re.compile(r"^gid\[\s*[0-9]+\s*\]$")
+# The keys ibv_devinfo prints, as _key() gives them: lower case words (``max_qp``, ``completion
+# timestamp_mask``, ``cq moderation caps``), ``gid[  0]`` and ``unknown flags``; and their values
+# never hold ": " (which a stray "word: text: text" line does).
+_DEVINFO_KEY_STYLE = re.compile(r"^(?:[a-z][a-z0-9]*(?: [a-z0-9()]+)*|gid\[\s*[0-9]+\s*\])$")
 _DEVINFO_GID0 = re.compile(r"^gid\[\s*0\s*\]$")
+_DEVINFO_GID = re.compile(r"^gid\[\s*[0-9]+\s*\]$")
 # Lines without a colon that ``ibv_devinfo -v`` prints inside a device's attributes: capability
 # flags one per line under their key (``device_cap_flags: 0x...`` then ``BAD_PKEY_CNTR``...),
 # ``NO SUPPORT``, ``tag matching not supported``, ``C-VLAN stripping offload``, ``Delay drop``.
@@ -537,16 +593,16 @@ _DEVINFO_PORT_KEYS = {
 def parse_ibv_devinfo(data, strict=False):
     """Parse ``ibv_devinfo``, ``ibv_devinfo -v`` and ``ibv_devinfo -l``."""
     reader = _Reader(data, "parse_ibv_devinfo", "ibv_devinfo", strict)
-    lines = reader.lines()
-    for number, line in lines:
-        if _DEVINFO_NONE.match(line):
+    lines = list(reader.lines())
+    blocks = any(_KEY_VALUE.match(line) and _key(_KEY_VALUE.match(line).group("key")) == "hca id" for dummy, line in lines)
+    for index, (number, line) in enumerate(lines):
+        if _DEVINFO_COUNT.match(line) and not blocks:
+            # ibv_devinfo -l; lines before its first line are strays
+            for stray_number, stray in lines[:index]:
+                reader.unplaced(stray_number, stray)
             reader.placed()
-            continue
-        if _DEVINFO_COUNT.match(line):
-            reader.placed()
-            return _device_list(reader, lines)
-        return _devinfo_blocks(reader, _chain((number, line), lines))
-    return reader.result([])
+            return _device_list(reader, lines[index + 1:])
+    return _devinfo_blocks(reader, lines)
 
 
 def _devinfo_blocks(reader, lines):
@@ -564,6 +620,15 @@ def _devinfo_blocks(reader, lines):
                 reader.unplaced(number, line)
             continue
         key, value = _key(pair.group("key")), pair.group("value").strip()
+        printed = pair.group("key").strip()
+        devinfo_style = (printed == printed.lower() or key == "unknown flags" or _DEVINFO_GID.match(key)) \
+            and _DEVINFO_KEY_STYLE.match(key) and ": " not in value
+        if not devinfo_style:
+            reader.unplaced(number, line)
+            continue
+        if _foreign_digits(value):
+            reader.bad_value(number, line, key)
+            continue
         if key == "hca id":
             if not _DEVICE_NAME.match(value):
                 reader.unplaced(number, line, "an hca_id that is no device name")
@@ -576,6 +641,7 @@ def _devinfo_blocks(reader, lines):
             reader.unplaced(number, line, "a field before the first hca_id")
             continue
         reader.placed()
+        port_fields = _Block(reader, number, line, port) if port is not None else None
         if key == "port":
             if _int(value) is None:
                 reader.bad_value(number, line, "port")
@@ -586,23 +652,23 @@ def _devinfo_blocks(reader, lines):
             device["fields"]["transport"] = _known(_strip_code(value))
         elif key in _DEVINFO_DEVICE_KEYS and port is None:
             field, convert = _DEVINFO_DEVICE_KEYS[key]
-            device["fields"][field] = _convert(reader, number, line, field, convert, value)
+            _Block(reader, number, line, device["fields"])[field] = _convert(reader, number, line, field, convert, value)
         elif port is None:
             continue  # one of the many device attributes of -v; not a port field
         elif key == "state":
-            _set_state(port, value)
+            _set_state(port_fields, value)
         elif key == "phys state":
-            _set_phys_state(port, value)
+            _set_phys_state(port_fields, value)
         elif key == "active width":
             width = _strip_code(value).upper()
-            port["width"] = width if re.match(r"^[0-9]{1,2}X$", width) else None
+            port_fields["width"] = width if re.match(r"^[0-9]{1,2}X$", width) else None
         elif key == "active speed":
-            _devinfo_speed(port, value)
+            _devinfo_speed(port_fields, value)
         elif _DEVINFO_GID0.match(key):
-            _set_gid(port, value.split(",")[0])
+            _set_gid(port_fields, value.split(",")[0])
         elif key in _DEVINFO_PORT_KEYS:
             field, convert = _DEVINFO_PORT_KEYS[key]
-            port[field] = _convert(reader, number, line, field, convert, value)
+            port_fields[field] = _convert(reader, number, line, field, convert, value)
     for device in devices.all():
         for port in device["ports"]:
             lanes = _int((port.get("width") or "").rstrip("X"))
@@ -668,7 +734,7 @@ def parse_ibdev2netdev(data, strict=False):
                 pci_address=found["pci"],
                 hca_type=_known(found["devid"]),
                 part_id=_known(found["part"]),
-                description=found["desc"].strip() or None,
+                description=" ".join(found["desc"].split()) or None,  # column -t widens the gaps
                 fw_ver=_known(found["fw"]),
             )
     return reader.result(devices.result())
