@@ -17,7 +17,9 @@ spaces or none at all, ``column -t`` alignment, trailing blanks, CRLF line ends,
 terminal borders (box drawing characters and ``|``), Markdown fences and ``>`` quote marks, shell
 prompt lines (``$ ibstat``, ``[root@node ~]# ibstat``), ``#`` comments and the command line itself
 are skipped without a note. Output cut off in the middle gives what was seen so far. Unknown keys
-inside a block are ignored, so newer tool versions that add a field still parse.
+inside a block do not stop the parse, so newer tool versions that add a field still parse: in
+``ibstat`` and ``ibstatus`` output each is a note (their keys are few and fixed); ``ibv_devinfo -v``
+prints dozens of device attributes, so lower-case keys there are taken as attributes not used.
 
 ``notes`` lists, in input order, every line that was not placed: ``{"line": N, "text": ...,
 "reason": ...}`` with the 1-based line number of the input as given (list items count as lines),
