@@ -209,9 +209,9 @@ FULLWIDTH = str.maketrans("0123456789", "\uff10\uff11\uff12\uff13\uff14\uff15\uf
 
 @pytest.mark.parametrize("digits", [ARABIC_INDIC, FULLWIDTH], ids=["arabic-indic", "fullwidth"])
 def test_other_digits_in_values_give_none_and_a_note(digits):
+    values = ("1".translate(digits), "200".translate(digits), "12".translate(digits))
     text = ("CA 'mlx5_0'\n\tCA type: MT4123\n\tNumber of ports: %s\n\tPort 1:\n\t\tState: Active\n"
-            "\t\tRate: %s\n\t\tBase lid: %s\n\t\tSM lid: 1\n" % ("1".translate(digits), "200".translate(digits),
-                                                               "12".translate(digits)))
+            "\t\tRate: %s\n\t\tBase lid: %s\n\t\tSM lid: 1\n" % values)
     result = PARSERS["ibstat"](text)
     (port,) = result["ports"]
     assert (port["num_ports"], port["rate_gbps"], port["lid"], port["sm_lid"]) == (None, None, None, 1)
