@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAX_LINE, is_shell_prompt
+
 # The states dkms prints, best first: a module is usable on a kernel when it is installed there.
 STATE_RANK = ("installed", "installed-weak", "built", "added")
 USABLE_STATES = ("installed", "installed-weak")
@@ -50,7 +52,6 @@ _DIAGNOSTIC = re.compile(
 _WEAK_FROM = re.compile(r"^from\s+(?P<kernel>\S+)")
 # What a paste carries besides the output: a shell prompt (``$ dkms status``,
 # ``[root@node ~]# dkms status``), a ``#`` comment, the command line itself.
-_PROMPT = re.compile(r"^(?:\[[^\]]*\]\s?|\S*[@:~]\S*?\s?)?[$#%]\s*(?:\S.*)?$")
 _COMMAND = re.compile(r"^(?:sudo\s+)?dkms(?:\s+(?:status|build|install|add|remove|autoinstall|--version|-[a-z]|-m|-v|-k)\b.*)?$")
 _REDACTED = re.compile(r"^(?:\.{3,}|\u2026+|[\[<(]\s*(?:\.{3}|snip(?:ped)?|redacted|cut|truncated|omitted)\s*[\]>)])$",
                        re.IGNORECASE)
@@ -134,6 +135,12 @@ def _numbered_items(text):
     diagnostic = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip().strip("\ufeff")
+        if len(line) > MAX_LINE:
+            if diagnostic is not None:
+                yield diagnostic
+                diagnostic = None
+            yield number, _item(state="unparsed", message=line)
+            continue
         item = parse_status_line(line) if line else None
         if (item is not None or not line) and diagnostic is not None:
             yield diagnostic
@@ -154,7 +161,7 @@ def _numbered_items(text):
             diagnostic = (number, _item(state="error" if kind == "Error!" else "warning", message=message))
             # Held back until its continuation lines are known.
             continue
-        pasted = _PROMPT.match(line) or _COMMAND.match(line)
+        pasted = is_shell_prompt(line) or _COMMAND.match(line)
         redacted = _REDACTED.match(line)
         if diagnostic is not None and (pasted or redacted):
             # A prompt or a redaction mark is never a continuation line: it ends the message.

@@ -151,6 +151,40 @@ def parse_lid(text):
     return int(text, 16) if text.startswith("0x") else int(text, 10)
 
 
+# Longest line the text parsers read: real tool output lines are far shorter, and a bound keeps every
+# pattern's work per line small whatever is pasted.
+MAX_LINE = 1024
+_PROMPT_CHARS = "$#%"
+
+
+def is_shell_prompt(line):
+    """True for a shell prompt line, with or without a command after it, and for a ``#`` comment.
+
+    ``$ ibstat``, ``# ibstat``, ``[root@node ~]# ibstat``, ``root@node:~# ibstat``, ``user@host $``.
+    Written without backtracking patterns so that a long line costs linear time.
+    """
+    if not line:
+        return False
+    if line[0] in _PROMPT_CHARS:
+        return True
+    if line[0] == "[":
+        close = line.find("]")
+        if close != -1:
+            after = line[close + 1:]
+            if after[:1].isspace():
+                after = after[1:]
+            if after[:1] and after[0] in _PROMPT_CHARS:
+                return True
+    token = line.split(None, 1)[0] if not line[0].isspace() else ""
+    marks = [token.find(char) for char in "@:~" if char in token]
+    if not marks:
+        return False
+    if any(char in token[min(marks) + 1:] for char in _PROMPT_CHARS):
+        return True
+    rest = line[len(token):]
+    return len(rest) >= 2 and rest[0].isspace() and rest[1] in _PROMPT_CHARS
+
+
 def port_key(device, port):
     """The ``device/port`` name used in summaries and expectations, e.g. ``mlx5_0/1``."""
     return "%s/%s" % (device, port)

@@ -54,7 +54,9 @@ import json
 import re
 
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import (
+    MAX_LINE,
     gid_interface_id,
+    is_shell_prompt,
     normalize_guid,
     parse_lid,
     parse_rate,
@@ -91,7 +93,6 @@ _STRIP_CHARS = " \t\f\v\u00a0\ufeff" + _BORDER_CHARS
 _DECORATION = re.compile(r"^(?:[\s+=_~\-%s]*|(?:```|~~~).*)$" % re.escape(_BORDER_CHARS))
 # A quote mark of a mail or Markdown paste ("> "), possibly nested.
 _QUOTE_MARKS = re.compile(r"^(?:>[ \t]?)+")
-_PROMPT = re.compile(r"^(?:\[[^\]]*\]\s?|\S*[@:~]\S*?\s?)?[$#%]\s*(?:\S.*)?$")
 # The command line itself, pasted without its prompt.
 _COMMAND = re.compile(
     r"^(?:sudo\s+)?(?:ibstat|ibstatus|ibv_devinfo|ibv_devices|ibdev2netdev|rdma)(?:\s+-[-\w=]*|\s+link|\s+show"
@@ -173,8 +174,11 @@ class _Reader:
 
     def lines(self, text=None):
         for number, raw in enumerate(re.split(r"\r\n|\r|\n", self.text if text is None else text), start=1):
+            if len(raw) > MAX_LINE:
+                self.unplaced(number, raw.strip(), "a line longer than %d characters, not read" % MAX_LINE)
+                continue
             line = _clean(raw)
-            if not line or _PROMPT.match(line) or _COMMAND.match(line):
+            if not line or is_shell_prompt(line) or _COMMAND.match(line):
                 continue
             if _NOISE.match(line):
                 self.note(number, line, "a diagnostic message, not part of the listing")

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAX_LINE, is_shell_prompt
+
 # Gb/s per printed bandwidth unit.
 #
 # perftest's "MB/sec" is 2**20 bytes per second, not 10**6. Its print_report_bw()
@@ -53,10 +55,7 @@ _WARNING = re.compile(
 _ERRORISH = re.compile(r"couldn'?t|unable|failed|error|not found|cannot|refused", re.IGNORECASE)
 # What a paste carries besides the output: a shell prompt (``$ ib_write_bw ...``,
 # ``[root@node ~]# ...``), a ``#`` comment, the tool's command line itself.
-_PASTE_NOISE = re.compile(
-    r"^(?:(?:\[[^\]]*\]\s?|\S*[@:~]\S*?\s?)?[$%]\s*(?:\S.*)?|(?:\[[^\]]*\]\s?|\S*[@:~]\S*?\s?)?#(?!bytes)(?:\s.*)?"
-    r"|(?:sudo\s+)?(?:ib_(?:write|read|send|atomic)_(?:bw|lat)|raw_ethernet_\w+)(?:\s.*)?)$"
-)
+_PERFTEST_COMMAND = re.compile(r"^(?:sudo\s+)?(?:ib_(?:write|read|send|atomic)_(?:bw|lat)|raw_ethernet_\w+)(?:\s.*)?$")
 _COLUMN_UNIT = re.compile(r"^(?P<name>.*?)\[(?P<unit>[^\]]*)\]$")
 
 # Header keys perftest prints, accepted even outside a header block (a paste may start mid-header).
@@ -395,7 +394,15 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
         line = raw.rstrip()
         if not line.strip() or _DASHES.match(line) or _STARS.match(line):
             continue
-        if _PASTE_NOISE.match(line.strip()):
+        if len(line) > MAX_LINE:
+            if strict:
+                raise PerftestOutputError("line %d%s is longer than %d characters: not perftest output" % (
+                    number, stream, MAX_LINE))
+            first_unplaced = first_unplaced or (number, stream, line)
+            _note(notes, "a line longer than %d characters%s, not read" % (MAX_LINE, stream), number, line)
+            continue
+        stripped = line.strip()
+        if not stripped.startswith("#bytes") and (is_shell_prompt(stripped) or _PERFTEST_COMMAND.match(stripped)):
             continue
         recognised += 1
         if _BANNER.search(line):

@@ -270,3 +270,29 @@ def test_perftest_huge_figures_never_give_infinity(data, exponent):
     tokens[position] = "9" * exponent + data.draw(st.sampled_from(["", ".5", "e309", "0" * 10]))
     lines[index] = "  ".join(tokens)
     _run_perftest("\n".join(lines))
+
+
+# ----------------------------------------------------------------------------------------------
+# Long lines: every parser's work per line is bounded (found by timing 5000-character lines, on
+# which backtracking patterns took seconds)
+# ----------------------------------------------------------------------------------------------
+
+@settings(max_examples=25, deadline=2000, derandomize=True, database=None)
+@given(unit=st.sampled_from([":a", "a@", " ", "[a", "(a", "a\t", "#a", "1 ", "A "]),
+       size=st.integers(min_value=900, max_value=60000))
+def test_long_lines_are_fast_and_noted(unit, size):
+    line = "a" + unit * (size // len(unit)) + "b"
+    for tool in PARSERS:
+        for text in ("CA 'x'\n" + line, line):
+            try:
+                _check_ib_result(PARSERS[tool](text))
+            except IbTextError as error:
+                _one_sentence(error)
+    try:
+        _check_perftest(parse_perftest(line))
+    except PerftestOutputError as error:
+        _one_sentence(error)
+    try:
+        parse_dkms_status(line)
+    except DkmsParseError as error:
+        _one_sentence(error)
