@@ -73,7 +73,7 @@ TEXT = st.lists(st.one_of(
 @st.composite
 def mutated(draw, samples):
     lines = draw(st.sampled_from(samples)).split("\n")
-    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+    for dummy in range(draw(st.integers(min_value=1, max_value=4))):
         if not lines:
             lines = [""]
         index = draw(st.integers(min_value=0, max_value=len(lines) - 1))
@@ -103,13 +103,17 @@ def _one_sentence(error):
 # OCI spec (module_utils/_oci_spec.py)
 # ----------------------------------------------------------------------------------------------
 
+def _refuse_constant(name):
+    raise AssertionError("the spec was written with %s, which is not JSON" % name)
+
+
 def _plan_spec(text):
     try:
         plan = plan_rlimits(text, MEMLOCK, nofile_floor=1048576, source="spec.json")
     except SpecError as error:
         _one_sentence(error)
         return
-    written = json.loads(plan["text"], parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
+    written = json.loads(plan["text"], parse_constant=_refuse_constant)
     json.dumps(plan["rlimits"], allow_nan=False)
     memlock = [r for r in written["process"]["rlimits"] if r["type"] == "RLIMIT_MEMLOCK"]
     assert memlock == [{"type": "RLIMIT_MEMLOCK", "hard": RLIM_INFINITY, "soft": RLIM_INFINITY}]

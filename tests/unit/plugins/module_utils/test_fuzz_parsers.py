@@ -62,7 +62,7 @@ TEXT_ALPHABET = st.characters(codec="utf-8", exclude_categories=("Cs",)) | st.sa
 def mutated(draw, samples):
     """A real sample after what pasting does to text."""
     lines = draw(st.sampled_from(samples)).split("\n")
-    for _ in range(draw(st.integers(min_value=1, max_value=5))):
+    for dummy in range(draw(st.integers(min_value=1, max_value=5))):
         if not lines:
             lines = [""]
         index = draw(st.integers(min_value=0, max_value=len(lines) - 1))
