@@ -18,6 +18,9 @@ description:
     C(ofed_info -s), and only when the tools are installed and O(run_tools=true).
   - A missing file or tool gives an empty or V(null) fact and a line in RV(ansible_facts.rdma_driver.notes),
     never a failure. The module changes nothing.
+  - dkms's own errors (C(Error!), for example a module directory without C(dkms.conf), after which
+    C(dkms status) lists nothing more) and lines of C(dkms status) that are not status lines are also
+    warnings of the task.
   - Needs only the Python standard library on the node.
 author: rdma.node developers (!UNKNOWN)
 extends_documentation_fragment:
@@ -278,7 +281,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdma.node.plugins.module_utils._dkms import parse_dkms_version
+from ansible_collections.rdma.node.plugins.module_utils._dkms import iter_status, parse_dkms_version
 from ansible_collections.rdma.node.plugins.module_utils._driver import gather
 from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes, take_read_warnings
 
@@ -365,6 +368,16 @@ def _ofed(module, notes):
     return out
 
 
+def _warn_dkms(module, dkms_text):
+    """dkms's own errors (a module directory without dkms.conf stops dkms status) and lines that
+    are not dkms output are warnings: the module list may be incomplete."""
+    for item in iter_status(dkms_text or ""):
+        if item["state"] == "error":
+            module.warn("dkms status reported an error, its module list may be incomplete: %s" % item["message"])
+        elif item["state"] in ("unparsed", "redacted"):
+            module.warn("dkms status printed a line that is not a status line: %r" % item["message"])
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -392,6 +405,7 @@ def main():
     )
     for warning in take_read_warnings() + _bound_results(facts):
         module.warn(warning)
+    _warn_dkms(module, dkms_text)
     module.exit_json(changed=False, ansible_facts={"rdma_driver": facts})
 
 

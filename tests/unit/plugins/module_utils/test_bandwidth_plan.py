@@ -33,7 +33,7 @@ from ansible_collections.rdma.node.plugins.module_utils._bandwidth_plan import (
     select_ports,
     step_roles,
 )
-from ansible_collections.rdma.node.plugins.module_utils._perftest import average_for, parse_perftest
+from ansible_collections.rdma.node.plugins.module_utils._perftest_output import average_for, parse_perftest
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
 from testpaths import COLLECTION_ROOT, FIXTURES
 
