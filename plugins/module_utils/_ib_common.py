@@ -70,11 +70,7 @@ def _state(text, names, aliases):
     if trailing_code:
         code = int(trailing_code.group(2))
         return names.get(code, trailing_code.group(1)), code
-<<<<<<< HEAD
-    if text.isascii() and text.isdigit():  # "²".isdigit() is true, but int() refuses it
-=======
     if _ASCII_NUMBER.match(text):
->>>>>>> parsers
         code = int(text)
         return names.get(code), code
     code = aliases.get(_alias_key(text))
