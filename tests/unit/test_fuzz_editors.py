@@ -184,10 +184,7 @@ def test_rlimit_values(value):
             json.dumps([soft, hard], allow_nan=False)
 
 
-# Found by the fuzzing above; _rlimits.py belongs to another change, so these pin the bugs until it
-# is fixed (strict xfail: the fix makes them pass and they must then lose the mark). The fix is to read
-# digits as [0-9]{1,20} instead of \\d+ in _OCI_VALUE, _SIZE_PART, _COUNT, _TIME_PART and the nice patterns.
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="int() of 5000 digits raises ValueError, not RlimitError")
+# Found by the fuzzing above: _rlimits.py reads digits as ASCII [0-9]{1,20} only.
 @pytest.mark.parametrize("call", [lambda: parse_rlimit_value("9" * 5000),
                                   lambda: parse_systemd_limit("LimitMEMLOCK", "9" * 5000)], ids=["oci", "systemd"])
 def test_a_number_of_5000_digits_is_an_rlimit_error(call):
@@ -195,7 +192,6 @@ def test_a_number_of_5000_digits_is_an_rlimit_error(call):
         call()
 
 
-@pytest.mark.xfail(strict=True, reason="Arabic-Indic digits are read as a number (and written to the drop-in)")
 @pytest.mark.parametrize("call", [lambda: parse_rlimit_value("\u0666\u0664K"),
                                   lambda: parse_systemd_limit("LimitMEMLOCK", "\u0666\u0664")], ids=["oci", "systemd"])
 def test_digits_other_than_ascii_are_refused(call):
