@@ -214,9 +214,9 @@ def test_a_hanging_server_is_stopped_by_the_role(main_run):
     assert not alive(hung[0]["pid"]) and not alive(child)  # the fake server and the child in its process group
     facts = facts_of(main_run["run"])
     bond = facts["a100-node-01"]["bandwidth_check_status"]["pairs"][1]
+    # Stopped by the role after its grace period, not by the module's own 65 s deadline: the role
+    # records who stopped it (a wall-clock bound would only measure how loaded the machine is).
     assert (bond["port"], bond["verdict"], bond["server_stopped_by"]) == ("mlx5_bond_0/1", "pass", "role")
-    # Stopped by the role after its 2 s grace, long before the module's own 65 s deadline would have.
-    assert main_run["elapsed"] < 50
     every_server = [c["pid"] for c in main_run["calls"] if c["role"] == "server"]
     assert [pid for pid in every_server if alive(pid)] == []
     assert list(main_run["async_dir"].iterdir()) == []  # every server job was collected and cleaned up
