@@ -20,6 +20,7 @@ APT_PACKAGES=(
   chromium           # headless screenshots of the HTML report
   shellcheck         # lets ansible-test sanity check the shell scripts
   rsync util-linux systemd
+  bsdextrautils      # column -t: the parsers are tested on aligned pastes
 )
 
 log() { printf 'setup: %s\n' "$*" >&2; }

@@ -16,14 +16,22 @@ option stays documented (no hidden module parameters):
    back here and is parsed with tomlkit, so the check is what containerd really reads, not only its
    exit status: containerd 1.6 exits 0 on a version 3 file and on an import that replaces the CRI
    section, and silently drops the runtime settings.
-3. Only when the file changes, outside check mode: ``ansible.builtin.copy`` moves the transferred
-   content into place: temp file and rename in the target's directory (atomic), owner, mode and
-   SELinux context of the old file kept, ``backup`` through ``backup_local``.
+3. Only when the file changes, outside check mode: the module again, in its write step, moves the
+   transferred content into place (temp file and rename in the target's directory, owner, mode and
+   SELinux context of the old file kept, ``backup`` through ``backup_local``) - but only when the
+   file still has the SHA-256 it had in step 1. When the validated copy is the content to write,
+   it is not transferred a second time.
+
+Concurrency: a compare-and-swap, not a lock across the task. The edit is planned here, between
+round trips, and a lock on the node cannot outlive the module process that took it. The write
+step takes the directory lock every writer of this collection uses, compares the digest and
+renames under it, so of two runs that read the same file only the first write lands; the other
+gets a conflict, reads the file again and re-plans its edit on top (up to ``_CAS_ATTEMPTS`` times),
+so parallel edits all land or the task fails saying so - never a lost update reported as changed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 import re
 import shlex
@@ -48,6 +56,9 @@ from ansible_collections.rdma.node.plugins.plugin_utils._containerd_config impor
 
 display = Display()
 
+# Rounds of read, plan, compare-and-swap before giving up on a file that keeps changing under us.
+_CAS_ATTEMPTS = 10
+
 _LOG_MSG = re.compile(r'level=(?P<level>\w+) msg="(?P<msg>(?:[^"\\]|\\.)*)"')
 
 
@@ -65,6 +76,8 @@ def _containerd_messages(stderr, level):
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = True
+    _args = None
+    _transferred = None  # (text, remote path) of the validated candidate, reused by the write step
     _supports_check_mode = True
     _supports_async = False
 
@@ -84,13 +97,33 @@ class ActionModule(ActionBase):
 
     def _containerd_runtime(self, args, task_vars):
         require_tomlkit()
-        present = args["state"] == "present"
+        self._args, self._transferred = dict(args), None
+        for dummy in range(_CAS_ATTEMPTS):
+            result, new_text, node = self._plan(args, task_vars)
+            if new_text is None:
+                return result
+            written = self._write(result["path"], new_text, args["backup"], node["sha256"], task_vars)
+            if written is not None:
+                result.update(written)
+                return result
+        raise AnsibleActionFail(
+            "%s kept changing on the node while this task edited it (%d attempts, each found it rewritten by "
+            "another task or process before its own write); nothing was written by this task."
+            % (node["path"], _CAS_ATTEMPTS))
+
+    def _read_node(self, args, task_vars):
+        """Step 1: the module reads the file and what containerd says; a failure keeps its reason."""
         node_result = self._execute_module(module_name="rdma.node.containerd_runtime", module_args=dict(args),
                                            task_vars=task_vars)
         if node_result.get("failed") or "node" not in node_result:
-            raise AnsibleActionFail(node_result.get("msg") or "rdma.node.containerd_runtime failed on the node.",
+            raise AnsibleActionFail(_node_failure(node_result),
                                     result={k: v for k, v in node_result.items() if k not in ("msg", "failed")})
-        node = node_result["node"]
+        return node_result["node"]
+
+    def _plan(self, args, task_vars):
+        """``(result, new_text, node)``: new_text is None when nothing is to be written."""
+        present = args["state"] == "present"
+        node = self._read_node(args, task_vars)
         path = node["path"]
         spec = validate_spec_path(node.get(BASE_RUNTIME_SPEC)) if present else None
         result = dict(changed=False, path=path, runtimes_changed=[], runtimes_created=[], created=False,
@@ -103,7 +136,7 @@ class ActionModule(ActionBase):
             before = text = node["content"]
         elif not present:
             result["msg"] = "%s does not exist; nothing to remove." % path
-            return result
+            return result, None, node
         else:
             directory = posixpath.dirname(path)
             if not node["directory_exists"]:
@@ -140,7 +173,7 @@ class ActionModule(ActionBase):
                 result["validated"] = True
 
         if not changed:
-            return result
+            return result, None, node
         if not node["directory_writable"]:
             raise AnsibleActionFail(
                 "cannot write %s: its directory %s is not writable on the node (read-only file system or "
@@ -149,9 +182,8 @@ class ActionModule(ActionBase):
             result["diff"] = dict(before=before, after=new_text, before_header=path, after_header=path)
         result.update(changed=True, restart_required=True)
         if self._task.check_mode:
-            return result
-        result.update(self._write(path, new_text, args["backup"], task_vars))
-        return result
+            return result, None, node
+        return result, new_text, node
 
     @staticmethod
     def _cannot_validate(node, version, path, label):
@@ -187,7 +219,10 @@ class ActionModule(ActionBase):
 
     def _validate(self, containerd, label, path, new_text, expected, task_vars):
         """Run the node's ``containerd config dump`` on the candidate and check what containerd reads."""
-        remote = self._remote_file("config.toml", validation_text(new_text, posixpath.dirname(path)))
+        candidate = validation_text(new_text, posixpath.dirname(path))
+        remote = self._remote_file("config.toml", candidate)
+        # Without relative imports the candidate is the content to write: the write step reuses it.
+        self._transferred = (new_text, remote) if candidate == new_text else None
         command = shlex.join([containerd, "--config", remote, "config", "dump"])
         res = self._low_level_execute_command(command, chdir="/")
         stderr = to_text(res.get("stderr", "")).replace(remote, path).strip()
@@ -198,18 +233,33 @@ class ActionModule(ActionBase):
             display.warning("%s about %s: %s" % (label, path, message))
         check_dump(to_text(res.get("stdout", "")), expected, path, label)
 
-    def _write(self, path, new_text, backup, task_vars):
-        data = to_bytes(new_text)
-        remote = self._remote_file("content", data)
-        copy_result = self._execute_module(
-            module_name="ansible.builtin.copy",
-            module_args=dict(src=remote, dest=path, backup=backup, follow=True,
-                             checksum=hashlib.sha1(data).hexdigest(), _original_basename=posixpath.basename(path)),
+    def _write(self, path, new_text, backup, expected_sha256, task_vars):
+        """Step 3: the module's write step; None when the file changed since it was read (retry)."""
+        if self._transferred and self._transferred[0] == new_text:
+            remote = self._transferred[1]
+        else:
+            remote = self._remote_file("content", to_bytes(new_text))
+        write_result = self._execute_module(
+            module_name="rdma.node.containerd_runtime",
+            module_args=dict(self._args, path=path, replace_with=remote, expected_sha256=expected_sha256, backup=backup),
             task_vars=task_vars,
         )
-        if copy_result.get("failed"):
-            raise AnsibleActionFail("cannot write %s: %s" % (path, copy_result.get("msg", "ansible.builtin.copy failed")))
+        if write_result.get("conflict"):
+            display.vvv("%s changed on the node since it was read; reading it again." % path)
+            return None
+        if write_result.get("failed"):
+            raise AnsibleActionFail("cannot write %s: %s" % (path, _node_failure(write_result)))
         written = {}
-        if copy_result.get("backup_file"):
-            written["backup_file"] = copy_result["backup_file"]
+        if write_result.get("backup_file"):
+            written["backup_file"] = write_result["backup_file"]
         return written
+
+
+def _node_failure(node_result):
+    """The module's own message, or for a crash its last line of error output, never just 'failed'."""
+    message = node_result.get("msg") or ""
+    detail = node_result.get("exception") or node_result.get("module_stderr") or node_result.get("module_stdout") or ""
+    lines = [line.strip() for line in to_text(detail).splitlines() if line.strip()]
+    if lines and (not message or message.startswith("MODULE FAILURE")):
+        return "rdma.node.containerd_runtime failed on the node: %s" % lines[-1]
+    return message or "rdma.node.containerd_runtime failed on the node without a message (rc %s)." % node_result.get("rc")

@@ -59,4 +59,3 @@ class ActionModule(ActionBase):
                 "aggregate": True,
             }
         return result
-

@@ -12,14 +12,14 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.rdma.node.plugins.module_utils._bandwidth_plan import (
     DEFAULT_TCP_PORT_BASE,
     ROUNDS_COVER,
-    BandwidthPlanError,
     build_plan,
-    evaluate,
     job_processes,
     pair_rounds,
     pairs_as_lists,
     select_ports,
 )
+from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
+from ansible_collections.rdma.node.plugins.module_utils._checks_bandwidth import evaluate
 
 
 def _plain(value):
@@ -36,7 +36,7 @@ def _plain(value):
 def _call(name, function, *args, **kwargs):
     try:
         return function(*[_plain(a) for a in args], **{k: _plain(v) for k, v in kwargs.items()})
-    except BandwidthPlanError as exc:
+    except CheckError as exc:  # BandwidthPlanError too
         raise AnsibleFilterError("rdma.node.%s: %s" % (name, exc)) from None
 
 
@@ -61,9 +61,9 @@ def bandwidth_plan(hosts, order=None, tcp_port_base=DEFAULT_TCP_PORT_BASE, round
 
 
 def bandwidth_verdicts(plan, host, loopback_results=None, pair_runs=None, check_mode=False, info=None):
-    """Findings and status of one host after its tests ran."""
+    """Findings and status of one host after its tests ran: the role's registered checks, as rdma.node.evaluate runs them."""
     return _call("bandwidth_verdicts", evaluate, plan, host, loopback_results=loopback_results, pair_runs=pair_runs,
-                 check_mode=bool(check_mode), info=info)
+                 check_mode=bool(check_mode), selection=info)
 
 
 def bandwidth_job_processes(ps_output, job):

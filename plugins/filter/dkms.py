@@ -9,10 +9,11 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.module_utils._dkms import DkmsParseError, parse_status
+from ansible_collections.rdma.node.plugins.module_utils._dkms import DkmsParseError
+from ansible_collections.rdma.node.plugins.module_utils._dkms import parse_dkms_status as _parse
 
 
-def parse_dkms_status(data):
+def parse_dkms_status(data, strict=False):
     """Parse ``dkms status`` output (a string, or a list of lines such as ``stdout_lines``)."""
     if isinstance(data, str):
         text = data
@@ -25,8 +26,10 @@ def parse_dkms_status(data):
             "rdma.node.parse_dkms_status expects the text of dkms status, a string or a list of "
             "lines (such as stdout_lines), not %s" % type(data).__name__
         )
+    if not isinstance(strict, bool):
+        raise AnsibleFilterError("rdma.node.parse_dkms_status: strict must be true or false, not %r" % (strict,))
     try:
-        return parse_status(text, strict=True)
+        return _parse(text, strict=strict)
     except DkmsParseError as exc:
         raise AnsibleFilterError("rdma.node.parse_dkms_status: %s" % exc) from None
 

@@ -2,8 +2,9 @@
 # Copyright: rdma.node contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters that turn the output of ibstat, ibstatus, ibv_devinfo, ibdev2netdev and rdma link into
-one dict per port. The parsing lives in ``module_utils/_ib_text.py``; these wrappers only turn a
-parse error into an ``AnsibleFilterError``. Documentation: ``parse_*.yml`` beside this file."""
+one dict per port, plus notes on the lines they could not place. The parsing lives in
+``module_utils/_ib_text.py``; these wrappers only check ``strict`` and turn a parse error into an
+``AnsibleFilterError``. Documentation: ``parse_*.yml`` beside this file."""
 
 from __future__ import annotations
 
@@ -19,36 +20,38 @@ from ansible_collections.rdma.node.plugins.module_utils._ib_text import (
 )
 
 
-def _run(parser, data):
+def _run(parser, data, strict):
+    if not isinstance(strict, bool):
+        raise AnsibleFilterError("rdma.node.%s: strict must be true or false, not %r" % (parser.__name__, strict))
     try:
-        return parser(data)
+        return parser(data, strict=strict)
     except IbTextError as exc:
         raise AnsibleFilterError(str(exc)) from None
 
 
-def parse_ibstat(data):
-    """``ibstat`` output (string or list of lines) -> list of port dicts."""
-    return _run(_parse_ibstat, data)
+def parse_ibstat(data, strict=False):
+    """``ibstat`` output (string or list of lines) -> ``{ports, notes}``."""
+    return _run(_parse_ibstat, data, strict)
 
 
-def parse_ibstatus(data):
-    """``ibstatus`` output (string or list of lines) -> list of port dicts."""
-    return _run(_parse_ibstatus, data)
+def parse_ibstatus(data, strict=False):
+    """``ibstatus`` output (string or list of lines) -> ``{ports, notes}``."""
+    return _run(_parse_ibstatus, data, strict)
 
 
-def parse_ibv_devinfo(data):
-    """``ibv_devinfo`` output (string or list of lines) -> list of port dicts."""
-    return _run(_parse_ibv_devinfo, data)
+def parse_ibv_devinfo(data, strict=False):
+    """``ibv_devinfo`` output (string or list of lines) -> ``{ports, notes}``."""
+    return _run(_parse_ibv_devinfo, data, strict)
 
 
-def parse_ibdev2netdev(data):
-    """``ibdev2netdev`` / ``ibdev2netdev -v`` output (string or list of lines) -> list of port dicts."""
-    return _run(_parse_ibdev2netdev, data)
+def parse_ibdev2netdev(data, strict=False):
+    """``ibdev2netdev`` / ``ibdev2netdev -v`` output (string or list of lines) -> ``{ports, notes}``."""
+    return _run(_parse_ibdev2netdev, data, strict)
 
 
-def parse_rdma_link(data):
-    """``rdma link show`` output (string or list of lines) -> list of port dicts."""
-    return _run(_parse_rdma_link, data)
+def parse_rdma_link(data, strict=False):
+    """``rdma link show`` output (string or list of lines) -> ``{ports, notes}``."""
+    return _run(_parse_rdma_link, data, strict)
 
 
 class FilterModule:

@@ -1,7 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdma.node contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters for the cluster side: device plugin config, tolerations, mofed.wait, node resources."""
+"""Filters for the cluster side: device plugin config, tolerations, mofed.wait, node resources.
+
+The two that give findings (mofed.wait, node resources) run the registered checks of the k8s_rdma
+role (plugin_utils/_checks_cluster.py) on the objects they are given.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +13,14 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._checks_cluster import mofed_wait_findings, resource_findings
 from ansible_collections.rdma.node.plugins.plugin_utils._k8s_rdma import (
     MOFED_WAIT_LABEL,
     K8sRdmaError,
     device_plugin_config,
     merge_device_plugin_config,
     merge_tolerations,
-    mofed_wait_findings,
-    node_expectations,
-    resource_findings,
     stale_resource_patches,
 )
 
@@ -40,7 +43,7 @@ def _plain(value):
 def _call(name, func, *args, **kwargs):
     try:
         return func(*args, **kwargs)
-    except K8sRdmaError as exc:
+    except CheckError as exc:  # K8sRdmaError too
         raise AnsibleFilterError("rdma.node.%s: %s" % (name, exc)) from None
 
 
@@ -110,18 +113,18 @@ def k8s_node_resource_findings(nodes, resources, groups, hostvars=None, prefix="
     name = "k8s_node_resource_findings"
     if not isinstance(groups, Mapping):
         raise AnsibleFilterError("rdma.node.%s: groups must be Ansible's groups mapping, got %r" % (name, groups))
-
-    def node_name_of(host):
-        host_vars = hostvars.get(host) if isinstance(hostvars, Mapping) else None
-        value = (host_vars or {}).get("k8s_node_name")
-        return str(value) if value else None
-
     if isinstance(expected_count, bool) or not isinstance(expected_count, int) or expected_count < 0:
         raise AnsibleFilterError("rdma.node.%s: expected_count must be a non-negative integer, got %r" % (name, expected_count))
-    expectations = _call(name, node_expectations, {str(g): [str(h) for h in hs] for g, hs in groups.items()},
-                         _plain(resources), node_name_of, prefix=str(prefix))
-    return _call(name, resource_findings, _plain(nodes), expectations, expected_count=expected_count,
-                 mofed_label=str(mofed_label) if mofed_label else None)
+    inventory_groups = {str(g): [str(h) for h in hs] for g, hs in groups.items()}
+    node_names = {}
+    if isinstance(hostvars, Mapping) and isinstance(resources, Mapping):
+        # Only the hosts of the groups that have a resource: reading hostvars costs per host.
+        for host in dict.fromkeys(h for g in resources for h in inventory_groups.get(str(g), [])):
+            value = (hostvars.get(host) or {}).get("k8s_node_name")
+            if value:
+                node_names[host] = str(value)
+    return _call(name, resource_findings, _plain(nodes), _plain(resources), inventory_groups, node_names, prefix=str(prefix),
+                 expected_count=expected_count, mofed_label=str(mofed_label) if mofed_label else None)
 
 
 def k8s_stale_resource_patches(nodes, names, node_names=None):

@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.module_utils._perftest import parse_perftest as _parse
+from ansible_collections.rdma.node.plugins.module_utils._perftest_output import PerftestOutputError
+from ansible_collections.rdma.node.plugins.module_utils._perftest_output import parse_perftest as _parse
 
 
 def _text(value, what):
@@ -26,8 +27,17 @@ def _text(value, what):
     )
 
 
-def parse_perftest(data):
+def parse_perftest(data, strict=False):
     """Parse perftest output: a string, a list of lines, or a registered command result."""
+    if not isinstance(strict, bool):
+        raise AnsibleFilterError("rdma.node.parse_perftest: strict must be true or false, not %r" % (strict,))
+    try:
+        return _parse_input(data, strict)
+    except PerftestOutputError as exc:
+        raise AnsibleFilterError("rdma.node.parse_perftest: %s" % exc) from None
+
+
+def _parse_input(data, strict):
     if isinstance(data, Mapping):
         if "stdout" not in data and "stdout_lines" not in data:
             raise AnsibleFilterError(
@@ -38,11 +48,11 @@ def parse_perftest(data):
         stdout = _text(data["stdout"] if "stdout" in data else data.get("stdout_lines"), "stdout")
         stderr = _text(data.get("stderr"), "stderr")
         rc = data.get("rc")
-        if rc is not None and not isinstance(rc, int):
+        if rc is not None and (not isinstance(rc, int) or isinstance(rc, bool)):
             raise AnsibleFilterError("rdma.node.parse_perftest: rc must be an integer, not %r" % (rc,))
-        return _parse(stdout, stderr, rc=rc)
+        return _parse(stdout, stderr, rc=rc, strict=strict)
     if isinstance(data, str) or (isinstance(data, Sequence) and not isinstance(data, (bytes, Mapping))):
-        return _parse(_text(data, "the input"))
+        return _parse(_text(data, "the input"), strict=strict)
     raise AnsibleFilterError(
         "rdma.node.parse_perftest expects perftest output: a string, a list of lines, or a registered "
         "command result with stdout, not %s" % type(data).__name__

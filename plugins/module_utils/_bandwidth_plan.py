@@ -12,7 +12,8 @@ Pure functions over the facts of ``rdma.node.ib_facts`` and the results of ``rdm
   most one pair; with an odd count one host sits out and is paired in another round);
 * the plan the role executes: one loopback test per port, then steps of pair tests where a host takes
   part in at most one test per step and every test of a step has its own TCP port;
-* the verdicts and findings of one host once the tests have run, for the fleet report.
+* the verdict of each test of one host once the tests have run; the registered checks of
+  ``_checks_bandwidth.py`` turn them into findings, and the role's status shows them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
-from ansible_collections.rdma.node.plugins.module_utils import _findings
+from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import port_key
 
 ROLE = "bandwidth_check"
@@ -43,12 +44,10 @@ _PORT_NAME = re.compile(r"^[^/\s]+/\d+$")
 _VAGUE_CAUSES = ("remote_unreachable", "unknown")
 
 
-class BandwidthPlanError(ValueError):
-    """Input the plan cannot use; the message names the variable and what was expected."""
+class BandwidthPlanError(CheckError):
+    """Input the plan cannot use; the message names the variable and what was expected.
 
-
-def finding(check, severity, subject, message, expected=None, actual=None):
-    return _findings.finding(ROLE, check, severity, subject, message, expected, actual)
+    A CheckError, so that a check given bad input reports the sentence, not a traceback."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -467,15 +466,12 @@ def _outcome(result):
     return outcome
 
 
-def _failure_text(outcome):
-    text = "%s (%s)" % (outcome["cause"], outcome["line"]) if outcome["line"] else outcome["cause"]
-    if outcome["hint"]:
-        text += ". " + outcome["hint"]
+def failure_text(failure):
+    """``cause (line). hint`` of a failed test, as the findings say it."""
+    text = "%s (%s)" % (failure["cause"], failure["line"]) if failure["line"] else failure["cause"]
+    if failure["hint"]:
+        text += ". " + failure["hint"]
     return text
-
-
-def _check_for(cause):
-    return "perftest_error" if cause == "error" else "perftest_failed_%s" % cause
 
 
 def _judge(measured, expected):
@@ -486,8 +482,8 @@ def _judge(measured, expected):
     return "pass"
 
 
-def _loopback_verdict(plan, host, entry, result, check_mode):
-    tool = plan["tool"]
+def _loopback_verdict(entry, result):
+    """``(status, outcome, failure)`` of one loopback test; outcome is the verdict, or ``no_result``."""
     outcome = _outcome(result)
     status = {
         "port": entry["name"], "link_layer": entry["link_layer"], "rate_gbps": entry["rate_gbps"],
@@ -495,45 +491,17 @@ def _loopback_verdict(plan, host, entry, result, check_mode):
         "cause": outcome["cause"], "line": outcome["line"], "hint": outcome["hint"], "gid_index": entry["gid_index"],
         "gid_source": entry["gid_source"], "tcp_port": entry["tcp_port"], "cmd": outcome["cmd"],
     }
-    findings = []
     if not outcome["ran"]:
         status["verdict"] = "not_run"
-        if not check_mode:
-            findings.append(finding(
-                "loopback_not_run", "warning", entry["name"],
-                "The %s loopback test of %s did not run on %s." % (tool, entry["name"], host)))
-        return status, findings
+        return status, "not_run", None
     if outcome["cause"]:
         status["verdict"] = "failed"
-        findings.append(finding(
-            _check_for(outcome["cause"]), "critical", entry["name"],
-            "%s loopback on %s failed: %s" % (tool, entry["name"], _failure_text(outcome)),
-            "a completed test", outcome["line"]))
-        return status, findings
+        return status, "failed", outcome
     status["verdict"] = _judge(outcome["measured_gbps"], entry["expected_gbps"])
     if status["verdict"] == "failed":
         status["cause"] = "unknown"
-        findings.append(finding(
-            "perftest_failed_unknown", "critical", entry["name"],
-            "%s loopback on %s printed no bandwidth result." % (tool, entry["name"]), "a bandwidth result", None))
-    elif status["verdict"] == "below_expected":
-        findings.append(finding(
-            "bandwidth_below_expected", "critical", entry["name"],
-            "%s loopback on %s reached %s Gb/s, below the expected %s Gb/s (%s x the %s Gb/s link rate)."
-            % (tool, entry["name"], outcome["measured_gbps"], entry["expected_gbps"],
-               _ratio(entry["expected_gbps"], entry["rate_gbps"]), _number(entry["rate_gbps"])),
-            entry["expected_gbps"], outcome["measured_gbps"]))
-    return status, findings
-
-
-def _number(value):
-    return ("%.2f" % value).rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
-
-
-def _ratio(expected, rate):
-    if not rate:
-        return "?"
-    return _number(round(float(expected) / float(rate), 3))
+        return status, "no_result", None
+    return status, status["verdict"], None
 
 
 def _records(pair_runs):
@@ -544,8 +512,8 @@ def _records(pair_runs):
     return by_test
 
 
-def _pair_verdict(plan, host, test, records, check_mode):
-    tool = plan["tool"]
+def _pair_verdict(host, test, records):
+    """``(status, outcome, failure)`` of one pair test as ``host`` took part in it."""
     server_record = records.get("server") or {}
     client_record = records.get("client") or {}
     server = _outcome(server_record.get("result"))
@@ -560,14 +528,9 @@ def _pair_verdict(plan, host, test, records, check_mode):
         "measured_gbps": None, "verdict": None, "cause": None, "side": None, "line": None, "hint": None,
         "tcp_port": test["tcp_port"], "server_stopped_by": server_record.get("stopped_by"),
     }
-    what = "%s between %s (server, %s) and %s (client, %s)" % (
-        tool, test["server"], test["server_port"]["name"], test["client"], test["client_port"]["name"])
-    findings = []
     if not server_record and not client_record:
         status["verdict"] = "not_run"
-        if not check_mode:
-            findings.append(finding("pair_not_run", "warning", test["id"], "%s did not run." % what))
-        return status, findings
+        return status, "not_run", None
 
     chosen = None
     if server_record and not server_record.get("listening", True):
@@ -592,89 +555,57 @@ def _pair_verdict(plan, host, test, records, check_mode):
                 "Read the output of both sides in the task results, and run the same commands by hand "
                 "on the two nodes.")
         status.update(verdict="failed", cause=chosen["cause"], side=chosen["side"], line=chosen["line"], hint=chosen["hint"])
-        findings.append(finding(
-            _check_for(chosen["cause"]), "critical", test["id"],
-            "%s failed on the %s side: %s" % (what, chosen["side"], _failure_text(chosen)),
-            "a completed test", chosen["line"]))
-        return status, findings
+        return status, "failed", chosen
     status["verdict"] = _judge(measured, test["expected_gbps"])
     if status["verdict"] == "failed":
         status["cause"] = "unknown"
-        findings.append(finding("perftest_failed_unknown", "critical", test["id"],
-                                "%s printed no bandwidth result." % what, "a bandwidth result", None))
-    elif status["verdict"] == "below_expected":
-        findings.append(finding(
-            "bandwidth_below_expected", "critical", test["id"],
-            "%s reached %s Gb/s, below the expected %s Gb/s (%s x the %s Gb/s link rate)."
-            % (what, measured, test["expected_gbps"], _ratio(test["expected_gbps"], test["rate_gbps"]),
-               _number(test["rate_gbps"])),
-            test["expected_gbps"], measured))
-    if server_record.get("stopped_by") in ("role", "killed"):
-        findings.append(finding(
-            "perftest_server_stopped", "warning", test["id"],
-            "The %s server on %s (%s, TCP port %s) did not end after its client was done; the role stopped it%s."
-            % (tool, test["server"], test["server_port"]["name"], test["tcp_port"],
-               " with SIGKILL" if server_record.get("stopped_by") == "killed" else ""),
-            "ended by itself", server_record.get("stopped_by")))
-    return status, findings
+        return status, "no_result", None
+    return status, status["verdict"], None
 
 
-def evaluate(plan, host, loopback_results=None, pair_runs=None, check_mode=False, info=None):
-    """Verdicts and findings of ``host`` once its tests have run.
+def verdicts(plan, host, loopback_results=None, pair_runs=None, check_mode=False, selection=None):
+    """The verdict of every test of ``host`` once its tests have run.
 
     ``loopback_results`` are the task results of its loopback tests (each with ``item``, the plan's
     entry); ``pair_runs`` are the records the hosts kept of the pair tests (``{id, side, result,
-    listening, stopped_by}``), from any host: the tests ``host`` took part in are picked out. A pair
-    test's findings go to both of its hosts.
+    listening, stopped_by}``), from any host: the tests ``host`` took part in are picked out.
+    ``selection`` is the host's select_ports() result (its skipped ports, its efficiency).
+
+    Returns ``{"loopback": [...], "pairs": [...], "no_active_port", "skipped", ...}``: each test as
+    ``{"status", "outcome", "failure"}`` plus ``entry`` (loopback) or ``test`` and ``server_record``
+    (pairs). ``status`` is what the role's status shows; ``outcome`` is its verdict (``pass``,
+    ``below_expected``, ``failed``, ``not_run``), or ``no_result`` when the test ran without
+    failing and printed no bandwidth; ``failure`` is the failure that explains a failed test.
     """
     if not isinstance(plan, Mapping) or any(key not in plan for key in ("ports", "loopback", "steps", "groups")):
         raise BandwidthPlanError("expected the plan of rdma.node.bandwidth_plan, got %r" % (plan,))
-    findings = []
-    loopback = []
     results_by_port = {}
     for result in loopback_results or []:
         item = result.get("item") if isinstance(result, Mapping) else None
         if isinstance(item, Mapping) and item.get("name"):
             results_by_port[item["name"]] = result
+    loopback = []
     for entry in plan["loopback"].get(host) or []:
-        status, found = _loopback_verdict(plan, host, entry, results_by_port.get(entry["name"]), check_mode)
-        loopback.append(status)
-        findings.extend(found)
-    if host in plan["ports"] and not plan["ports"][host]:
-        skipped = (info or {}).get("skipped") or []
-        findings.append(finding(
-            "no_active_port", "warning", host,
-            "%s has no ACTIVE RDMA port to test%s." % (host, (" (" + "; ".join(
-                "%s: %s" % (s["name"], s["reason"]) for s in skipped) + ")") if skipped else ""),
-            "an ACTIVE port", None))
+        status, outcome, failure = _loopback_verdict(entry, results_by_port.get(entry["name"]))
+        loopback.append({"status": status, "outcome": outcome, "failure": failure, "entry": entry})
     records = _records(pair_runs)
     pairs = []
     for step in plan["steps"]:
         for test in step["tests"]:
             if host not in (test["server"], test["client"]):
                 continue
-            status, found = _pair_verdict(plan, host, test, records.get(test["id"], {}), check_mode)
-            pairs.append(status)
-            findings.extend(found)
-    counts = _findings.tally(findings)
-    critical, warning = counts["critical"], counts["warning"]
-    tested = loopback + pairs
+            these = records.get(test["id"], {})
+            status, outcome, failure = _pair_verdict(host, test, these)
+            pairs.append({"status": status, "outcome": outcome, "failure": failure, "test": test,
+                          "server_record": these.get("server") or {}})
     group = None
     for entry in plan["groups"]:
         if host in entry["hosts"]:
             group = entry["name"]
-    notes = [n["note"] for n in plan.get("notes") or [] if host in n["hosts"]]
-    status = {
-        "ok": critical == 0, "critical": critical, "warning": warning, "check_mode": bool(check_mode),
-        "tool": plan["tool"], "group": group, "efficiency": (info or {}).get("efficiency"),
+    return {
+        "host": host, "tool": plan["tool"], "check_mode": bool(check_mode), "group": group,
+        "efficiency": (selection or {}).get("efficiency"), "skipped": (selection or {}).get("skipped") or [],
+        "no_active_port": host in plan["ports"] and not plan["ports"][host],
         "loopback": loopback, "pairs": pairs,
-        "summary": {
-            "tests": len(tested),
-            "passed": sum(1 for t in tested if t["verdict"] == "pass"),
-            "below_expected": sum(1 for t in tested if t["verdict"] == "below_expected"),
-            "failed": sum(1 for t in tested if t["verdict"] == "failed"),
-            "not_run": sum(1 for t in tested if t["verdict"] == "not_run"),
-        },
-        "notes": notes,
+        "notes": [n["note"] for n in plan.get("notes") or [] if host in n["hosts"]],
     }
-    return {"findings": findings, "status": status}

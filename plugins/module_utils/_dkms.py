@@ -13,12 +13,23 @@ One status line describes one module version, for one kernel and architecture on
 
 dkms writes its diagnostics (``Error! ...``, ``Warning: ...``, ``Deprecated feature: ...``) to
 stderr; saved outputs often mix them in. They are kept as items of their own, with the lines that
-continue them, instead of failing the parse.
+continue them, instead of failing the parse. A module directory without ``dkms.conf`` makes
+``dkms status`` stop at that module and print only::
+
+    Error! Could not locate dkms.conf file.
+    File: /var/lib/dkms/broken/1.0/source/dkms.conf does not exist.
+
+``parse_dkms_status()`` gives the result the ``rdma.node.parse_dkms_status`` filter returns:
+the modules, dkms's errors and warnings apart from them, and notes on the lines it could not
+place (see its docstring). Shell prompts, ``#`` comments and the ``dkms`` command line of a paste
+are skipped.
 """
 
 from __future__ import annotations
 
 import re
+
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAX_LINE, is_shell_prompt
 
 # The states dkms prints, best first: a module is usable on a kernel when it is installed there.
 STATE_RANK = ("installed", "installed-weak", "built", "added")
@@ -39,6 +50,11 @@ _DIAGNOSTIC = re.compile(
     r"^(?P<kind>Error!|Warning:|WARNING:|Deprecated feature:)\s*(?P<message>.*)$"
 )
 _WEAK_FROM = re.compile(r"^from\s+(?P<kernel>\S+)")
+# What a paste carries besides the output: a shell prompt (``$ dkms status``,
+# ``[root@node ~]# dkms status``), a ``#`` comment, the command line itself.
+_COMMAND = re.compile(r"^(?:sudo\s+)?dkms(?:\s+(?:status|build|install|add|remove|autoinstall|--version|-[a-z]|-m|-v|-k)\b.*)?$")
+_REDACTED = re.compile(r"^(?:\.{3,}|\u2026+|[\[<(]\s*(?:\.{3}|snip(?:ped)?|redacted|cut|truncated|omitted)\s*[\]>)])$",
+                       re.IGNORECASE)
 _PAREN = re.compile(r"^\((?P<text>[^()]*)\)")
 
 
@@ -110,20 +126,21 @@ def parse_status_line(line):
     return None
 
 
-def iter_status(text):
-    """Yield one item per status line or diagnostic of ``text``.
+def _numbered_items(text):
+    """Yield ``(line_number, item)`` per status line, diagnostic or unplaced line of ``text``.
 
-    Items are dicts with the same keys: ``name``, ``version``, ``kernel`` and ``arch`` (None where
-    the line has none, as for ``added``), ``state`` (as printed, lower-case: ``installed``,
-    ``built``, ``added``, ``installed-weak``...), ``built_for`` (the kernel an ``installed-weak``
-    module was built for), ``warnings`` and ``notes`` (the parenthesised suffixes) and ``message``.
-    Diagnostics have the state ``error`` or ``warning`` and their text, continuation lines
-    included, in ``message``. A line that is neither gets the state ``unparsed`` and the line
-    itself as ``message``.
+    A diagnostic carries the number of its first line. Prompts, comments and the command line are
+    skipped; a redaction mark (``...``, ``[snip]``) is an item with the state ``redacted``.
     """
     diagnostic = None
-    for raw in text.splitlines():
-        line = raw.strip()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip().strip("\ufeff")
+        if len(line) > MAX_LINE:
+            if diagnostic is not None:
+                yield diagnostic
+                diagnostic = None
+            yield number, _item(state="unparsed", message=line)
+            continue
         item = parse_status_line(line) if line else None
         if (item is not None or not line) and diagnostic is not None:
             yield diagnostic
@@ -131,7 +148,7 @@ def iter_status(text):
         if not line:
             continue
         if item is not None:
-            yield item
+            yield number, item
             continue
         match = _DIAGNOSTIC.match(line)
         if match:
@@ -141,15 +158,41 @@ def iter_status(text):
             message = match.group("message").strip()
             if kind == "Deprecated feature:":
                 message = "Deprecated feature: " + message
-            diagnostic = _item(state="error" if kind == "Error!" else "warning", message=message)
+            diagnostic = (number, _item(state="error" if kind == "Error!" else "warning", message=message))
             # Held back until its continuation lines are known.
             continue
+        pasted = is_shell_prompt(line) or _COMMAND.match(line)
+        redacted = _REDACTED.match(line)
+        if diagnostic is not None and (pasted or redacted):
+            # A prompt or a redaction mark is never a continuation line: it ends the message.
+            yield diagnostic
+            diagnostic = None
         if diagnostic is not None:
-            diagnostic["message"] = (diagnostic["message"] + " " + line).strip()
+            diagnostic[1]["message"] = (diagnostic[1]["message"] + " " + line).strip()
             continue
-        yield _item(state="unparsed", message=line)
+        if pasted:
+            continue
+        if redacted:
+            yield number, _item(state="redacted", message=line)
+            continue
+        yield number, _item(state="unparsed", message=line)
     if diagnostic is not None:
         yield diagnostic
+
+
+def iter_status(text):
+    """Yield one item per status line or diagnostic of ``text``.
+
+    Items are dicts with the same keys: ``name``, ``version``, ``kernel`` and ``arch`` (None where
+    the line has none, as for ``added``), ``state`` (as printed, lower-case: ``installed``,
+    ``built``, ``added``, ``installed-weak``...), ``built_for`` (the kernel an ``installed-weak``
+    module was built for), ``warnings`` and ``notes`` (the parenthesised suffixes) and ``message``.
+    Diagnostics have the state ``error`` or ``warning`` and their text, continuation lines
+    included, in ``message``. A line that is neither gets the state ``unparsed`` (``redacted``
+    for a redaction mark) and the line itself as ``message``.
+    """
+    for dummy, item in _numbered_items(text):
+        yield item
 
 
 def parse_status(text, strict=True):
@@ -163,12 +206,55 @@ def parse_status(text, strict=True):
         return []
     items = []
     for item in iter_status(text):
-        if strict and item["state"] == "unparsed":
+        if strict and item["state"] in ("unparsed", "redacted"):
             raise DkmsParseError(
                 "this is not dkms status output: cannot place the line %r" % item["message"]
             )
         items.append(item)
     return items
+
+
+def parse_dkms_status(text, strict=False):
+    """Split ``dkms status`` (or dkms build) output into modules, errors, warnings and notes.
+
+    Returns ``{"modules": [...], "errors": [...], "warnings": [...], "notes": [...]}``:
+    ``modules`` holds the status lines as items (see ``iter_status``), nothing else; ``errors``
+    and ``warnings`` hold dkms's ``Error!`` and ``Warning:``/``Deprecated feature:`` messages as
+    ``{"line": N, "message": ...}`` with their continuation lines joined; ``notes`` holds every
+    line that could not be placed as ``{"line": N, "text": ..., "reason": ...}`` (1-based line
+    numbers). Output that holds only errors gives the errors and no module.
+
+    Raises ``DkmsParseError`` with ``strict`` at the first line that could not be placed, and in
+    any case when lines are there but none is a status line or a dkms diagnostic.
+    """
+    result = {"modules": [], "errors": [], "warnings": [], "notes": []}
+    first_unplaced = None
+    for number, item in _numbered_items(text or ""):
+        state = item["state"]
+        if state in ("error", "warning"):
+            result[state + "s"].append({"line": number, "message": item["message"]})
+        elif state in ("unparsed", "redacted"):
+            if strict:
+                raise DkmsParseError("line %d is not dkms status output: %r" % (number, _shown(item["message"])))
+            if state == "unparsed" and first_unplaced is None:
+                first_unplaced = (number, item["message"])
+            result["notes"].append({
+                "line": number,
+                "text": _shown(item["message"]),
+                "reason": "not dkms status output" if state == "unparsed"
+                else "a redaction mark: the listing around it is incomplete",
+            })
+        else:
+            result["modules"].append(item)
+    recognised = result["modules"] or result["errors"] or result["warnings"]
+    if not recognised and first_unplaced is not None:
+        raise DkmsParseError("nothing in the text is dkms status output (line %d: %r)" % (
+            first_unplaced[0], _shown(first_unplaced[1])))
+    return result
+
+
+def _shown(line):
+    return line if len(line) <= 120 else line[:117] + "..."
 
 
 def state_rank(state):

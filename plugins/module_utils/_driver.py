@@ -17,6 +17,7 @@ import re
 import shlex
 
 from ansible_collections.rdma.node.plugins.module_utils._dkms import parse_status, summarize
+from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient, text_names
 
 # Prefixes of kernel images in /boot (x86 vmlinuz, ppc64 vmlinux, arm64 Image on some distros).
 _IMAGE_PREFIXES = ("vmlinuz-", "vmlinux-", "Image-")
@@ -26,6 +27,8 @@ _TOKEN = re.compile(r"\d+|[A-Za-z]+")
 # The systemd-boot vendor GUID under which it keeps its EFI variables.
 _LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
 GPUDIRECT_MODULES = ("nvidia_peermem", "nv_peer_mem")
+# /proc/modules of a node with thousands of modules is a few hundred kilobytes; grub.cfg less.
+_READ_MAX_BYTES = 8 * 1024 * 1024
 
 
 # ---------------------------------------------------------------------------------------------
@@ -38,12 +41,13 @@ def under(root, path):
 
 
 def read_text(root, path):
-    """Return the text of ``path`` under ``root``, or None when it is missing or unreadable."""
-    try:
-        with open(under(root, path), "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
-    except (IOError, OSError):
-        return None
+    """Return the text of ``path`` under ``root``, or None when it is missing or unreadable.
+
+    Only a regular file is read, up to a bound (``_files.read_lenient``): a FIFO or device in
+    the tree reads as None with a warning instead of blocking the module.
+    """
+    data = read_lenient(under(root, path), "a kernel, boot or module file", _READ_MAX_BYTES)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def read_value(root, path):
@@ -58,7 +62,7 @@ def read_value(root, path):
 def list_dir(root, path):
     """Return the sorted names in a directory under ``root``, or [] when it is missing."""
     try:
-        return sorted(os.listdir(under(root, path)))
+        return sorted(text_names(under(root, path), os.listdir(under(root, path))))
     except (IOError, OSError):
         return []
 
@@ -76,7 +80,7 @@ def kernel_version_key(release):
     """
     key = []
     for token in _TOKEN.findall(str(release)):
-        if token.isdigit():
+        if token.isascii() and token.isdigit():
             key.append((2, int(token), ""))
         elif token.lower().startswith(_PRE_RELEASE):
             key.append((0, 0, token.lower()))
@@ -326,7 +330,7 @@ def _expand_bls(menu, bls_entries):
 
 
 def _find_in(level, part):
-    if part.isdigit():
+    if _is_decimal(part):
         index = int(part)
         return level[index] if index < len(level) else None
     for entry in level:
@@ -452,10 +456,8 @@ def grub_next_boot(root, notes):
 def _efi_string(root, name):
     """An EFI variable of systemd-boot as text (4 attribute bytes, then UTF-16LE with a NUL)."""
     path = under(root, "/sys/firmware/efi/efivars/%s-%s" % (name, _LOADER_GUID))
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except (IOError, OSError):
+    data = read_lenient(path, "an EFI variable", _READ_MAX_BYTES)
+    if data is None:
         return None
     value = data[4:].decode("utf-16-le", "replace").split("\x00", 1)[0].strip()
     return value or None
@@ -522,6 +524,11 @@ def next_boot(root, installed, notes):
 # Loaded modules, OFED, devices
 
 
+def _is_decimal(text):
+    """ASCII digits only: ``"²".isdigit()`` is true but ``int("²")`` raises."""
+    return text.isascii() and text.isdigit()
+
+
 def parse_proc_modules(text):
     """Parse /proc/modules into ``{name: {size, refcount, used_by, state, taint}}``.
 
@@ -541,8 +548,8 @@ def parse_proc_modules(text):
         if fields[-1].startswith("(") and fields[-1].endswith(")"):
             taint = fields[-1][1:-1] or None
         modules[name] = {
-            "size": int(fields[1]) if fields[1].isdigit() else None,
-            "refcount": int(fields[2]) if fields[2].isdigit() else None,
+            "size": int(fields[1]) if _is_decimal(fields[1]) else None,
+            "refcount": int(fields[2]) if _is_decimal(fields[2]) else None,
             "used_by": used_by,
             "state": fields[4] if len(fields) > 4 and not fields[4].startswith("(") else None,
             "taint": taint,
@@ -581,7 +588,8 @@ def parse_ofed_info(text):
 
 
 def _natural_key(name):
-    return [(0, int(token), "") if token.isdigit() else (1, 0, token) for token in re.findall(r"\d+|\D+", name)]
+    return [(0, int(token), "") if token.isascii() and token.isdigit() else (1, 0, token)
+            for token in re.findall(r"[0-9]+|[^0-9]+", name)]
 
 
 def infiniband_devices(root):
@@ -589,7 +597,7 @@ def infiniband_devices(root):
     path = under(root, "/dev/infiniband")
     if not os.path.isdir(path):
         return None
-    return sorted(os.listdir(path), key=_natural_key)
+    return sorted(text_names(path, os.listdir(path)), key=_natural_key)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -39,12 +39,16 @@ _PHYS_STATE_ALIASES = dict(
     NOSTATECHANGE=0, CONFIGTRAINING=4, PORTCONFIGURATIONTRAINING=4, LINKUP=5, ERRORRECOVERY=6,
 )
 
-_CODE_AND_NAME = re.compile(r"^\s*(\d+)\s*:\s*(.*?)\s*$")
+_CODE_AND_NAME = re.compile(r"^\s*([0-9]{1,9})\s*:\s*(.*?)\s*$")
 _RATE = re.compile(
-    r"^\s*(?P<gbps>\d+(?:\.\d+)?)\s*(?:Gb/sec|Gbps|Gb/s)?\s*(?:\((?P<detail>[^)]*)\))?\s*$",
+    r"^\s*(?P<gbps>[0-9]{1,7}(?:\.[0-9]{1,6})?)\s*(?:Gb/sec|Gbps|Gb/s)?\s*(?:\((?P<detail>[^)]*)\))?\s*$",
     re.IGNORECASE,
 )
-_WIDTH = re.compile(r"^\d+X$", re.IGNORECASE)
+_WIDTH = re.compile(r"^[0-9]{1,2}X$", re.IGNORECASE)
+# Numbers are read from ASCII digits only: int() and float() also take Arabic-Indic or fullwidth
+# digits and "_" separators, which no tool prints; such a value is not read rather than misread.
+_ASCII_NUMBER = re.compile(r"^[0-9]{1,9}$")
+_ASCII_LID = re.compile(r"^(?:0x[0-9a-f]{1,8}|[0-9]{1,10})$")
 
 
 def _alias_key(text: str) -> str:
@@ -62,11 +66,11 @@ def _state(text, names, aliases):
     if match:
         code = int(match.group(1))
         return names.get(code, match.group(2) or None), code
-    trailing_code = re.match(r"^(.*?)\s*\((\d+)\)$", text)
+    trailing_code = re.match(r"^(.*?)\s*\(([0-9]{1,9})\)$", text)
     if trailing_code:
         code = int(trailing_code.group(2))
         return names.get(code, trailing_code.group(1)), code
-    if text.isdigit():
+    if _ASCII_NUMBER.match(text):
         code = int(text)
         return names.get(code), code
     code = aliases.get(_alias_key(text))
@@ -93,7 +97,7 @@ def parse_rate(text):
     """Split a rate into ``{"rate_gbps", "width", "speed"}``.
 
     Accepts the sysfs form ``100 Gb/sec (4X EDR)``, ``10 Gb/sec (4X)``, ``2.5 Gb/sec (1X)`` and the
-    bare number ibstat prints (``Rate: 56``). Anything else gives all three as None.
+    bare number ibstat prints (``Rate: 56``), in ASCII digits. Anything else gives all three as None.
     """
     result = {"rate_gbps": None, "width": None, "speed": None}
     if text is None:
@@ -142,10 +146,43 @@ def parse_lid(text):
     if text is None:
         return None
     text = str(text).strip().lower()
-    try:
-        return int(text, 16) if text.startswith("0x") else int(text, 10)
-    except ValueError:
+    if not _ASCII_LID.match(text):
         return None
+    return int(text, 16) if text.startswith("0x") else int(text, 10)
+
+
+# Longest line the text parsers read: real tool output lines are far shorter, and a bound keeps every
+# pattern's work per line small whatever is pasted.
+MAX_LINE = 1024
+_PROMPT_CHARS = "$#%"
+
+
+def is_shell_prompt(line):
+    """True for a shell prompt line, with or without a command after it, and for a ``#`` comment.
+
+    ``$ ibstat``, ``# ibstat``, ``[root@node ~]# ibstat``, ``root@node:~# ibstat``, ``user@host $``.
+    Written without backtracking patterns so that a long line costs linear time.
+    """
+    if not line:
+        return False
+    if line[0] in _PROMPT_CHARS:
+        return True
+    if line[0] == "[":
+        close = line.find("]")
+        if close != -1:
+            after = line[close + 1:]
+            if after[:1].isspace():
+                after = after[1:]
+            if after[:1] and after[0] in _PROMPT_CHARS:
+                return True
+    token = line.split(None, 1)[0] if not line[0].isspace() else ""
+    marks = [token.find(char) for char in "@:~" if char in token]
+    if not marks:
+        return False
+    if any(char in token[min(marks) + 1:] for char in _PROMPT_CHARS):
+        return True
+    rest = line[len(token):]
+    return len(rest) >= 2 and rest[0].isspace() and rest[1] in _PROMPT_CHARS
 
 
 def port_key(device, port):

@@ -5,22 +5,38 @@
 ``ibdev2netdev`` (plain, ``-v`` and the old ``<===>`` style) and ``rdma link``.
 
 Every parser takes the command's output as one string or as a list of lines (``stdout_lines``)
-and returns a list of dicts, one per port, with the field names of ``ansible_facts.rdma.ports``
-(see ``FIELDS``). Every dict carries every field; a field the output does not show is None.
-Device fields (``hca_type``, ``fw_ver``, ...) are repeated on each port of their device. A
-device listing without ports (``ibstat -l``, ``ibv_devinfo -l``, ``ibstat -s``, a listing cut
-before its first port) gives one dict for the device with ``port`` None.
+and returns ``{"ports": [...], "notes": [...]}``. ``ports`` has one dict per port, with the field
+names of ``ansible_facts.rdma.ports`` (see ``FIELDS``). Every dict carries every field; a field the
+output does not show is None. Device fields (``hca_type``, ``fw_ver``, ...) are repeated on each
+port of their device. A device listing without ports (``ibstat -l``, ``ibv_devinfo -l``,
+``ibstat -s``, a listing cut before its first port) gives one dict for the device with ``port``
+None. A device or port printed twice is one entry; the later values win.
 
 The parsers read what people paste, not only what the tools print: indentation by tabs, by
-spaces or none at all, trailing blanks, CRLF line ends, ANSI colours, terminal borders (box
-drawing characters and ``|``), shell prompt lines (``$ ibstat``, ``root@node:~# ibstat``) and
-diagnostic noise (``ibwarn:``, ``ibpanic:``, ``ibdebug:``, ``iberror:``, ``libibverbs: Warning``)
-are skipped. Output cut off in the middle gives what was seen so far. Unknown keys inside a
-block are ignored, so newer tool versions that add a field still parse.
+spaces or none at all, ``column -t`` alignment, trailing blanks, CRLF line ends, ANSI colours,
+terminal borders (box drawing characters and ``|``), Markdown fences and ``>`` quote marks, shell
+prompt lines (``$ ibstat``, ``[root@node ~]# ibstat``), ``#`` comments and the command line itself
+are skipped without a note. Output cut off in the middle gives what was seen so far. Unknown keys
+inside a block do not stop the parse, so newer tool versions that add a field still parse: in
+``ibstat`` and ``ibstatus`` output each is a note (their keys are few and fixed); ``ibv_devinfo -v``
+prints dozens of device attributes, so lower-case keys there are taken as attributes not used.
 
-Text that is not the command's output raises ``IbTextError`` naming the parser and quoting the
-first line it could not place, e.g. ``parse_ibstat: line 3 is not ibstat output: 'foo bar'``.
-Each tool's block header is distinct, so one tool's output is never taken for another's.
+``notes`` lists, in input order, every line that was not placed: ``{"line": N, "text": ...,
+"reason": ...}`` with the 1-based line number of the input as given (list items count as lines),
+the line without indentation or colours, and why it was not used. Three kinds of lines end up
+there: diagnostics of the tools (``ibwarn:``, ``ibpanic:``, ``libibverbs: Warning: ...``),
+redaction marks (``...``, ``[snip]``, ``<redacted>``) and lines that fit nowhere. A known field
+whose value cannot be read (``Rate: fast``, a number written with other than ASCII digits) keeps
+None and gets a note too. Numbers are read from ASCII digits only: ``int()`` also accepts
+Arabic-Indic or fullwidth digits and ``_`` separators, and a number pasted in such a form is more
+likely a mangled paste than the tool's output.
+
+With ``strict=True`` the first line that fits nowhere raises ``IbTextError`` naming the parser
+and quoting the line, e.g. ``parse_ibstat: line 3 is not ibstat output: 'foo bar'`` (the
+behaviour before notes existed; diagnostics and redaction marks still only give notes). Without
+it, only text in which nothing is recognisable as the tool's output raises, e.g.
+``parse_ibstat: nothing in the text is ibstat output (line 1: 'hca_id: mlx5_0')``. Each tool's
+block header is distinct, so one tool's output is never taken for another's.
 
 How ``ibdev2netdev`` is read: the word in parentheses after the netdev is that netdev's
 carrier as ibdev2netdev prints it (``Up`` when ``/sys/class/net/<netdev>/carrier`` is 1,
@@ -38,7 +54,9 @@ import json
 import re
 
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import (
+    MAX_LINE,
     gid_interface_id,
+    is_shell_prompt,
     normalize_guid,
     parse_lid,
     parse_rate,
@@ -71,14 +89,32 @@ class IbTextError(ValueError):
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Box drawing (U+2500-U+257F), block elements (U+2580-U+259F) and ASCII pipes frame pasted text.
 _BORDER_CHARS = "|\u00a6" + "".join(chr(c) for c in range(0x2500, 0x25A0))
-_STRIP_CHARS = " \t\f\v\u00a0" + _BORDER_CHARS
-_DECORATION = re.compile(r"^[\s+=_~\-%s]*$" % re.escape(_BORDER_CHARS))
-_PROMPT = re.compile(r"^(?:\[[^\]]*\]\s?|\S*[@:~]\S*?\s?)?[$#%]\s*(?:\S.*)?$")
-_NOISE = re.compile(r"^(?:ib(?:warn|panic|debug|error|info)\s*:|libibverbs:\s*warning)", re.IGNORECASE)
-_KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_ \[\]./-]*?)\s*:\s*(?P<value>.*)$")
+_STRIP_CHARS = " \t\f\v\u00a0\ufeff" + _BORDER_CHARS
+_DECORATION = re.compile(r"^(?:[\s+=_~\-%s]*|(?:```|~~~).*)$" % re.escape(_BORDER_CHARS))
+# A quote mark of a mail or Markdown paste ("> "), possibly nested.
+_QUOTE_MARKS = re.compile(r"^(?:>[ \t]?)+")
+# The command line itself, pasted without its prompt.
+_COMMAND = re.compile(
+    r"^(?:sudo\s+)?(?:ibstat|ibstatus|ibv_devinfo|ibv_devices|ibdev2netdev|rdma)(?:\s+-[-\w=]*|\s+link|\s+show"
+    r"|\s+[A-Za-z][\w.-]*\s+[0-9]+)*\s*$"
+)
+_NOISE = re.compile(
+    r"^(?:ib(?:warn|panic|debug|error|info)\s*:|libibverbs:\s*warning|libibverbs:|"
+    r"(?:ibstat|ibstatus|ibv_devinfo|ibdev2netdev|rdma)\s*:\s)",
+    re.IGNORECASE,
+)
+_REDACTED = re.compile(
+    r"^(?:\.{3,}|\u2026+|\[\s*(?:\.{3}|\u2026|snip(?:ped)?|redacted|cut|truncated|output truncated|omitted)\s*\]"
+    r"|<\s*(?:\.{3}|snip(?:ped)?|redacted|cut|truncated|omitted)\s*>|\(\s*(?:snip(?:ped)?|redacted|truncated)\s*\)"
+    r"|-+\s*(?:snip|cut)\s*-+|8<-*|-*>8-*|snip)$",
+    re.IGNORECASE,
+)
+# Keys may hold spaces and parentheses (``completion timestamp_mask``, ``max_dm_size (bytes)``).
+_KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_ \[\]()./-]*?)\s*:\s*(?P<value>.*)$")
 _DEVICE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
-_TRAILING_CODE = re.compile(r"^(?P<text>.*?)\s*\((?P<code>-?\d+)\)$")
+_TRAILING_CODE = re.compile(r"^(?P<text>.*?)\s*\((?P<code>-?[0-9]{1,9})\)$")
 _UNKNOWN_WORDS = frozenset(("", "???", "NA", "N/A", "UNKNOWN", "NONE"))
+_ASCII_INT = re.compile(r"^(?:0x[0-9a-f]{1,16}|[0-9]{1,20})$")
 
 
 def _input_text(data, parser):
@@ -106,31 +142,86 @@ def _input_text(data, parser):
 
 
 def _clean(line):
-    """Return a line without colours, borders and indentation; '' for a line that says nothing."""
+    """Return a line without colours, borders, quote marks and indentation; '' for a line that says nothing."""
     line = _ANSI.sub("", line).strip(_STRIP_CHARS)
+    line = _QUOTE_MARKS.sub("", line).strip(_STRIP_CHARS)
     if _DECORATION.match(line):
         return ""
     return line
 
 
-def _meaningful_lines(data, parser):
-    """Yield ``(line_number, text)`` for the lines a parser has to place (1-based numbers)."""
-    text = _input_text(data, parser)
-    for number, raw in enumerate(re.split(r"\r\n|\r|\n", text), start=1):
-        line = _clean(raw)
-        if not line or _NOISE.match(line) or _PROMPT.match(line):
-            continue
-        yield number, line
+def _shown(line):
+    return line if len(line) <= 120 else line[:117] + "..."
 
 
-def _not_output(parser, tool, number, line):
-    shown = line if len(line) <= 120 else line[:117] + "..."
-    return IbTextError("%s: line %d is not %s output: %r" % (parser, number, tool, shown))
+class _Reader:
+    """The lines of one parse, and what the parse could not place.
+
+    ``lines()`` yields ``(number, text)`` for every line the parser has to place; prompts,
+    comments, the command line and decoration are dropped, diagnostics and redaction marks become
+    notes. The parser calls ``placed()`` for each line it used and ``unplaced()`` for each it could
+    not; ``result()`` decides whether anything was recognisable at all.
+    """
+
+    def __init__(self, data, parser, tool, strict):
+        self.parser = parser
+        self.tool = tool
+        self.strict = strict
+        self.notes = []
+        self.recognised = 0
+        self.first_unplaced = None
+        self.text = _input_text(data, parser)
+
+    def lines(self, text=None):
+        for number, raw in enumerate(re.split(r"\r\n|\r|\n", self.text if text is None else text), start=1):
+            if len(raw) > MAX_LINE:
+                self.unplaced(number, raw.strip(), "a line longer than %d characters, not read" % MAX_LINE)
+                continue
+            line = _clean(raw)
+            if not line or is_shell_prompt(line) or _COMMAND.match(line):
+                continue
+            if _NOISE.match(line):
+                self.note(number, line, "a diagnostic message, not part of the listing")
+                continue
+            if _REDACTED.match(line):
+                self.note(number, line, "a redaction mark: the listing around it is incomplete")
+                continue
+            yield number, line
+
+    def note(self, number, line, reason):
+        self.notes.append({"line": number, "text": _shown(line), "reason": reason})
+
+    def placed(self):
+        self.recognised += 1
+
+    def unplaced(self, number, line, reason="not %s output", strict_error=True):
+        """A line that fits nowhere: an error when strict, else a note."""
+        if self.strict and strict_error:
+            raise IbTextError("%s: line %d is not %s output: %r" % (self.parser, number, self.tool, _shown(line)))
+        if self.first_unplaced is None:
+            self.first_unplaced = (number, line)
+        self.note(number, line, reason % self.tool if "%s" in reason else reason)
+
+    def bad_value(self, number, line, field):
+        """A known key whose value could not be read: the field stays None."""
+        self.note(number, line, "a value that cannot be read, left out (numbers are read from ASCII digits only)")
+
+    def result(self, ports):
+        if not self.recognised and self.first_unplaced is not None:
+            number, line = self.first_unplaced
+            raise IbTextError("%s: nothing in the text is %s output (line %d: %r)" % (
+                self.parser, self.tool, number, _shown(line)))
+        return {"ports": ports, "notes": self.notes}
 
 
 def _key(text):
     """``Physical state`` / ``phys_state`` / ``GID[  0]`` -> ``physical state`` / ``phys state``."""
     return re.sub(r"[\s_]+", " ", text.strip().lower())
+
+
+def _foreign_digits(text):
+    """True when text holds digits other than ASCII ones (Arabic-Indic, fullwidth, superscripts)."""
+    return any(char.isdigit() and not char.isascii() for char in text)
 
 
 def _known(text):
@@ -144,14 +235,13 @@ def _known(text):
 
 
 def _int(text):
-    """``4099`` or ``0x02c9`` as an int; None for anything else."""
+    """``4099`` or ``0x02c9`` (ASCII digits) as an int; None for anything else."""
     if text is None:
         return None
     text = str(text).strip().lower()
-    try:
-        return int(text, 16) if text.startswith("0x") else int(text, 10)
-    except ValueError:
+    if not _ASCII_INT.match(text):
         return None
+    return int(text, 16) if text.startswith("0x") else int(text, 10)
 
 
 def _strip_code(text):
@@ -160,33 +250,49 @@ def _strip_code(text):
     return match.group("text") if match else text.strip()
 
 
+def _convert(reader, number, line, field, convert, value):
+    """Convert a value; a value that is there but cannot be read gives None and a note."""
+    converted = convert(value)
+    if converted is None and _known(value) is not None:
+        reader.bad_value(number, line, field)
+    return converted
+
+
 # ---------------------------------------------------------------------------------------------
 # Collecting devices and ports, then flattening them into one dict per port
 # ---------------------------------------------------------------------------------------------
 
 class _Devices:
-    """Devices in order of appearance, each with its device fields and its ports."""
+    """Devices and ports in order of first appearance, each device with its fields and ports.
+
+    The result keeps the order of the output, also for the formats that print one line or block
+    per port (``ibstatus``, ``ibdev2netdev``, ``rdma link``), where one device's ports may be
+    apart; a device or port printed twice is merged into its first appearance.
+    """
 
     def __init__(self):
         self._order = []
+        self._by_name = {}
+        self._appearance = []
 
-    def new(self, name):
-        device = {"name": name, "fields": {}, "ports": []}
-        self._order.append(device)
+    def named(self, name):
+        """The device of that name; a new one the first time."""
+        device = self._by_name.get(name)
+        if device is None:
+            device = {"name": name, "fields": {}, "ports": []}
+            self._order.append(device)
+            self._by_name[name] = device
+            self._appearance.append((device, None))
         return device
 
-    def current(self, name):
-        """The device of the previous line when it has that name, else a new one (for the formats
-        that print one line or block per port), so the result keeps the order of the output."""
-        if self._order and self._order[-1]["name"] == name:
-            return self._order[-1]
-        return self.new(name)
-
-    @staticmethod
-    def port(device, number):
-        """Start port ``number`` of ``device``."""
+    def port(self, device, number):
+        """Port ``number`` of ``device``; a new one the first time."""
+        for port in device["ports"]:
+            if port["port"] == number:
+                return port
         port = {"port": number}
         device["ports"].append(port)
+        self._appearance.append((device, port))
         return port
 
     def all(self):
@@ -194,14 +300,35 @@ class _Devices:
 
     def result(self):
         result = []
-        for device in self._order:
-            for port in device["ports"] or [{}]:
-                entry = dict.fromkeys(FIELDS)
-                entry.update(device["fields"])
-                entry.update(port)
-                entry["device"] = device["name"]
-                result.append(entry)
+        for device, port in self._appearance:
+            if port is None and device["ports"]:
+                continue
+            entry = dict.fromkeys(FIELDS)
+            entry.update(device["fields"])
+            entry.update(port or {})
+            entry["device"] = device["name"]
+            result.append(entry)
         return result
+
+
+class _Block:
+    """The fields of one port (or device) as one line of its block sets them.
+
+    A second, different value for a field already set in the same block is not taken: such a
+    line comes from a block whose header was lost (cut, redacted, or written with other digits),
+    and taking it would silently give one port another port's values. It becomes a note.
+    """
+
+    def __init__(self, reader, number, line, fields):
+        self.reader, self.number, self.line, self.fields = reader, number, line, fields
+
+    def __setitem__(self, field, value):
+        known = self.fields.get(field)
+        if known is not None and value != known:
+            self.reader.note(self.number, self.line, "a second value for %s in the same block (its header may be "
+                                                     "missing); the first value is kept" % field)
+            return
+        self.fields[field] = value
 
 
 def _set_state(port, text):
@@ -214,8 +341,10 @@ def _set_phys_state(port, text):
     port["phys_state"], port["phys_state_code"] = name, code
 
 
-def _set_rate(port, text):
+def _set_rate(reader, number, line, port, text):
     rate = parse_rate(text)
+    if rate["rate_gbps"] is None and _known(text) is not None:
+        reader.bad_value(number, line, "rate")
     port["rate_gbps"] = rate["rate_gbps"]
     port["width"] = rate["width"]
     port["speed"] = rate["speed"]
@@ -233,20 +362,16 @@ def _set_gid(port, text):
     port["port_guid"] = gid_interface_id(gid)
 
 
-def _device_list(lines, parser, tool):
+def _device_list(reader, lines):
     """A listing with one device name per line (``ibstat -l``, ``ibv_devinfo -l``)."""
     devices = _Devices()
     for number, line in lines:
         if not _DEVICE_NAME.match(line):
-            raise _not_output(parser, tool, number, line)
-        devices.new(line)
-    return devices.result()
-
-
-def _chain(first, rest):
-    """The line already read, then the others."""
-    yield first
-    yield from rest
+            reader.unplaced(number, line, "not a device name")
+            continue
+        devices.named(line)
+        reader.placed()
+    return reader.result(devices.result())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,7 +379,9 @@ def _chain(first, rest):
 # ---------------------------------------------------------------------------------------------
 
 _IBSTAT_CA = re.compile(r"^(?P<type>CA|Switch|Router|iWARP RNIC|\?\?\?)\s*:?\s*'(?P<name>[^']+)'$")
-_IBSTAT_PORT = re.compile(r"^Port\s+(?P<port>\d+)\s*:$", re.IGNORECASE)
+_IBSTAT_PORT = re.compile(r"^Port\s+(?P<port>[0-9]{1,3})\s*:$", re.IGNORECASE)
+# A port header the strict form does not take (other digits, a cut line): it still ends the port before.
+_IBSTAT_PORT_LOOSE = re.compile(r"^Port(?:\s+\S*)?\s*:?$", re.IGNORECASE)
 _IBSTAT_GUID = re.compile(r"^0x[0-9a-fA-F]{1,16}$")
 _IBSTAT_TYPE_KEYS = frozenset(("ca type", "switch type", "router type", "iwarp rnic type", "??? type"))
 _IBSTAT_DEVICE_KEYS = {
@@ -274,66 +401,95 @@ _IBSTAT_PORT_KEYS = {
 }
 
 
-def parse_ibstat(data):
+def parse_ibstat(data, strict=False):
     """Parse ``ibstat``, ``ibstat -s``, ``ibstat -l``, ``ibstat -p`` and ``ibstat CA PORT``."""
-    parser, tool = "parse_ibstat", "ibstat"
-    lines = _meaningful_lines(data, parser)
-    first = next(lines, None)
-    if first is None:
-        return []
-    if _IBSTAT_GUID.match(first[1]):
-        return _ibstat_port_guids(_chain(first, lines), parser, tool)
-    if _DEVICE_NAME.match(first[1]):
-        return _device_list(_chain(first, lines), parser, tool)
+    reader = _Reader(data, "parse_ibstat", "ibstat", strict)
+    lines = list(reader.lines())
+    if not any(_IBSTAT_CA.match(line) for dummy, line in lines):
+        # ibstat -p or -l: decided by the first line that is one or the other; lines before it
+        # are strays (strict mode stops at the first of them).
+        for number, line in lines:
+            if _IBSTAT_GUID.match(line):
+                return _ibstat_port_guids(reader, lines)
+            if _DEVICE_NAME.match(line):
+                return _device_list(reader, lines)
+            if strict:
+                break
 
     devices = _Devices()
     device = port = None
-    for number, line in _chain(first, lines):
+    for number, line in lines:
         header = _IBSTAT_CA.match(line)
         if header:
-            device = devices.new(header.group("name"))
+            device = devices.named(header.group("name"))
             device["fields"]["node_type"] = header.group("type") if header.group("type") != "???" else None
             port = None
+            reader.placed()
             continue
         port_header = _IBSTAT_PORT.match(line)
         pair = _KEY_VALUE.match(line)
-        if device is None or not (port_header or pair):
-            raise _not_output(parser, tool, number, line)
+        if not port_header and device is not None and _IBSTAT_PORT_LOOSE.match(line):
+            reader.unplaced(number, line, "a port header that cannot be read; the port's fields are left out")
+            port = None
+            continue
+        if not (port_header or pair):
+            reader.unplaced(number, line)
+            continue
+        if device is None:
+            reader.unplaced(number, line, "a field before the first CA header")
+            continue
         if port_header:
             port = devices.port(device, int(port_header.group("port")))
+            reader.placed()
             continue
         key, value = _key(pair.group("key")), pair.group("value").strip()
+        if _foreign_digits(value):
+            reader.bad_value(number, line, key)
+            continue
+        fields = _Block(reader, number, line, device["fields"])
         if key in _IBSTAT_TYPE_KEYS:
-            device["fields"]["hca_type"] = _known(value)
+            fields["hca_type"] = _known(value)
         elif key in _IBSTAT_DEVICE_KEYS:
             field, convert = _IBSTAT_DEVICE_KEYS[key]
-            device["fields"][field] = convert(value)
+            fields[field] = _convert(reader, number, line, field, convert, value)
         elif key in _IBSTAT_PORT_KEYS or key in ("state", "physical state", "rate"):
             if port is None:
-                raise _not_output(parser, tool, number, line)
+                reader.unplaced(number, line, "a port field outside any port block")
+                continue
+            port_fields = _Block(reader, number, line, port)
             if key == "state":
-                _set_state(port, value)
+                _set_state(port_fields, value)
             elif key == "physical state":
-                _set_phys_state(port, value)
+                _set_phys_state(port_fields, value)
             elif key == "rate":
-                _set_rate(port, value)
+                _set_rate(reader, number, line, port_fields, value)
             else:
                 field, convert = _IBSTAT_PORT_KEYS[key]
-                port[field] = convert(value)
-        # Any other key is a field a newer ibstat added: ignored.
-    return devices.result()
+                port_fields[field] = _convert(reader, number, line, field, convert, value)
+        else:
+            # A field a newer ibstat added is noted (and tolerated by strict mode, as it always was);
+            # "word: text: text" is no ibstat line at all (ibstat values never hold ": ").
+            if ": " in value:
+                reader.unplaced(number, line)
+            else:
+                reader.unplaced(number, line, "a key ibstat does not print; not used", strict_error=False)
+            continue
+        reader.placed()
+    return reader.result(devices.result())
 
 
-def _ibstat_port_guids(lines, parser, tool):
+def _ibstat_port_guids(reader, lines):
     """``ibstat -p``: one port GUID per line; the device is not shown."""
     result = []
     for number, line in lines:
         if not _IBSTAT_GUID.match(line):
-            raise _not_output(parser, tool, number, line)
+            reader.unplaced(number, line, "not a port GUID")
+            continue
         entry = dict.fromkeys(FIELDS)
         entry["port_guid"] = normalize_guid(line)
         result.append(entry)
-    return result
+        reader.placed()
+    return reader.result(result)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,8 +497,9 @@ def _ibstat_port_guids(lines, parser, tool):
 # ---------------------------------------------------------------------------------------------
 
 _IBSTATUS_HEADER = re.compile(
-    r"^Infiniband device\s+'(?P<device>[^']+)'\s+port\s+(?P<port>\d+)\s+status\s*:$", re.IGNORECASE
+    r"^Infiniband\s+device\s+'(?P<device>[^']+)'\s+port\s+(?P<port>[0-9]{1,3})\s+status\s*:$", re.IGNORECASE
 )
+_IBSTATUS_HEADER_LOOSE = re.compile(r"^Infiniband\s+device\b.*\bstatus\s*:?$", re.IGNORECASE)
 _IBSTATUS_KEYS = {
     "base lid": ("lid", parse_lid),
     "sm lid": ("sm_lid", parse_lid),
@@ -350,43 +507,66 @@ _IBSTATUS_KEYS = {
 }
 
 
-def parse_ibstatus(data):
+def parse_ibstatus(data, strict=False):
     """Parse ``ibstatus`` (the sysfs values as the kernel prints them, LIDs in hex)."""
-    parser, tool = "parse_ibstatus", "ibstatus"
+    reader = _Reader(data, "parse_ibstatus", "ibstatus", strict)
     devices = _Devices()
     port = None
-    for number, line in _meaningful_lines(data, parser):
+    for number, line in reader.lines():
         header = _IBSTATUS_HEADER.match(line)
         if header:
-            device = devices.current(header.group("device"))
-            port = devices.port(device, int(header.group("port")))
+            port = devices.port(devices.named(header.group("device")), int(header.group("port")))
+            reader.placed()
+            continue
+        if _IBSTATUS_HEADER_LOOSE.match(line):
+            reader.unplaced(number, line, "a port header that cannot be read; the port's fields are left out")
+            port = None
             continue
         pair = _KEY_VALUE.match(line)
-        if port is None or not pair:
-            raise _not_output(parser, tool, number, line)
+        if not pair:
+            reader.unplaced(number, line)
+            continue
+        if port is None:
+            reader.unplaced(number, line, "a field before the first port header")
+            continue
         key, value = _key(pair.group("key")), pair.group("value").strip()
+        if _foreign_digits(value):
+            reader.bad_value(number, line, key)
+            continue
+        fields = _Block(reader, number, line, port)
         if key == "default gid":
-            _set_gid(port, value)
+            _set_gid(fields, value)
         elif key == "state":
-            _set_state(port, value)
+            _set_state(fields, value)
         elif key == "phys state":
-            _set_phys_state(port, value)
+            _set_phys_state(fields, value)
         elif key == "rate":
-            _set_rate(port, value)
+            _set_rate(reader, number, line, fields, value)
         elif key in _IBSTATUS_KEYS:
             field, convert = _IBSTATUS_KEYS[key]
-            port[field] = convert(value)
-    return devices.result()
+            fields[field] = _convert(reader, number, line, field, convert, value)
+        else:
+            reader.unplaced(number, line, "a key ibstatus does not print; not used", strict_error=False)
+            continue
+        reader.placed()
+    return reader.result(devices.result())
 
 
 # ---------------------------------------------------------------------------------------------
 # ibv_devinfo
 # ---------------------------------------------------------------------------------------------
 
-_DEVINFO_COUNT = re.compile(r"^(?P<count>\d+)\s+HCAs?\s+found\s*:$", re.IGNORECASE)
+_DEVINFO_COUNT = re.compile(r"^(?P<count>[0-9]+)\s+HCAs?\s+found\s*:$", re.IGNORECASE)
 _DEVINFO_NONE = re.compile(r"^No IB devices found\.?$", re.IGNORECASE)
+# The keys ibv_devinfo prints, as _key() gives them: lower case words (``max_qp``, ``completion
+# timestamp_mask``, ``cq moderation caps``), ``gid[  0]`` and ``unknown flags``; and their values
+# never hold ": " (which a stray "word: text: text" line does).
+_DEVINFO_KEY_STYLE = re.compile(r"^(?:[a-z][a-z0-9]*(?: [a-z0-9()]+)*|gid\[\s*[0-9]+\s*\])$")
 _DEVINFO_GID0 = re.compile(r"^gid\[\s*0\s*\]$")
-# Lines without a colon that ``ibv_devinfo -v`` prints inside a device's attributes.
+_DEVINFO_GID = re.compile(r"^gid\[\s*[0-9]+\s*\]$")
+# Lines without a colon that ``ibv_devinfo -v`` prints inside a device's attributes: capability
+# flags one per line under their key (``device_cap_flags: 0x...`` then ``BAD_PKEY_CNTR``...),
+# ``NO SUPPORT``, ``tag matching not supported``, ``C-VLAN stripping offload``, ``Delay drop``.
 _DEVINFO_FLAG = re.compile(
     r"^(?:[A-Z][A-Z0-9_]*(?: [A-Z0-9_]+)*|.* not supported|.* offload|Delay drop)$"
 )
@@ -416,20 +596,22 @@ _DEVINFO_PORT_KEYS = {
 }
 
 
-def parse_ibv_devinfo(data):
+def parse_ibv_devinfo(data, strict=False):
     """Parse ``ibv_devinfo``, ``ibv_devinfo -v`` and ``ibv_devinfo -l``."""
-    parser, tool = "parse_ibv_devinfo", "ibv_devinfo"
-    lines = _meaningful_lines(data, parser)
-    for number, line in lines:
-        if _DEVINFO_NONE.match(line):
-            continue
-        if _DEVINFO_COUNT.match(line):
-            return _device_list(lines, parser, tool)
-        return _devinfo_blocks(_chain((number, line), lines), parser, tool)
-    return []
+    reader = _Reader(data, "parse_ibv_devinfo", "ibv_devinfo", strict)
+    lines = list(reader.lines())
+    blocks = any(_KEY_VALUE.match(line) and _key(_KEY_VALUE.match(line).group("key")) == "hca id" for dummy, line in lines)
+    for index, (number, line) in enumerate(lines):
+        if _DEVINFO_COUNT.match(line) and not blocks:
+            # ibv_devinfo -l; lines before its first line are strays
+            for stray_number, stray in lines[:index]:
+                reader.unplaced(stray_number, stray)
+            reader.placed()
+            return _device_list(reader, lines[index + 1:])
+    return _devinfo_blocks(reader, lines)
 
 
-def _devinfo_blocks(lines, parser, tool):
+def _devinfo_blocks(reader, lines):
     devices = _Devices()
     device = port = None
     for number, line in lines:
@@ -437,55 +619,76 @@ def _devinfo_blocks(lines, parser, tool):
         if pair is None:
             # ibv_devinfo -v lists capability flags one per line under the device attributes.
             if device is not None and port is None and _DEVINFO_FLAG.match(line):
-                continue
-            raise _not_output(parser, tool, number, line)
+                reader.placed()
+            elif _DEVINFO_NONE.match(line):
+                reader.placed()
+            else:
+                reader.unplaced(number, line)
+            continue
         key, value = _key(pair.group("key")), pair.group("value").strip()
+        printed = pair.group("key").strip()
+        devinfo_style = (printed == printed.lower() or key == "unknown flags" or _DEVINFO_GID.match(key)) \
+            and _DEVINFO_KEY_STYLE.match(key) and ": " not in value
+        if not devinfo_style:
+            reader.unplaced(number, line)
+            continue
+        if _foreign_digits(value):
+            reader.bad_value(number, line, key)
+            continue
         if key == "hca id":
             if not _DEVICE_NAME.match(value):
-                raise _not_output(parser, tool, number, line)
-            device, port = devices.new(value), None
+                reader.unplaced(number, line, "an hca_id that is no device name")
+                device = port = None
+                continue
+            device, port = devices.named(value), None
+            reader.placed()
             continue
         if device is None:
-            raise _not_output(parser, tool, number, line)
+            reader.unplaced(number, line, "a field before the first hca_id")
+            continue
+        reader.placed()
+        port_fields = _Block(reader, number, line, port) if port is not None else None
         if key == "port":
             if _int(value) is None:
-                raise _not_output(parser, tool, number, line)
+                reader.bad_value(number, line, "port")
+                port = None
+                continue
             port = devices.port(device, _int(value))
         elif key == "transport":
             device["fields"]["transport"] = _known(_strip_code(value))
         elif key in _DEVINFO_DEVICE_KEYS and port is None:
             field, convert = _DEVINFO_DEVICE_KEYS[key]
-            device["fields"][field] = convert(value)
+            _Block(reader, number, line, device["fields"])[field] = _convert(reader, number, line, field, convert, value)
         elif port is None:
             continue  # one of the many device attributes of -v; not a port field
         elif key == "state":
-            _set_state(port, value)
+            _set_state(port_fields, value)
         elif key == "phys state":
-            _set_phys_state(port, value)
+            _set_phys_state(port_fields, value)
         elif key == "active width":
             width = _strip_code(value).upper()
-            port["width"] = width if re.match(r"^\d+X$", width) else None
+            port_fields["width"] = width if re.match(r"^[0-9]{1,2}X$", width) else None
         elif key == "active speed":
-            _devinfo_speed(port, value)
+            _devinfo_speed(port_fields, value)
         elif _DEVINFO_GID0.match(key):
-            _set_gid(port, value.split(",")[0])
+            _set_gid(port_fields, value.split(",")[0])
         elif key in _DEVINFO_PORT_KEYS:
             field, convert = _DEVINFO_PORT_KEYS[key]
-            port[field] = convert(value)
+            port_fields[field] = _convert(reader, number, line, field, convert, value)
     for device in devices.all():
         for port in device["ports"]:
             lanes = _int((port.get("width") or "").rstrip("X"))
             if lanes and port.get("_lane_gbps"):
                 port["rate_gbps"] = lanes * port["_lane_gbps"]
             port.pop("_lane_gbps", None)
-    return devices.result()
+    return reader.result(devices.result())
 
 
 def _devinfo_speed(port, value):
     """``25.0 Gbps (32)``: the speed of one lane and its code; the link rate is lanes x lane."""
     match = _TRAILING_CODE.match(value.strip())
     code = int(match.group("code")) if match else None
-    lane = re.match(r"^(\d+(?:\.\d+)?)\s*Gbps", value.strip(), re.IGNORECASE)
+    lane = re.match(r"^([0-9]{1,4}(?:\.[0-9]{1,4})?)\s*Gbps", value.strip(), re.IGNORECASE)
     port["speed"] = _SPEED_NAMES.get(code)
     port["_lane_gbps"] = float(lane.group(1)) if lane else _LANE_GBPS.get(code)
 
@@ -495,38 +698,36 @@ def _devinfo_speed(port, value):
 # ---------------------------------------------------------------------------------------------
 
 _IBDEV2NETDEV = re.compile(
-    r"^(?P<device>\S+)\s+port\s+(?P<port>\d+)\s*==>\s*(?P<netdev>[^\s()]+)\s*(?:\((?P<carrier>[^()]*)\))?$"
+    r"^(?P<device>\S+)\s+port\s+(?P<port>[0-9]{1,3})\s*==>\s*(?P<netdev>[^\s()]+)\s*(?:\((?P<carrier>[^()]*)\))?$"
 )
-_IBDEV2NETDEV_OLD = re.compile(r"^(?P<device>\S+)\s+port\s+(?P<port>\d+)\s*<===>\s*(?P<netdev>\S+)$")
+_IBDEV2NETDEV_OLD = re.compile(r"^(?P<device>\S+)\s+port\s+(?P<port>[0-9]{1,3})\s*<===>\s*(?P<netdev>\S+)$")
 _IBDEV2NETDEV_VERBOSE = re.compile(
     r"^(?:(?P<pci>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+)?"
     r"(?P<device>\S+)\s+\((?P<devid>[^()]*?)\s+-\s+(?P<part>[^()]*?)\s*\)\s*"
-    r"(?P<desc>.*?)\s*\bfw\s+(?P<fw>\S+)\s+port\s+(?P<port>\d+)\s+\((?P<state>[^()]*)\)\s*"
+    r"(?P<desc>.*?)\s*\bfw\s+(?P<fw>\S+)\s+port\s+(?P<port>[0-9]{1,3})\s+\((?P<state>[^()]*)\)\s*"
     r"==>\s*(?P<netdev>[^\s()]+)\s*\((?P<carrier>[^()]*)\)$"
 )
 _CARRIER = {"UP": "Up", "DOWN": "Down"}
 
 
-def parse_ibdev2netdev(data):
+def parse_ibdev2netdev(data, strict=False):
     """Parse ``ibdev2netdev``, ``ibdev2netdev -v`` and the old ``dev port N <===> netdev`` form.
 
     Lines for the same device and port (several netdevs) give one dict listing every netdev;
     its ``netdev_state`` is the carrier of the first one.
     """
-    parser, tool = "parse_ibdev2netdev", "ibdev2netdev"
+    reader = _Reader(data, "parse_ibdev2netdev", "ibdev2netdev", strict)
     devices = _Devices()
-    seen = {}
-    for number, line in _meaningful_lines(data, parser):
+    for number, line in reader.lines():
         match = (_IBDEV2NETDEV_VERBOSE.match(line) or _IBDEV2NETDEV.match(line)
                  or _IBDEV2NETDEV_OLD.match(line))
         if not match:
-            raise _not_output(parser, tool, number, line)
+            reader.unplaced(number, line)
+            continue
+        reader.placed()
         found = match.groupdict()
-        key = (found["device"], int(found["port"]))
-        if key not in seen:
-            device = devices.current(found["device"])
-            seen[key] = (device, devices.port(device, key[1]))
-        device, port = seen[key]
+        device = devices.named(found["device"])
+        port = devices.port(device, int(found["port"]))
         if "netdevs" not in port:
             carrier = found.get("carrier")
             raw = carrier.strip() if carrier is not None else None
@@ -539,41 +740,59 @@ def parse_ibdev2netdev(data):
                 pci_address=found["pci"],
                 hca_type=_known(found["devid"]),
                 part_id=_known(found["part"]),
-                description=found["desc"].strip() or None,
+                description=" ".join(found["desc"].split()) or None,  # column -t widens the gaps
                 fw_ver=_known(found["fw"]),
             )
-    return devices.result()
+    return reader.result(devices.result())
 
 
 # ---------------------------------------------------------------------------------------------
 # rdma link
 # ---------------------------------------------------------------------------------------------
 
-_RDMA_LINK = re.compile(r"^(?:link\s+|\d+/\d+:\s+)(?P<device>[^\s/]+)/(?P<port>\d+):?(?:\s+(?P<rest>.*))?$")
+_RDMA_LINK = re.compile(
+    r"^(?:link\s+|[0-9]{1,6}/[0-9]{1,3}:\s+)(?P<device>[^\s/]+)/(?P<port>[0-9]{1,3}):?(?:\s+(?P<rest>.*))?$"
+)
 _RDMA_CAPS = re.compile(r"^caps\s*:\s*<[^>]*>?$")
 # rdma link's own names for the IBTA physical states (iproute2 rdma/link.c).
 _RDMA_PHYS_CODES = {"NOP": 0, "SLEEP": 1, "POLLING": 2, "DISABLED": 3, "ARMED": 4, "LINK_UP": 5,
                     "LINK_ERROR_RECOVER": 6, "PHY_TEST": 7, "OPA_OFFLINE": 9, "OPA_TEST": 11}
 
 
-def parse_rdma_link(data):
+def parse_rdma_link(data, strict=False):
     """Parse ``rdma link show`` (also the older ``1/1: mlx5_0/1: ...`` form, ``-d`` and ``-j``)."""
-    parser, tool = "parse_rdma_link", "rdma link"
-    text = _input_text(data, parser)
-    if text.strip().startswith("["):
-        return _rdma_link_json(text, parser, tool)
+    reader = _Reader(data, "parse_rdma_link", "rdma link", strict)
+    items = _json_list(reader.text)
+    if items is not None:
+        return _rdma_link_json(reader, items)
     devices = _Devices()
     port = None
-    for number, line in _meaningful_lines(text, parser):
+    for number, line in reader.lines():
         if port is not None and _RDMA_CAPS.match(line):
+            reader.placed()
             continue
         match = _RDMA_LINK.match(line)
         if not match:
-            raise _not_output(parser, tool, number, line)
-        port = devices.port(devices.current(match.group("device")), int(match.group("port")))
+            reader.unplaced(number, line)
+            continue
+        reader.placed()
+        port = devices.port(devices.named(match.group("device")), int(match.group("port")))
         words = (match.group("rest") or "").split()
         _rdma_link_fields(port, dict(zip(words[0::2], words[1::2])))
-    return devices.result()
+    return reader.result(devices.result())
+
+
+def _json_list(text):
+    """The items of ``rdma -j link`` output, or None when the text is not JSON."""
+    if not text.strip().startswith(("[", "{")):
+        return None
+    try:
+        items = json.loads(text, parse_constant=lambda name: None)
+    except ValueError:
+        return None
+    if isinstance(items, dict):
+        return [items]
+    return items if isinstance(items, list) else None
 
 
 def _rdma_link_fields(port, values):
@@ -592,26 +811,26 @@ def _rdma_link_fields(port, values):
         port["subnet_prefix"] = values["subnet_prefix"]
 
 
-def _rdma_link_json(text, parser, tool):
+def _rdma_link_json(reader, items):
     """``rdma -j link show``: a JSON list with one object per port."""
-    try:
-        items = json.loads(text)
-    except ValueError:
-        number, line = next((n, l.strip()) for n, l in enumerate(text.splitlines(), start=1) if l.strip())
-        raise _not_output(parser, tool, number, line) from None
     devices = _Devices()
-    for index, item in enumerate(items if isinstance(items, list) else [items]):
+    for index, item in enumerate(items):
         name = item.get("ifname") if isinstance(item, dict) else None
-        if not isinstance(name, str):
-            raise IbTextError("%s: item %d of the JSON is not an rdma link port (no ifname)" % (parser, index + 1))
-        number = item.get("port")
-        if "/" in name:
+        number = item.get("port") if isinstance(item, dict) else None
+        if isinstance(name, str) and "/" in name:
             name, _sep, number = name.partition("/")
-        if _int(number) is None:
-            raise IbTextError("%s: item %d of the JSON is not an rdma link port (no port)" % (parser, index + 1))
-        port = devices.port(devices.current(name), _int(number))
+        if not isinstance(name, str) or not name or isinstance(number, bool) or _int(number) is None:
+            if reader.strict:
+                raise IbTextError("%s: item %d of the JSON is not an rdma link port (no ifname and port)" % (
+                    reader.parser, index + 1))
+            reader.first_unplaced = reader.first_unplaced or (index + 1, json.dumps(item)[:120])
+            reader.note(None, json.dumps(item), "item %d of the JSON is not an rdma link port (no ifname and port)" % (
+                index + 1))
+            continue
+        reader.placed()
+        port = devices.port(devices.named(name), _int(number))
         _rdma_link_fields(port, {key: str(value) for key, value in item.items() if value is not None})
-    return devices.result()
+    return reader.result(devices.result())
 
 
 PARSERS = {

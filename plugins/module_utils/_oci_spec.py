@@ -30,6 +30,15 @@ class SpecError(ValueError):
     """A spec text that cannot be edited; the message is one sentence naming the file and key."""
 
 
+class _ConstantError(ValueError):
+    pass
+
+
+def _reject_constant(name):
+    """Python's json reads NaN, Infinity and -Infinity; JSON (and containerd, in Go) does not."""
+    raise _ConstantError(name)
+
+
 def _json_type(value) -> str:
     if isinstance(value, dict):
         return "object"
@@ -49,7 +58,13 @@ def load_spec(text: str, source: str) -> dict:
     if not text.strip():
         raise SpecError("%s is empty; expected an OCI runtime spec (a JSON object)." % source)
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise SpecError("%s nests arrays or objects too deeply to be an OCI runtime spec; expected a JSON object "
+                        "a few levels deep." % source) from None
+    except _ConstantError as exc:
+        raise SpecError("%s holds %s, which is not JSON and which containerd's parser rejects; expected numbers "
+                        "only." % (source, exc)) from None
     except ValueError as exc:
         detail = getattr(exc, "msg", str(exc))
         line = getattr(exc, "lineno", None)

@@ -46,7 +46,7 @@ RLIMIT_TYPES = (
 
 _UNLIMITED_WORDS = ("unlimited", "infinity")
 _BINARY_SUFFIXES = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
-_OCI_VALUE = re.compile(r"^\+?(\d+)\s*([KMGTPE]?)$", re.IGNORECASE)
+_OCI_VALUE = re.compile(r"^\+?([0-9]{1,20})\s*([KMGTPE]?)$", re.IGNORECASE)
 
 
 class RlimitError(ValueError):
@@ -218,9 +218,9 @@ _KIND_HELP = {
     "nice": "a nice level (-20..19, written with a sign) or a raw value 0..40",
 }
 
-_SIZE_PART = re.compile(r"(\d+)(?:\.(\d+))?[ \t]*([EPTGMKB]?)[ \t]*")
-_COUNT = re.compile(r"^\+?\d+$")
-_TIME_PART = re.compile(r"(\d+)(?:\.(\d+))?[ \t]*([a-zA-Z\u00b5\u03bc]*)[ \t]*")
+_SIZE_PART = re.compile(r"([0-9]{1,20})(?:\.([0-9]{1,20}))?[ \t]*([EPTGMKB]?)[ \t]*")
+_COUNT = re.compile(r"^\+?[0-9]{1,20}$")
+_TIME_PART = re.compile(r"([0-9]{1,20})(?:\.([0-9]{1,20}))?[ \t]*([a-zA-Z\u00b5\u03bc]*)[ \t]*")
 
 _USEC_PER = {"s": 1000000, "min": 60000000, "h": 3600000000, "d": 86400000000, "w": 604800000000}
 # Time units systemd understands (src/basic/time-util.c), as microseconds.
@@ -303,10 +303,10 @@ def _parse_systemd_one(text, kind):
     elif kind == "usec":
         value = _parse_timespan(text, 1)
     else:
-        if re.match(r"^[+-]\d+$", text):
+        if re.match(r"^[+-][0-9]{1,20}$", text):
             nice = int(text)
             value = 20 - nice if -20 <= nice <= 19 else None
-        elif re.match(r"^\d+$", text):
+        elif re.match(r"^[0-9]{1,20}$", text):
             value = int(text) if int(text) <= 40 else None
         else:
             value = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient, text_names
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import (
     gid_interface_id,
     normalize_guid,
@@ -26,16 +27,19 @@ from ansible_collections.rdma.node.plugins.module_utils._ib_common import (
 )
 
 _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-_NATURAL_PARTS = re.compile(r"(\d+)")
+_NATURAL_PARTS = re.compile(r"([0-9]+)")
+_ATTR_MAX_BYTES = 4096
 _ARPHRD_INFINIBAND = "32"
 
 
 def read_attr(path):
-    """Return a sysfs attribute without surrounding whitespace, or None when it cannot be read."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(4096)
-    except (OSError, ValueError):
+    """Return a sysfs attribute without surrounding whitespace, or None when it cannot be read.
+
+    Only regular files are opened (sysfs attributes are), with a bound: a FIFO or device planted
+    in a tree reads as None with a warning (``_files.take_read_warnings``), never a hung task.
+    """
+    data = read_lenient(path, "a sysfs attribute", _ATTR_MAX_BYTES)
+    if data is None:
         return None
     return data.decode("utf-8", "replace").strip()
 
@@ -51,12 +55,12 @@ def _read_int(path, base=10):
 
 
 def _natural_key(name):
-    return [int(part) if part.isdigit() else part for part in _NATURAL_PARTS.split(name)]
+    return [int(part) if part.isascii() and part.isdigit() else part for part in _NATURAL_PARTS.split(name)]
 
 
 def _list_dir(path):
     try:
-        return sorted(os.listdir(path), key=_natural_key)
+        return sorted(text_names(path, os.listdir(path)), key=_natural_key)
     except OSError:
         return []
 
@@ -193,7 +197,7 @@ def _node_type(text):
     if not text:
         return None, None
     code, sep, name = text.partition(":")
-    if sep and code.strip().isdigit():
+    if sep and code.strip().isascii() and code.strip().isdigit():
         return name.strip() or None, int(code)
     return text, None
 
@@ -230,7 +234,7 @@ def gather(root="/sys"):
         device = reader.device(name, path)
         ports_dir = os.path.join(path, "ports")
         for entry in _list_dir(ports_dir):
-            if entry.isdigit():
+            if entry.isascii() and entry.isdigit():
                 ports.append(reader.port(device, int(entry), os.path.join(ports_dir, entry)))
                 device["ports"].append(int(entry))
         devices[name] = device

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RlimitError, parse_systemd_limit
 
 SEARCH_PATHS = (
@@ -77,7 +78,7 @@ def normalize_unit(unit) -> str:
             "unit %s is a .%s unit; Limit* directives only apply to service, socket, mount and swap units."
             % (name, suffix)
         )
-    if name.startswith(".") or name.startswith("@"):
+    if name.startswith(".") or name.startswith("@") or name.startswith("-"):
         raise DropinError("unit %r is not a valid unit name." % unit)
     return name
 
@@ -92,9 +93,9 @@ def dropin_filename(name) -> str:
     if not isinstance(name, str) or not name.strip():
         raise DropinError("dropin_name must be a file name such as 50-rdma-node-limits, got %r." % (name,))
     name = name.strip()
-    if "/" in name or name.startswith(".") or "\n" in name:
+    if "/" in name or name.startswith(".") or any(ord(char) < 32 or char == "\x7f" for char in name):
         raise DropinError(
-            "dropin_name %r must be a plain file name (no directories, not hidden)." % name
+            "dropin_name %r must be a plain file name (no directories, not hidden, no control characters or NUL)." % name
         )
     return name if name.endswith(".conf") else name + ".conf"
 
@@ -260,11 +261,11 @@ def list_dropins(root: str, unit: str, extra: dict = None) -> list:
 
 
 def _read(path: str):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+    """Another unit file or drop-in: only a regular file, bounded; a FIFO there must not block us."""
+    data = read_lenient(path, "a systemd unit file or drop-in")
+    if data is None:
         return None
+    return data.decode("utf-8", "replace")
 
 
 def _settings(path: str, section: str, directives, text: str = None) -> dict:

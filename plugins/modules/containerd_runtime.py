@@ -21,7 +21,11 @@ description:
   - Only the C(base_runtime_spec) lines change. Comments, quoting (single- or double-quoted keys and
     strings), indentation, tabs, trailing spaces, line endings and the order of tables (also a parent
     table written after its sub-tables) stay byte for byte. A runtime table without the key gets it
-    after its last key, indented like its other keys.
+    after its last key, indented like its other keys; a runtime written with dotted keys
+    (C(runtimes.runc.runtime_type = ...)) gets one more dotted key, an inline table
+    (C(runc = { ... })) one more member.
+  - The file is parsed once on the controller (Python's C(tomllib)); a 50 MB comment-heavy file is
+    planned in seconds.
   - The TOML is edited on the Ansible controller (with the Python library C(tomlkit)); the node needs
     only Python's standard library. This is an action plugin; on the node, this module only reads the
     file, the base runtime spec and C(containerd config default). The file is then written by
@@ -39,6 +43,12 @@ options:
         O(state=present)); its directory must exist.
       - When the file has to change and its directory is not writable (for example a read-only file
         system), the task fails, in check mode too.
+      - It must be a regular file (a FIFO, socket or device is refused) of at most 64 MiB.
+      - B(Concurrent runs.) The file is read, edited on the controller and written back in separate
+        steps; the write happens under an advisory lock on the file's directory and only when the file
+        still has the digest it had when read (compare-and-swap). When another run changed it in
+        between, the task reads it again and re-plans, up to 10 times, then fails; a change is never
+        silently lost.
     type: path
     default: /etc/containerd/config.toml
   base_runtime_spec:
@@ -54,8 +64,10 @@ options:
         NVIDIA GPU Operator or C(nvidia-ctk) added it). When the file configures none, the task fails
         unless O(create_missing=true), which then adds containerd's default runtime (the file's
         C(default_runtime_name), else V(runc)).
-      - The deprecated C(default_runtime) and C(untrusted_workload_runtime) tables of schemas 1 and 2
-        are not runtimes of this list and are left alone.
+      - The deprecated C(default_runtime) table of schemas 1 and 2 (what older guides and docker's bundled
+        containerd write, often with no C(runtimes) table at all) counts as the runtime V(default_runtime)
+        when it sets C(runtime_type): containerd 1.x then runs pods with it, so it is included when
+        O(runtimes) is omitted and can be named. C(untrusted_workload_runtime) is left alone.
     type: list
     elements: str
   state:
@@ -79,6 +91,17 @@ options:
       - Keep a copy of the previous file (timestamped, next to it) when the file changes.
     type: bool
     default: false
+  replace_with:
+    description:
+      - Internal, set by the action plugin for its write step; a task cannot set it (the action rejects it).
+      - The path, on the node, of a file with the new content of O(path).
+    type: path
+  expected_sha256:
+    description:
+      - Internal, set by the action plugin together with O(replace_with); a task cannot set it.
+      - The SHA-256 of O(path) when the action plugin read it (empty when it did not exist). The write
+        is refused when the file changed since, so a concurrent edit is reported instead of lost.
+    type: str
   validate:
     description:
       - Check the result with the node's containerd before writing it. The candidate file is parsed by
@@ -197,6 +220,11 @@ containerd_version:
   returned: when containerd is installed on the node and was needed
   type: str
   sample: containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3
+sha256:
+  description: The SHA-256 of the file as read on the node before any change (empty when it did not exist).
+  returned: always
+  type: str
+  sample: 3b4c...e9
 backup_file:
   description: The backup of the previous file.
   returned: when O(backup=true) and the file changed
@@ -221,54 +249,102 @@ diff:
       type: str
 """
 
+import hashlib
 import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.rdma.node.plugins.module_utils._containerd_options import ARGUMENT_SPEC, REQUIRED_IF
+from ansible_collections.rdma.node.plugins.module_utils._files import (
+    DEFAULT_MAX_BYTES,
+    FileReadError,
+    locked,
+    read_bytes,
+    read_text_or_none,
+    write_atomically,
+)
 
+# The action plugin's write step: the new content (already on the node) and the digest it planned against.
+# They are documented, but only the action plugin passes them: its own argument spec does not accept them.
+NODE_ARGUMENT_SPEC = dict(ARGUMENT_SPEC, replace_with=dict(type="path"), expected_sha256=dict(type="str"))
 # The base runtime spec is a few kilobytes; refuse to load something absurd into memory.
 _SPEC_MAX_BYTES = 64 * 1024 * 1024
+_CONFIG_WHAT = "containerd's config.toml (TOML text)"
+
+
+def _reject_constant(name):
+    raise ValueError("%s is not JSON" % name)
 
 
 def _read_config(module, path):
-    """The file's real path, whether it exists, and its text."""
+    """The file's real path (links followed), whether it exists, its text and its SHA-256."""
+    if "\x00" in path:
+        module.fail_json(msg="path %r contains a NUL byte; expected the path of containerd's config.toml." % path)
     real = os.path.realpath(path)
-    if not os.path.exists(real):
-        return real, False, None
-    if not os.path.isfile(real):
-        module.fail_json(msg="%s is not a regular file; path must name containerd's config.toml." % path)
     try:
-        with open(real, "rb") as handle:
-            data = handle.read()
-    except (IOError, OSError) as exc:
-        module.fail_json(msg="cannot read %s: %s." % (path, to_native(exc.strerror or exc)))
+        data = read_bytes(real, _CONFIG_WHAT, DEFAULT_MAX_BYTES)
+    except FileReadError as exc:
+        module.fail_json(msg=str(exc))
+    if data is None:
+        return real, False, None, ""
     try:
-        return real, True, data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         module.fail_json(msg="%s is not UTF-8 text (byte %d), so it is not a TOML file." % (path, exc.start))
+    return real, True, text, hashlib.sha256(data).hexdigest()
 
 
 def _spec_status(path):
     """'ok', or why containerd's CRI plugin could not load the spec file."""
-    if not os.path.exists(path):
-        return "missing"
-    if not os.path.isfile(path):
-        return "not a regular file"
+    if "\x00" in path:
+        return "not a usable path (it contains a NUL byte)"
     try:
-        if os.path.getsize(path) > _SPEC_MAX_BYTES:
-            return "larger than %d bytes" % _SPEC_MAX_BYTES
-        with open(path, "rb") as handle:
-            spec = json.loads(handle.read().decode("utf-8"))
-    except (IOError, OSError) as exc:
-        return "unreadable (%s)" % to_native(exc.strerror or exc)
-    except (UnicodeDecodeError, ValueError) as exc:
-        return "not valid JSON (%s)" % to_native(exc)
+        text = read_text_or_none(path, "an OCI runtime spec (JSON)", _SPEC_MAX_BYTES)
+    except FileReadError as exc:
+        return "unusable (%s)" % str(exc).rstrip(".")
+    if text is None:
+        return "missing"
+    try:
+        spec = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        return "not valid JSON (nested too deeply)"
+    except ValueError as exc:
+        return "not valid JSON (%s)" % exc
     if not isinstance(spec, dict):
         return "not a JSON object"
     return "ok"
+
+
+def _replace(module, params):
+    """The write step: replace the file with ``replace_with`` only if it is still what was read.
+
+    Compare-and-swap under a lock rather than a lock held across the whole task: the edit is planned
+    on the controller between two round trips, and a lock cannot outlive the module process that
+    holds it. The lock (flock on the directory, the one every writer in this collection takes)
+    makes "compare digest, then rename" atomic against other writers; the digest catches any
+    change made since the read, by anyone. A mismatch fails visibly and the action plugin retries.
+    """
+    real = os.path.realpath(params["path"])
+    with locked(module, real):
+        try:
+            current = read_bytes(real, _CONFIG_WHAT, DEFAULT_MAX_BYTES)
+            new = read_bytes(params["replace_with"], "the new content of %s" % real, DEFAULT_MAX_BYTES)
+        except FileReadError as exc:
+            module.fail_json(msg=str(exc))
+        if new is None:
+            module.fail_json(msg="%s is missing on the node; nothing was written." % params["replace_with"])
+        digest = "" if current is None else hashlib.sha256(current).hexdigest()
+        if digest != (params["expected_sha256"] or ""):
+            module.fail_json(msg="%s changed on the node since it was read (another task or process wrote it); "
+                                 "nothing was written." % real, conflict=True, sha256=digest)
+        if current == new:
+            module.exit_json(changed=False, path=real, sha256=digest)
+        backup_file = write_atomically(module, real, new, backup=params["backup"])
+    result = dict(changed=True, path=real, sha256=hashlib.sha256(new).hexdigest())
+    if backup_file:
+        result["backup_file"] = backup_file
+    module.exit_json(**result)
 
 
 def _containerd(module):
@@ -291,18 +367,27 @@ def _containerd(module):
 
 def main():
     module = AnsibleModule(
-        argument_spec=ARGUMENT_SPEC,
+        argument_spec=NODE_ARGUMENT_SPEC,
         required_if=REQUIRED_IF,
         supports_check_mode=True,
     )
-    # Read-only inspection for the action plugin, which plans the edit on the controller.
     params = module.params
-    real, exists, content = _read_config(module, params["path"])
+    if params["replace_with"] is not None:
+        if params["expected_sha256"] is None:
+            module.fail_json(msg="replace_with needs expected_sha256 (both are set by the action plugin only).")
+        if module.check_mode:
+            module.exit_json(changed=True, msg="check mode: nothing written.")
+        _replace(module, params)
+    # Read-only inspection for the action plugin, which plans the edit on the controller. The text
+    # goes to the controller once (it plans the edit there, with tomlkit); the digest lets the write
+    # step prove nothing changed in between without sending the file back.
+    real, exists, content, digest = _read_config(module, params["path"])
     directory = os.path.dirname(real)
     node = {
         "path": real,
         "exists": exists,
         "content": content,
+        "sha256": digest,
         "directory_exists": os.path.isdir(directory),
         "directory_writable": os.access(directory, os.W_OK),
         "spec_status": None,

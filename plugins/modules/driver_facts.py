@@ -18,6 +18,9 @@ description:
     C(ofed_info -s), and only when the tools are installed and O(run_tools=true).
   - A missing file or tool gives an empty or V(null) fact and a line in RV(ansible_facts.rdma_driver.notes),
     never a failure. The module changes nothing.
+  - dkms's own errors (C(Error!), for example a module directory without C(dkms.conf), after which
+    C(dkms status) lists nothing more) and lines of C(dkms status) that are not status lines are also
+    warnings of the task.
   - Needs only the Python standard library on the node.
 author: rdma.node developers (!UNKNOWN)
 extends_documentation_fragment:
@@ -278,19 +281,59 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdma.node.plugins.module_utils._dkms import parse_dkms_version
+from ansible_collections.rdma.node.plugins.module_utils._dkms import iter_status, parse_dkms_version
 from ansible_collections.rdma.node.plugins.module_utils._driver import gather
+from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes, take_read_warnings
 
 _C_LOCALE = {"LANG": "C", "LC_ALL": "C"}
+# Saved tool outputs are kilobytes; a bound keeps a wrong path (a log, a device) from exhausting memory.
+_SAVED_OUTPUT_MAX_BYTES = 16 * 1024 * 1024
+# Past this many loaded modules or DKMS entries, the facts keep the RDMA part and a count.
+_MAX_LISTED = 500
+_RDMA_MODULE_PREFIXES = ("ib_", "rdma", "mlx", "nvidia", "nv_peer", "iw_", "irdma", "bnxt_re", "efa", "rxe", "siw",
+                         "ocrdma", "qedr", "hfi1", "qib", "vmw_pvrdma")
 
 
 def _read_saved(module, path, option):
     try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
-    except (IOError, OSError) as exc:
-        module.fail_json(msg="%s %s cannot be read (%s); expected a file with the saved command output" % (
-            option, path, exc.strerror or exc))
+        data = read_bytes(path, "the saved output of a command (%s)" % option, _SAVED_OUTPUT_MAX_BYTES)
+    except FileReadError as exc:
+        module.fail_json(msg="%s: %s" % (option, exc))
+    if data is None:
+        module.fail_json(msg="%s %s does not exist; expected a file with the saved command output." % (option, path))
+    return data.decode("utf-8", "replace")
+
+
+def _bound_results(facts):
+    """Keep the result small enough for the controller: long lists become their RDMA part plus a count.
+
+    A node with thousands of modules or DKMS entries would otherwise send megabytes back for
+    every host; the RDMA stack is what the checks read, so that part is always kept.
+    """
+    warnings = []
+    modules = facts["loaded_modules"]
+    if len(modules) > _MAX_LISTED:
+        kept = {name: value for name, value in modules.items() if name.startswith(_RDMA_MODULE_PREFIXES)}
+        kept = dict(sorted(kept.items())[:_MAX_LISTED])
+        facts["loaded_modules"] = kept
+        warnings.append("%d kernel modules are loaded; loaded_modules lists only the %d RDMA and GPU ones."
+                        % (len(modules), len(kept)))
+    dkms = facts.get("dkms")
+    if dkms and len(dkms["entries"]) > _MAX_LISTED:
+        total = len(dkms["entries"])
+        dkms["entries"] = dkms["entries"][:_MAX_LISTED]
+        warnings.append("dkms status lists %d entries; dkms.entries keeps the first %d (dkms.relevant covers all)."
+                        % (total, _MAX_LISTED))
+    for key in ("errors", "warnings"):
+        if dkms and len(dkms[key]) > _MAX_LISTED:
+            warnings.append("dkms status printed %d %s; dkms.%s keeps the first %d."
+                            % (len(dkms[key]), key, key, _MAX_LISTED))
+            dkms[key] = dkms[key][:_MAX_LISTED]
+    if len(facts["notes"]) > _MAX_LISTED:
+        warnings.append("%d notes; notes keeps the first %d." % (len(facts["notes"]), _MAX_LISTED))
+        facts["notes"] = facts["notes"][:_MAX_LISTED]
+    facts["notes"].extend(warnings)
+    return warnings
 
 
 def _dkms(module, notes):
@@ -325,6 +368,16 @@ def _ofed(module, notes):
     return out
 
 
+def _warn_dkms(module, dkms_text):
+    """dkms's own errors (a module directory without dkms.conf stops dkms status) and lines that
+    are not dkms output are warnings: the module list may be incomplete."""
+    for item in iter_status(dkms_text or ""):
+        if item["state"] == "error":
+            module.warn("dkms status reported an error, its module list may be incomplete: %s" % item["message"])
+        elif item["state"] in ("unparsed", "redacted"):
+            module.warn("dkms status printed a line that is not a status line: %r" % item["message"])
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -350,6 +403,9 @@ def main():
         dkms_modules=module.params["dkms_modules"],
         notes=notes,
     )
+    for warning in take_read_warnings() + _bound_results(facts):
+        module.warn(warning)
+    _warn_dkms(module, dkms_text)
     module.exit_json(changed=False, ansible_facts={"rdma_driver": facts})
 
 

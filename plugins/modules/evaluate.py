@@ -15,10 +15,10 @@ description:
     registered for a role (C(ib_inventory), C(driver_verify), C(node_remediation), C(bandwidth_check),
     C(k8s_rdma), C(fleet_health)); this action runs the checks of O(role) on the facts of the host
     and the role's O(params).
-  - Keeps the result as host facts C(<role>_findings) and C(<role>_status), so a fact cache holds
+  - "Keeps the result as host facts C(<role>_findings) and C(<role>_status), so a fact cache holds
     them for a later report job, and publishes them with the custom stats of the run (what
     M(ansible.builtin.set_stats) publishes, the C(artifact_data) of an AWX job) as
-    C(rdma_<role>) C({<subject>: {status, findings}}), aggregated over the hosts.
+    C(rdma_<role>), a mapping of the subject to C(status) and C(findings), aggregated over the hosts."
   - A check whose facts are missing (a fact subset that was not gathered) is not run; the status
     lists it under C(skipped_checks) with the facts it lacked.
   - Runs on the controller; nothing is sent to the node.

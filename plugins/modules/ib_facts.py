@@ -162,6 +162,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.rdma.node.plugins.module_utils._files import take_read_warnings
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
 
 
@@ -174,7 +175,7 @@ def main():
     if not os.path.isdir(root):
         module.fail_json(msg="sysfs_root %s is not a directory; expected the path of a sysfs tree such as /sys" % root)
     facts, warnings = gather(root)
-    for warning in warnings:
+    for warning in warnings + take_read_warnings():
         module.warn(warning)
     module.exit_json(changed=False, ansible_facts={"rdma": facts})
 

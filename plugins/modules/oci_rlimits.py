@@ -30,6 +30,11 @@ options:
     description:
       - The spec file, for example C(/etc/containerd/base-runtime-spec.json).
       - Its directory must exist. When the file does not exist it is created from C(ctr oci spec).
+      - A symbolic link is followed - its target is edited and the link stays - as
+        M(rdma.node.containerd_runtime) does for C(config.toml).
+      - It must be a regular file of at most 64 MiB; a FIFO, socket or device is refused.
+      - Parallel runs against one file queue up on an advisory lock (C(flock) on its directory), so
+        no run overwrites another's change.
     type: path
     required: true
   rlimits:
@@ -216,7 +221,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdma.node.plugins.module_utils._files import read_text, write_atomically
+from ansible_collections.rdma.node.plugins.module_utils._files import locked, read_text, resolve_target, write_atomically
 from ansible_collections.rdma.node.plugins.module_utils._oci_spec import (
     DEFAULT_NOFILE_FLOOR,
     SpecError,
@@ -240,38 +245,8 @@ def default_spec(module, path, regenerate):
     return out
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            path=dict(type="path", required=True),
-            rlimits=dict(
-                type="list",
-                elements="dict",
-                default=[],
-                options=dict(
-                    type=dict(type="str", required=True),
-                    soft=dict(type="raw"),
-                    hard=dict(type="raw"),
-                    state=dict(type="str", choices=["present", "absent"], default="present"),
-                ),
-            ),
-            regenerate=dict(type="bool", default=False),
-            nofile_floor=dict(type="int", default=DEFAULT_NOFILE_FLOOR),
-            backup=dict(type="bool", default=False),
-        ),
-        add_file_common_args=True,
-        supports_check_mode=True,
-    )
-    path = module.params["path"]
-    regenerate = module.params["regenerate"]
-    if module.params["nofile_floor"] < 0:
-        module.fail_json(msg="nofile_floor must be 0 (off) or a positive number of files, got %d."
-                         % module.params["nofile_floor"])
-    try:
-        desired = normalize_rlimits(module.params["rlimits"])
-    except RlimitError as exc:
-        module.fail_json(msg=str(exc))
-
+def _edit(module, path, regenerate, desired):
+    """Read, plan and write the spec; the caller holds the lock across all three."""
     before = read_text(module, path, "an OCI runtime spec (JSON)")
     directory = os.path.dirname(os.path.abspath(path))
     if before is None and not os.path.isdir(directory):
@@ -314,6 +289,45 @@ def main():
         notes.append("%s %s the requested rlimits." % (path, "now has" if result["changed"] else "already has"))
     result["msg"] = " ".join(notes)
     module.exit_json(**result)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            rlimits=dict(
+                type="list",
+                elements="dict",
+                default=[],
+                options=dict(
+                    type=dict(type="str", required=True),
+                    soft=dict(type="raw"),
+                    hard=dict(type="raw"),
+                    state=dict(type="str", choices=["present", "absent"], default="present"),
+                ),
+            ),
+            regenerate=dict(type="bool", default=False),
+            nofile_floor=dict(type="int", default=DEFAULT_NOFILE_FLOOR),
+            backup=dict(type="bool", default=False),
+        ),
+        add_file_common_args=True,
+        supports_check_mode=True,
+    )
+    path = module.params["path"]
+    regenerate = module.params["regenerate"]
+    if module.params["nofile_floor"] < 0:
+        module.fail_json(msg="nofile_floor must be 0 (off) or a positive number of files, got %d."
+                         % module.params["nofile_floor"])
+    try:
+        desired = normalize_rlimits(module.params["rlimits"])
+    except RlimitError as exc:
+        module.fail_json(msg=str(exc))
+
+    if "\x00" in path:
+        module.fail_json(msg="path %r contains a NUL byte; expected the path of an OCI runtime spec." % path)
+    target = resolve_target(module, path, True, "an OCI runtime spec")
+    with locked(module, target):
+        _edit(module, target, regenerate, desired)
 
 
 if __name__ == "__main__":

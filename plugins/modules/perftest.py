@@ -244,7 +244,9 @@ parsed:
       (V(bw) or V(lat)), V(device), V(link_type), V(transport_type), V(connection_type), V(qps), V(mtu),
       V(gid_index), V(header) (every header key as printed), V(unit) (the unit of the figures, such as
       V(Gb/sec) or V(MB/sec)), V(units_printed), V(sides), V(sides_agree), V(warnings) (such as
-      C(Conflicting CPU frequency)), V(notes) (what the parser decided), V(local_addresses) and
+      C(Conflicting CPU frequency)), V(notes) (what the parser decided and the output lines it could
+      not place, each with V(line), V(text) and V(reason), as the P(rdma.node.parse_perftest#filter)
+      filter returns them; each unplaced line is also a warning of the task), V(local_addresses) and
       V(remote_addresses).
   returned: always
   type: dict
@@ -276,15 +278,17 @@ from ansible_collections.rdma.node.plugins.module_utils._perftest import (
     DEFAULT_TCP_PORT,
     TOOLS,
     PerftestError,
-    average_for,
     build_argv,
-    classify_failure,
-    hint_for,
-    parse_perftest,
     parse_size,
     run_loopback,
     timed_out_status,
     with_deadline,
+)
+from ansible_collections.rdma.node.plugins.module_utils._perftest_output import (
+    average_for,
+    classify_failure,
+    hint_for,
+    parse_perftest,
 )
 
 LOOPBACK_ADDRESS = "127.0.0.1"
@@ -296,6 +300,14 @@ def _split(parsed):
     failure = info.pop("failure")
     info.pop("bw_average_gbps")
     return results, failure, info
+
+
+def _warn_unplaced(module, parsed, side):
+    """Tell the operator about output lines the parser could not place (a newer perftest, a wrapper)."""
+    for note in parsed["notes"]:
+        if note["line"] is not None:
+            module.warn("perftest %s output line %d was not understood (%s): %r" % (
+                side, note["line"], note["reason"], note["text"]))
 
 
 def _side_failure(failure, side):
@@ -310,6 +322,7 @@ def _run_single(module, timeout_bin, argv, timeout, role):
     rc, out, err = module.run_command(with_deadline(timeout_bin, timeout, argv))
     timed_out = timed_out_status(rc)
     parsed = parse_perftest(out, err, rc=rc, timed_out=timed_out, timeout=timeout, role=role)
+    _warn_unplaced(module, parsed, role)
     results, failure, info = _split(parsed)
     return {
         "cmd": argv,
@@ -337,6 +350,7 @@ def _run_loopback(module, timeout_bin, server_argv, client_argv, port, timeout):
         server["stdout"], server["stderr"], rc=None if server["killed"] else server["rc"],
         timed_out=server["timed_out"], timeout=timeout, role="server",
     )
+    _warn_unplaced(module, server_parsed, "server")
     server_results, server_failure, server_info = _split(server_parsed)
     server_part = {
         "cmd": server["cmd"],
@@ -375,6 +389,7 @@ def _run_loopback(module, timeout_bin, server_argv, client_argv, port, timeout):
         client["stdout"], client["stderr"], rc=client["rc"], timed_out=client["timed_out"], timeout=timeout,
         role="client",
     )
+    _warn_unplaced(module, parsed, "client")
     results, failure, info = _split(parsed)
     failure = _side_failure(failure, "client")
     if failure is not None and failure["cause"] == "remote_unreachable" and server_failure is not None \

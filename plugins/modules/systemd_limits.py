@@ -60,9 +60,17 @@ options:
   state:
     description:
       - V(present) writes the drop-in, V(absent) removes it (and its directory when that becomes empty).
+      - A drop-in at that path that is a symbolic link is refused, not followed - a link there (for
+        example to C(/dev/null), which masks the drop-in) belongs to someone else - and nothing is
+        changed. A drop-in that is not UTF-8 text is still replaced or removed, as the module owns it.
     type: str
     choices: [present, absent]
     default: present
+  backup:
+    description:
+      - Keep a copy of the previous drop-in (timestamped, next to it) when it changes or is removed.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - rdma.node.attributes
   - rdma.node.attributes.files
@@ -182,6 +190,16 @@ restart_required:
   description: Whether the drop-in changed, so the unit must be restarted for its processes to get the limits.
   returned: always
   type: bool
+created:
+  description: Whether the drop-in did not exist before and was (or would be in check mode) written.
+  returned: always
+  type: bool
+  sample: true
+backup_file:
+  description: The backup of the previous drop-in.
+  returned: when O(backup=true) and an existing drop-in changed or was removed
+  type: str
+  sample: /etc/systemd/system/containerd.service.d/50-rdma-node-limits.conf.12345.2026-01-02@03:04:05~
 diff:
   description: The drop-in before and after.
   returned: in diff mode
@@ -197,7 +215,15 @@ from ansible_collections.rdma.node.plugins.module_utils._rlimits import (
     SYSTEMD_DIRECTIVES,
     normalize_systemd_limits,
 )
-from ansible_collections.rdma.node.plugins.module_utils._files import read_text, remove_file, write_atomically
+from ansible_collections.rdma.node.plugins.module_utils._files import (
+    SMALL_FILE_MAX_BYTES,
+    FileReadError,
+    locked,
+    read_bytes,
+    remove_file,
+    take_read_warnings,
+    write_atomically,
+)
 from ansible_collections.rdma.node.plugins.module_utils._systemd_dropin import (
     DEFAULT_DROPIN_NAME,
     DropinError,
@@ -215,6 +241,47 @@ def systemd_running(root):
     return root in ("/", "") and os.path.isdir("/run/systemd/system")
 
 
+def _read_own_dropin(module, path):
+    """Our drop-in's text (None when missing). Bytes that are not UTF-8 are shown replaced: the file is
+    ours to overwrite or remove, so an unreadable one must not block that."""
+    try:
+        data = read_bytes(path, "a systemd drop-in", SMALL_FILE_MAX_BYTES, follow=False)
+    except FileReadError as exc:
+        module.fail_json(msg="%s Nothing was changed." % exc)
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        module.warn("%s is not UTF-8 text; as the module owns it, it is replaced or removed as a whole." % path)
+        return data.decode("utf-8", "replace")
+
+
+def _apply(module, path, unit, limits):
+    """Read, compare and write our drop-in; the caller holds the directory lock across it."""
+    params = module.params
+    before = _read_own_dropin(module, path)
+    after = render_dropin(unit, limits) if params["state"] == "present" else None
+    changed = before != after
+    directives = list(limits) if limits else sorted(
+        {key for dummy, key, value, line in parse_unit_text(before or "") if key in SYSTEMD_DIRECTIVES}
+    )
+    result = dict(changed=changed, path=path, unit=unit, limits=limits, daemon_reloaded=False,
+                  restart_required=changed, effective={}, created=before is None and after is not None)
+    if module._diff:
+        result["diff"] = dict(before=before or "", after=after or "", before_header=path, after_header=path)
+    if changed and not module.check_mode:
+        if after is None:
+            if params["backup"]:
+                result["backup_file"] = module.backup_local(path)
+            remove_file(module, path, remove_empty_parent=True)
+        else:
+            backup_file = write_atomically(module, path, after, backup=params["backup"], mode=0o644, make_parent=True)
+            if backup_file:
+                result["backup_file"] = backup_file
+    return result, directives, after
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -224,6 +291,7 @@ def main():
             root=dict(type="path", default="/"),
             daemon_reload=dict(type="bool", default=True),
             state=dict(type="str", choices=["present", "absent"], default="present"),
+            backup=dict(type="bool", default=False),
         ),
         required_if=[("state", "present", ("limits",))],
         supports_check_mode=True,
@@ -242,27 +310,13 @@ def main():
         module.fail_json(msg="root %s is not a directory." % root)
 
     path = dropin_path(root, unit, filename)
-    before = read_text(module, path, "a systemd drop-in")
-    after = render_dropin(unit, limits) if params["state"] == "present" else None
-    changed = before != after
-    directives = list(limits) if limits else sorted(
-        {key for dummy, key, value, line in parse_unit_text(before or "") if key in SYSTEMD_DIRECTIVES}
-    )
-
-    result = dict(changed=changed, path=path, unit=unit, limits=limits, daemon_reloaded=False,
-                  restart_required=changed, effective={})
-    if module._diff:
-        result["diff"] = dict(before=before or "", after=after or "", before_header=path, after_header=path)
-    if changed and not module.check_mode:
-        if after is None:
-            remove_file(module, path, remove_empty_parent=True)
-        else:
-            write_atomically(module, path, after, mode=0o644, make_parent=True)
+    with locked(module, path):
+        result, directives, after = _apply(module, path, unit, limits)
 
     report = analyze(root, unit, filename, directives, after)
     for key in ("unit_file", "dropins", "overridden_by", "also_set_in", "masked_by"):
         result[key] = report[key]
-    for warning in report["warnings"]:
+    for warning in report["warnings"] + take_read_warnings():
         module.warn(warning)
 
     if systemd_running(root):
@@ -273,9 +327,10 @@ def main():
                 module.fail_json(msg="systemctl daemon-reload failed with rc %d: %s" % (rc, err.strip()), **result)
             result["daemon_reloaded"] = True
         if directives:
-            argv = [systemctl, "show", unit]
+            argv = [systemctl, "show"]
             for directive in directives:
                 argv.extend(["-p", directive, "-p", directive + "Soft"])
+            argv.extend(["--", unit])  # the unit name is never read as an option
             rc, out, err = module.run_command(argv)
             if rc != 0:
                 module.fail_json(msg="systemctl show %s failed with rc %d: %s" % (unit, rc, err.strip()), **result)

@@ -7,14 +7,17 @@ Controller-side logic of the ``rdma.node.k8s_rdma`` role and the ``k8s`` filters
 
 * taints and tolerations with the scheduler's matching rules, and the merge of the tolerations a
   NicClusterPolicy needs into the ones it has (existing kept, nothing added twice);
-* why a node's ``network.nvidia.com/operator.mofed.wait`` label is stuck at ``true``;
-* whether the nodes of an inventory group advertise their ``rdma/<name>`` resource;
+* which nodes have their ``network.nvidia.com/operator.mofed.wait`` label stuck at ``true``, and the
+  taints that keep the MOFED driver pod away from them;
+* which node must advertise which ``rdma/<name>`` resource, and what each one advertises;
 * JSON patches that remove stale extended resources from a node's status (RFC 6901 escaping);
 * the RDMA shared device plugin's ``configList`` from each group's ``ansible_facts.rdma``, and its
   merge into the config string a NicClusterPolicy already carries.
 
 Nothing here talks to a cluster: the role reads and patches with ``kubernetes.core`` modules and
-hands the objects to these functions. Bad input raises ``K8sRdmaError`` with one sentence.
+hands the objects to these functions. The findings are made by the registered checks of
+``_checks_cluster.py`` from what these functions compute. Bad input raises ``K8sRdmaError`` with one
+sentence.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import copy
 import json
 import re
 
-from ansible_collections.rdma.node.plugins.module_utils import _findings
+from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
 
 TOLERATION_OPERATORS = ("Exists", "Equal")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -44,8 +47,10 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _RESOURCE_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
-class K8sRdmaError(ValueError):
-    """Input that cannot be used; the message is one sentence naming what was wrong."""
+class K8sRdmaError(CheckError):
+    """Input that cannot be used; the message is one sentence naming what was wrong.
+
+    A CheckError, so that a check given bad input reports the sentence, not a traceback."""
 
 
 # ------------------------------------------------------------------------------------ tolerations
@@ -239,23 +244,19 @@ def _not_ready(node):
     return False
 
 
-def mofed_wait_findings(nodes, tolerations, planned_tolerations=None, policy_name="nic-cluster-policy",
-                        label=MOFED_WAIT_LABEL, waited_seconds=None, previously_stuck=None, check_mode=False):
-    """Explain every node whose ``label`` is ``"true"``.
+def mofed_wait_nodes(nodes, tolerations, planned_tolerations=None, label=MOFED_WAIT_LABEL):
+    """The nodes whose ``label`` is ``"true"``, and what keeps the MOFED driver pod off each.
 
     ``tolerations`` are the policy's tolerations as they are in the cluster, ``planned_tolerations``
-    the ones after this run's patch (applied, or planned in check mode). ``waited_seconds`` says the
-    caller waited that long for the label and gave up; ``previously_stuck`` names nodes that were
-    stuck before the wait, so the ones that recovered are reported too.
-
-    Returns ``{"stuck": [names], "nodes": {name: {...}}, "findings": [...]}``.
+    the ones after this run's patch (applied, or planned in check mode). Returns ``{"stuck": [names],
+    "nodes": {name: {"untolerated", "untolerated_after_patch", "not_ready", "blocking", "remaining"}}}``:
+    the untolerated taints as ``key=value:Effect`` texts and (``blocking``, ``remaining``) as taints.
     """
     if not isinstance(nodes, list):
         raise K8sRdmaError("expected a list of Node objects, got %r" % (nodes,))
     planned = tolerations if planned_tolerations is None else planned_tolerations
     stuck = []
     details = {}
-    findings = []
     for node in sorted(nodes, key=_node_name):
         name = _node_name(node)
         if str(_labels(node).get(label, "")).lower() != "true":
@@ -263,54 +264,14 @@ def mofed_wait_findings(nodes, tolerations, planned_tolerations=None, policy_nam
         stuck.append(name)
         blocking = untolerated_taints(node, tolerations)
         remaining = untolerated_taints(node, planned)
-        reasons = [taint_reason(t, policy_name) for t in blocking]
         details[name] = {
             "untolerated": [describe_taint(t) for t in blocking],
             "untolerated_after_patch": [describe_taint(t) for t in remaining],
             "not_ready": _not_ready(node),
+            "blocking": blocking,
+            "remaining": remaining,
         }
-        head = '%s is "true" on node %s' % (label, name)
-        if waited_seconds is not None:
-            cause = "; ".join(taint_reason(t, policy_name) for t in remaining) or (
-                "no taint blocks the driver pod, so look at the MOFED driver pod on the node")
-            findings.append(_finding(
-                "mofed_wait_timeout", "critical", name,
-                "%s after waiting %s s for it to become \"false\": %s." % (head, _seconds(waited_seconds), cause),
-                "false", "true"))
-        elif remaining:
-            findings.append(_finding(
-                "mofed_wait_blocked", "critical", name,
-                "%s: %s, so the MOFED driver pod cannot be scheduled there and the node advertises no "
-                "rdma/* resources." % (head, "; ".join(taint_reason(t, policy_name) for t in remaining)),
-                "false", "true"))
-        elif blocking:
-            verb = "would add" if check_mode else "added"
-            findings.append(_finding(
-                "mofed_wait_unblocked", "warning", name,
-                "%s: %s; the tolerations this run %s cover it, so the operator can schedule the MOFED "
-                "driver pod again (set k8s_rdma_wait_mofed to wait for the label)." % (head, "; ".join(reasons), verb),
-                "false", "true"))
-        else:
-            extra = " The node is NotReady." if details[name]["not_ready"] else ""
-            findings.append(_finding(
-                "mofed_wait_unexplained", "warning", name,
-                "%s but no taint keeps the MOFED driver pod off it: the pod may still be installing the "
-                "driver or failing; check it with kubectl -n nvidia-network-operator get pods -o wide "
-                "--field-selector spec.nodeName=%s.%s" % (head, name, extra),
-                "false", "true"))
-    for name in sorted(set(previously_stuck or []) - set(stuck)):
-        findings.append(_finding(
-            "mofed_wait_cleared", "info", name,
-            '%s is "false" again on node %s.' % (label, name), "false", "false"))
-    return {"stuck": stuck, "nodes": details, "findings": findings}
-
-
-def _seconds(value):
-    return int(value) if float(value).is_integer() else value
-
-
-def _finding(check, severity, subject, message, expected=None, actual=None):
-    return _findings.finding("k8s_rdma", check, severity, subject, message, expected, actual)
+    return {"stuck": stuck, "nodes": details}
 
 
 # ------------------------------------------------------------------------------------ resources
@@ -374,57 +335,34 @@ def node_expectations(groups, resources, node_name_of, prefix="rdma", where="k8s
     return expectations
 
 
-def resource_findings(nodes, expectations, expected_count=0, mofed_label=None):
-    """Findings for nodes that do not advertise their resource in capacity and allocatable.
+def resource_states(nodes, expectations, expected_count=0, mofed_label=None):
+    """What each expected node advertises, in capacity and allocatable.
 
-    ``expected_count`` (the device plugin's rdmaHcaMax, 63 in the write-up) also checks the amount;
-    0 accepts any positive amount. With ``mofed_label``, a missing resource on a node whose label
-    is ``"true"`` says so: the device plugin waits for the driver there.
+    Returns ``{"checked": [...], "absent": [...]}``: ``absent`` holds the expectations whose node is not
+    in the cluster; each ``checked`` entry has ``node``, ``group``, ``resource``, ``capacity``,
+    ``allocatable`` (as advertised), ``ok``, ``missing`` (the fields without a positive amount),
+    ``wrong_count`` (the fields whose amount is not ``expected_count``, when it is set) and ``waiting``
+    (the node's ``mofed_label`` is ``"true"``).
     """
     by_name = {_node_name(n): n for n in nodes or []}
-    findings = []
-    checked = []
+    checked, absent = [], []
     for want in expectations:
         node = by_name.get(want["node"])
-        where = "Node %s (group %s)" % (want["node"], want["group"])
         if node is None:
-            findings.append(_finding(
-                "node_not_in_cluster", "critical", want["node"],
-                "The inventory host %s of group %s has no Node %s in the cluster; set k8s_node_name for it when "
-                "the names differ." % (want["host"], want["group"], want["node"]),
-                want["node"], None))
+            absent.append(want)
             continue
         status = node.get("status") or {}
-        amounts = {}
-        for field in ("capacity", "allocatable"):
-            raw = (status.get(field) or {}).get(want["resource"])
-            amounts[field] = {"raw": raw, "value": parse_quantity(raw)}
-        actual = {field: amounts[field]["raw"] for field in amounts}
-        missing = [f for f in ("capacity", "allocatable") if not amounts[f]["value"] or amounts[f]["value"] <= 0]
-        checked.append({"node": want["node"], "group": want["group"], "resource": want["resource"],
-                        "capacity": actual["capacity"], "allocatable": actual["allocatable"],
-                        "ok": not missing})
-        if missing:
-            shown = ", ".join("%s: %s" % (f, "absent" if actual[f] is None else actual[f]) for f in ("capacity", "allocatable"))
-            waiting = ""
-            if mofed_label and str(_labels(node).get(mofed_label, "")).lower() == "true":
-                waiting = ' while %s is "true" (the device plugin waits for the MOFED driver)' % mofed_label
-            findings.append(_finding(
-                "resource_missing", "critical", want["node"],
-                "%s does not advertise %s in %s (%s)%s." % (where, want["resource"], " and ".join(missing), shown, waiting),
-                {"capacity": expected_count or ">0", "allocatable": expected_count or ">0"}, actual))
-            continue
-        if expected_count:
-            wrong = [f for f in ("capacity", "allocatable") if amounts[f]["value"] != expected_count]
-            if wrong:
-                checked[-1]["ok"] = False
-                findings.append(_finding(
-                    "resource_count", "warning", want["node"],
-                    "%s advertises %s with %s, expected %d in both." % (
-                        where, want["resource"],
-                        " and ".join("%s %s" % (f, actual[f]) for f in ("capacity", "allocatable")), expected_count),
-                    {"capacity": expected_count, "allocatable": expected_count}, actual))
-    return {"findings": findings, "checked": checked}
+        raw = {field: (status.get(field) or {}).get(want["resource"]) for field in ("capacity", "allocatable")}
+        value = {field: parse_quantity(raw[field]) for field in raw}
+        missing = [f for f in ("capacity", "allocatable") if not value[f] or value[f] <= 0]
+        wrong = [f for f in ("capacity", "allocatable") if expected_count and value[f] != expected_count] if not missing else []
+        checked.append({
+            "node": want["node"], "group": want["group"], "resource": want["resource"],
+            "capacity": raw["capacity"], "allocatable": raw["allocatable"], "ok": not missing and not wrong,
+            "host": want["host"], "missing": missing, "wrong_count": wrong,
+            "waiting": bool(mofed_label) and str(_labels(node).get(mofed_label, "")).lower() == "true",
+        })
+    return {"checked": checked, "absent": absent}
 
 
 # ------------------------------------------------------------------------------------ stale resources

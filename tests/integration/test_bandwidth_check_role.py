@@ -33,7 +33,7 @@ PAIR_CLIENT = str(PERFTEST / "ib_write_bw_s1M_client_IB_MBsec.txt")
 MEMLOCK_CLIENT = str(PERFTEST / "err_ib_read_bw_client_couldnt_allocate_MR_memlock.txt")
 READ_KEYS_SERVER = str(PERFTEST / "seed_err_ib_read_bw_server_ethernet_read_keys.txt")
 PORT_DOWN_SERVER = str(PERFTEST / "seed_err_ib_write_bw_mlx5_0_port_down_server.txt")
-KEEP = "Keep the result as facts (a fact cache lets a later job report without testing again)"
+KEEP = "Judge this host's tests, keep and publish the findings"
 
 # Short waits keep the test quick; the module's deadline for a pair's server is 60 + 3 + 2 = 65 s.
 FAST = ["-e", "bandwidth_check_server_start_timeout=3", "-e", "bandwidth_check_server_grace=2"]
@@ -173,8 +173,12 @@ def test_findings_verdicts_and_fail_switch(main_run):
     assert run.failed_hosts == ["a100-node-01", "a100-node-02"]
     assert run.changed_hosts == []
     stats = run.data["global_custom_stats"]["rdma_bandwidth_check"]
-    assert stats["v100-node-01"]["status"] == {"ok": True, "critical": 0, "warning": 0, "check_mode": False, "tests": 3,
-                                               "passed": 3, "below_expected": 0, "failed": 0, "not_run": 0}
+    assert sorted(stats) == ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
+    for host, published in stats.items():  # one shape: the status and findings the host keeps as facts
+        assert published == {"status": facts[host]["bandwidth_check_status"], "findings": facts[host]["bandwidth_check_findings"]}
+    v100 = stats["v100-node-01"]["status"]
+    assert (v100["ok"], v100["critical"], v100["warning"], v100["check_mode"]) == (True, 0, 0, False)
+    assert v100["verdicts"] == {"tests": 3, "passed": 3, "below_expected": 0, "failed": 0, "not_run": 0}
     assert stats["a100-node-02"]["status"]["critical"] == 2
 
 
@@ -192,8 +196,13 @@ def test_memlock_findings_carry_the_node_remediation_hint(main_run):
     assert "rdma.node.node_remediation" in pair["message"]
     status = facts["a100-node-01"]["bandwidth_check_status"]["pairs"][0]
     assert (status["verdict"], status["cause"], status["side"]) == ("failed", "memlock", "client")
-    fail = main_run["run"].task_results("Fail the host when a critical finding remains")["a100-node-02"]["msg"]
-    assert fail.startswith("2 critical bandwidth finding(s) on a100-node-02: ")
+    said = main_run["run"].task_results("Show what was measured, and fail the host when asked to and a critical finding remains")
+    assert said["a100-node-02"]["msg"].startswith("bandwidth_check on a100-node-02: 2 critical, 1 warning: ")
+    assert said["a100-node-02"]["failed"] and not said["v100-node-01"].get("failed")
+    assert said["v100-node-01"]["msg"] == (
+        "bandwidth_check on v100-node-01: no findings. Tests: mlx5_0/1 loopback: pass 94.71 Gb/s of 90.0 expected; "
+        "mlx5_1/1 loopback: pass 94.71 Gb/s of 90.0 expected; "
+        "mlx5_0/1 server of v100-node-02:mlx5_0/1: pass 93.36 Gb/s of 90.0 expected.")
 
 
 def test_a_hanging_server_is_stopped_by_the_role(main_run):
@@ -269,4 +278,4 @@ def test_check_mode_runs_nothing_and_reports_the_plan(demo):
     assert status["loopback"][1]["cmd"][-1] == "127.0.0.1" and "-x" in status["loopback"][1]["cmd"]  # the planned command
     assert [(p["role"], p["peer"], p["port"], p["expected_gbps"], p["verdict"]) for p in status["pairs"]] == [
         ("client", "a100-node-01", "mlx5_1/1", 180.0, "not_run"), ("client", "a100-node-01", "mlx5_bond_0/1", 9.0, "not_run")]
-    assert facts["v100-node-02"]["bandwidth_check_status"]["summary"]["not_run"] == 2
+    assert facts["v100-node-02"]["bandwidth_check_status"]["verdicts"]["not_run"] == 2

@@ -257,8 +257,9 @@ def test_the_filter_reads_the_real_dkms_status(headers_kernel, collections_path,
     proc, _stats, facts = run_playbook(tmp_path, collections_path, {"controller": {}}, playbook=str(playbook))
     assert proc.returncode == 0, proc.stdout[-2000:]
     parsed = facts["controller"]["parsed"]
-    assert len(parsed) == len([line for line in facts["controller"]["raw"] if line.strip()])
-    ours = [item for item in parsed if item["name"] == DKMS_NAME]
+    assert parsed["notes"] == [] and parsed["errors"] == []
+    assert len(parsed["modules"]) == len([line for line in facts["controller"]["raw"] if line.strip()])
+    ours = [item for item in parsed["modules"] if item["name"] == DKMS_NAME]
     assert [(i["version"], i["kernel"], i["state"]) for i in ours] == [(DKMS_VERSION, headers_kernel, "installed")]
 
 

@@ -127,7 +127,7 @@ def compare_with_ibstat(ibstat_ports, facts):
 
 def compare_with_parse_ibstat(ibstat_text, facts):
     """The collection's parse_ibstat filter reads real ibstat output into the same values as ib_facts."""
-    parsed = {(p["device"], p["port"]): p for p in collection_parse_ibstat(ibstat_text)}
+    parsed = {(p["device"], p["port"]): p for p in collection_parse_ibstat(ibstat_text, strict=True)["ports"]}
     ports = {(p["device"], p["port"]): p for p in facts["ports"]}
     assert set(parsed) == set(ports)
     for key, port in parsed.items():

@@ -316,6 +316,9 @@ def check_run(ctx):
     """--check, with ib_facts gathering in the same run (its facts land in the fact cache)."""
     before = {"policy": ctx["api"].policy("nic-cluster-policy"), "nodes": {n: ctx["api"].node(n) for n in ctx["api"].nodes}}
     run = run_playbook(ctx, ctx["gather_playbook"], ROLE_VARS, check=True)
+    # The fact cache as this run left it, for a later report job (the applying runs rewrite the cache).
+    run["cache"] = ctx["tmp"] / "fact-cache-after-check"
+    shutil.copytree(str(ctx["cache"]), str(run["cache"]))
     run["before"] = before
     run["after"] = {"policy": ctx["api"].policy("nic-cluster-policy"), "nodes": {n: ctx["api"].node(n) for n in ctx["api"].nodes}}
     return run
@@ -382,6 +385,41 @@ def test_check_mode_reports_what_it_would_do(check_run):
                                   'network.nvidia.com/operator.mofed.wait is "true" (the device plugin waits for the MOFED driver).')
     status = check_run["facts"]["k8s_rdma_status"]
     assert status["critical"] == 2 and not status["ok"] and status["policy_patched"] is False
+
+
+def test_check_mode_publishes_one_shape_keyed_by_the_cluster(check_run):
+    published = check_run["global_stats"]["rdma_k8s_rdma"]
+    assert list(published) == ["cluster/kubernetes"]
+    assert published["cluster/kubernetes"]["findings"] == check_run["facts"]["k8s_rdma_findings"]
+    status = published["cluster/kubernetes"]["status"]
+    assert status == check_run["facts"]["k8s_rdma_status"]
+    assert status["subject"] == "cluster/kubernetes" and status["mofed_wait_nodes"] == ["a100-node-01", "v100-node-02"]
+    assert status["summary"].startswith("k8s_rdma on cluster/kubernetes: 2 critical, 2 warning, 3 info: ")
+
+
+def test_a_report_job_shows_the_cluster_and_its_nodes_on_their_hosts(ctx, check_run):
+    """A later fleet report job, reading the fact cache the check-mode run left, has a clusters section with
+    the k8s findings, and a finding about a node shows on the inventory host of that name."""
+    report_dir = ctx["tmp"] / "report"
+    run = run_playbook(dict(ctx, cache=check_run["cache"]), "rdma.node.fleet_report", {"fleet_report_dir": str(report_dir)})
+    assert run["proc"].returncode == 0, failed_messages(run)
+    report = json.loads((report_dir / "fleet-report.json").read_text())
+    (cluster,) = report["clusters"]
+    assert cluster["subject"] == "cluster/kubernetes"
+    assert sorted((f["check"], f["subject"]) for f in cluster["findings"]) == sorted(
+        (f["check"], f["subject"]) for f in check_run["facts"]["k8s_rdma_findings"])
+    assert (cluster["critical"], cluster["warning"], cluster["info"]) == (2, 2, 3)
+    hosts = {h["name"]: h for h in report["hosts"]}
+    assert sorted(hosts) == ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
+    on_host = {name: sorted((f["role"], f["check"], f["severity"]) for f in h["findings"]) for name, h in hosts.items()}
+    assert on_host == {
+        "v100-node-02": sorted([("k8s_rdma", "resource_missing", "critical"), ("k8s_rdma", "mofed_wait_unblocked", "warning")]),
+        "a100-node-01": sorted([("k8s_rdma", "resource_missing", "critical"), ("k8s_rdma", "mofed_wait_unblocked", "warning")]),
+        "v100-node-01": [("k8s_rdma", "stale_resource_planned", "info")],
+        "a100-node-02": [],  # its node is gpu-a100-02, which has no finding
+    }
+    assert (hosts["v100-node-02"]["status"], hosts["a100-node-02"]["status"]) == ("critical", "no_data")
+    assert report["totals"]["cluster_findings"] == 7
 
 
 def test_facts_of_the_same_run_feed_the_device_plugin_config(check_run):
@@ -461,7 +499,7 @@ def test_apply_waits_for_mofed_and_reports_the_recovery(apply_run):
     status = apply_run["facts"]["k8s_rdma_status"]
     assert status["ok"] and status["policy_patched"] and status["mofed_wait_nodes"] == []
     assert status["nodes_without_resources"] == []
-    assert apply_run["global_stats"]["rdma_k8s_rdma"]["status"]["ok"] is True
+    assert apply_run["global_stats"]["rdma_k8s_rdma"]["cluster/kubernetes"]["status"]["ok"] is True
 
 
 def test_second_run_sends_no_patch(second_run):
@@ -501,7 +539,11 @@ def test_operator_without_spec_tolerations_and_mofed_timeout(ctx):
                         "NicClusterPolicy nic-cluster-policy does not tolerate it.",
     }
     (failure,) = failed_messages(run)
-    assert failure.startswith("3 critical cluster finding(s):") and "v100-node-02" in failure
+    assert failure.startswith("k8s_rdma on cluster/kubernetes: 3 critical: ") and "v100-node-02" in failure
+    published = run["global_stats"]["rdma_k8s_rdma"]
+    assert list(published) == ["cluster/kubernetes"], "one shape: the cluster is the key"
+    assert published["cluster/kubernetes"]["findings"] == run["facts"]["k8s_rdma_findings"]
+    assert published["cluster/kubernetes"]["status"]["critical"] == 3
     assert elapsed < 60
 
 

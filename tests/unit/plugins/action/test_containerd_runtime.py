@@ -196,7 +196,7 @@ def test_bad_input_fails_with_one_sentence_and_changes_nothing(tmp_path):
         "(configured: runc, test-handler); set create_missing=true to add it." % (etc / "nvidia-missing.toml"),
         "base_runtime_spec must be an absolute path (containerd opens it as given), got 'rdma-spec.json'.",
         "%s is not UTF-8 text (byte 17), so it is not a TOML file." % (etc / "latin1.toml"),
-        "%s is not a regular file; path must name containerd's config.toml." % (etc / "a-directory.toml"),
+        "%s is a directory, not a regular file; expected containerd's config.toml (TOML text)." % (etc / "a-directory.toml"),
         "value of state must be one of: present, absent, got: unknown",
     ]
     for name, data in files.items():
@@ -241,3 +241,34 @@ def test_node_module_reports_a_missing_file(run_module, tmp_path):
     result = run_module(module, {"path": str(tmp_path / "nodir" / "config.toml"), "state": "absent"})
     assert result["node"]["exists"] is False and result["node"]["content"] is None
     assert result["node"]["directory_exists"] is False
+
+
+def test_a_crash_on_the_node_is_reported_with_its_reason():
+    from ansible_collections.rdma.node.plugins.action import containerd_runtime as action
+
+    crashed = {"failed": True, "msg": "MODULE FAILURE: No start of json char found\nSee stdout/stderr for the exact error",
+               "module_stderr": "Traceback (most recent call last):\n  File \"x\", line 1\nMemoryError: out of memory\n",
+               "rc": 1}
+    assert action._node_failure(crashed) == "rdma.node.containerd_runtime failed on the node: MemoryError: out of memory"
+    assert action._node_failure({"failed": True, "msg": "/etc/x is a FIFO (named pipe), not a regular file."}) == \
+        "/etc/x is a FIFO (named pipe), not a regular file."
+    assert action._node_failure({"failed": True, "rc": 137}) == \
+        "rdma.node.containerd_runtime failed on the node without a message (rc 137)."
+
+
+def test_a_file_that_keeps_changing_fails_visibly_after_the_last_attempt():
+    # The plan and write steps are replaced by stand-ins: every write finds the file changed.
+    from ansible.errors import AnsibleActionFail
+
+    from ansible_collections.rdma.node.plugins.action import containerd_runtime as action
+
+    attempts = []
+    plugin = action.ActionModule.__new__(action.ActionModule)
+    plugin._plan = lambda args, task_vars: ({"path": "/etc/containerd/config.toml"}, "new", {
+        "path": "/etc/containerd/config.toml", "sha256": "abc"})
+    plugin._write = lambda path, text, backup, digest, task_vars: attempts.append(digest)
+    with pytest.raises(AnsibleActionFail) as caught:
+        plugin._containerd_runtime({"backup": False}, {})
+    assert len(attempts) == action._CAS_ATTEMPTS == 10
+    assert str(caught.value).startswith(
+        "/etc/containerd/config.toml kept changing on the node while this task edited it (10 attempts")

@@ -19,9 +19,11 @@ def test_filter_is_registered():
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
 def test_every_sample_parses_like_the_module_sees_it(sample):
     text = sample.read_text()
-    items = parse_dkms_status(text)
-    assert items and items == parse_status(text)
-    assert all(item["name"] and item["state"] in ("installed", "built", "added") for item in items)
+    result = parse_dkms_status(text)
+    items = parse_status(text, strict=False)
+    assert result["modules"] == [item for item in items if item["name"]]
+    assert [e["message"] for e in result["errors"]] == [item["message"] for item in items if item["state"] == "error"]
+    assert all(item["name"] and item["state"] in ("installed", "built", "added") for item in result["modules"])
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
@@ -30,22 +32,40 @@ def test_stdout_lines_give_the_same_result(sample):
     assert parse_dkms_status(text.splitlines()) == parse_dkms_status(text)
 
 
-def test_empty_output_is_an_empty_list():
-    assert parse_dkms_status("") == []
-    assert parse_dkms_status([]) == []
+def test_empty_output_is_an_empty_result():
+    empty = {"modules": [], "errors": [], "warnings": [], "notes": []}
+    assert parse_dkms_status("") == empty
+    assert parse_dkms_status([]) == empty
 
 
-def test_error_lines_do_not_fail_the_filter():
-    items = parse_dkms_status("Error! Could not locate dkms.conf file.\nfoo/1.0: added")
-    assert [(i["state"], i["message"]) for i in items] == [("error", "Could not locate dkms.conf file."), ("added", None)]
+def test_error_lines_are_apart_from_the_modules():
+    result = parse_dkms_status("Error! Could not locate dkms.conf file.\nfoo/1.0: added")
+    assert [(m["name"], m["state"]) for m in result["modules"]] == [("foo", "added")]
+    assert result["errors"] == [{"line": 1, "message": "Could not locate dkms.conf file."}]
 
 
-def test_text_that_is_not_dkms_output_quotes_the_first_bad_line():
+def test_lines_that_are_not_dkms_output_are_notes_unless_strict():
+    text = "spl, 0.6.4, 3.13.0-48-generic, x86_64: installed\nPID TTY TIME CMD\n1 ? 00:00:01 init\n"
+    result = parse_dkms_status(text)
+    assert [(m["name"], m["state"]) for m in result["modules"]] == [("spl", "installed")]
+    assert result["notes"] == [
+        {"line": 2, "text": "PID TTY TIME CMD", "reason": "not dkms status output"},
+        {"line": 3, "text": "1 ? 00:00:01 init", "reason": "not dkms status output"},
+    ]
     with pytest.raises(AnsibleFilterError) as caught:
-        parse_dkms_status("spl, 0.6.4, 3.13.0-48-generic, x86_64: installed\nPID TTY TIME CMD\n1 ? 00:00:01 init\n")
+        parse_dkms_status(text, strict=True)
+    assert caught.value.message == "rdma.node.parse_dkms_status: line 2 is not dkms status output: 'PID TTY TIME CMD'"
+
+
+def test_text_with_nothing_of_dkms_is_refused():
+    with pytest.raises(AnsibleFilterError) as caught:
+        parse_dkms_status("PID TTY TIME CMD\n1 ? 00:00:01 init\n")
     assert caught.value.message == (
-        "rdma.node.parse_dkms_status: this is not dkms status output: cannot place the line 'PID TTY TIME CMD'"
+        "rdma.node.parse_dkms_status: nothing in the text is dkms status output (line 1: 'PID TTY TIME CMD')"
     )
+    with pytest.raises(AnsibleFilterError) as caught:
+        parse_dkms_status("", strict="no")
+    assert caught.value.message == "rdma.node.parse_dkms_status: strict must be true or false, not 'no'"
 
 
 @pytest.mark.parametrize("value, kind", [(None, "NoneType"), (3, "int"), ({"stdout": ""}, "dict"), (["ok", 1], "list"), (b"x", "bytes")])

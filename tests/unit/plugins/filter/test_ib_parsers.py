@@ -42,8 +42,31 @@ WRONG_SAMPLES = {
 
 
 def _message(tool):
+    """What a filter says about another tool's output: nothing in it is recognisable."""
+    wrong, line, quoted = WRONG_SAMPLES[tool]
+    return "parse_%s: nothing in the text is %s output (%s: %s)" % (tool, TOOL_NAMES[tool], line, quoted)
+
+
+def _strict_message(tool):
+    """What a filter says with strict=true: the first line it cannot place."""
     wrong, line, quoted = WRONG_SAMPLES[tool]
     return "parse_%s: %s is not %s output: %s" % (tool, line, TOOL_NAMES[tool], quoted)
+
+
+# A paste as it lands in a ticket: the prompt and command, a comment, a redacted middle, a
+# diagnostic line, CRLF line ends and a stray line from the terminal.
+MESSY_IBSTAT = (
+    "[root@gpu-node01 ~]# ibstat mlx4_0\r\n"
+    "# first CA only\r\n"
+    "ibwarn: [4711] umad_get_port: port 1 not found\r\n"
+    "CA 'mlx4_0'\r\n"
+    "\tCA type: MT4099\r\n"
+    "[snip]\r\n"
+    "\tPort 1:\r\n"
+    "\t\tState: Active\r\n"
+    "\t\tRate: 56\r\n"
+    "Connection to gpu-node01 closed.\r\n"
+)
 
 
 def test_filter_names():
@@ -56,6 +79,7 @@ def test_filters_return_what_the_parsers_return(path):
     text = path.read_text(encoding="utf-8")
     assert FILTERS["parse_%s" % tool](text) == PARSERS[tool](text)
     assert FILTERS["parse_%s" % tool](text.splitlines()) == PARSERS[tool](text)
+    assert FILTERS["parse_%s" % tool](text, strict=True) == PARSERS[tool](text, strict=True)
 
 
 @pytest.mark.parametrize("tool", sorted(PARSERS))
@@ -65,14 +89,35 @@ def test_filters_raise_filter_errors(tool):
         FILTERS["parse_%s" % tool](wrong)
     assert error.value.message == _message(tool)
     with pytest.raises(AnsibleFilterError) as error:
+        FILTERS["parse_%s" % tool](wrong, strict=True)
+    assert error.value.message == _strict_message(tool)
+    with pytest.raises(AnsibleFilterError) as error:
         FILTERS["parse_%s" % tool](None)
     assert error.value.message.startswith("parse_%s: expected the command's output as a string" % tool)
+    with pytest.raises(AnsibleFilterError) as error:
+        FILTERS["parse_%s" % tool]("", strict="yes")
+    assert error.value.message == "rdma.node.parse_%s: strict must be true or false, not 'yes'" % tool
 
 
 @pytest.mark.parametrize("tool", sorted(PARSERS))
-def test_filters_give_empty_list_for_empty_output(tool):
-    assert FILTERS["parse_%s" % tool]("") == []
-    assert FILTERS["parse_%s" % tool]([]) == []
+def test_filters_give_no_ports_for_empty_output(tool):
+    assert FILTERS["parse_%s" % tool]("") == {"ports": [], "notes": []}
+    assert FILTERS["parse_%s" % tool]([]) == {"ports": [], "notes": []}
+
+
+def test_filter_keeps_what_it_recognises_and_notes_the_rest():
+    result = FILTERS["parse_ibstat"](MESSY_IBSTAT)
+    assert [(p["device"], p["port"], p["hca_type"], p["state"], p["rate_gbps"]) for p in result["ports"]] == [
+        ("mlx4_0", 1, "MT4099", "ACTIVE", 56.0)]
+    assert result["notes"] == [
+        {"line": 3, "text": "ibwarn: [4711] umad_get_port: port 1 not found",
+         "reason": "a diagnostic message, not part of the listing"},
+        {"line": 6, "text": "[snip]", "reason": "a redaction mark: the listing around it is incomplete"},
+        {"line": 10, "text": "Connection to gpu-node01 closed.", "reason": "not ibstat output"},
+    ]
+    with pytest.raises(AnsibleFilterError) as error:
+        FILTERS["parse_ibstat"](MESSY_IBSTAT, strict=True)
+    assert error.value.message == "parse_ibstat: line 10 is not ibstat output: 'Connection to gpu-node01 closed.'"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -103,10 +148,34 @@ PLAYBOOK = """\
     - name: Use the results the way a role would
       ansible.builtin.assert:
         that:
-          - (parsed.ibstat | selectattr('device', 'eq', 'mlx4_1') | selectattr('port', 'eq', 2) | first).lid == 4
-          - parsed.ibstat | selectattr('state', 'eq', 'ACTIVE') | list | length == 4
-          - parsed.ibdev2netdev | selectattr('netdev_state', 'eq', 'Up') | map(attribute='device') | list == ['mlx5_bond_0']
-          - parsed.rdma_link | map(attribute='netdevs') | flatten == ['enp4s0f0np0', 'enp4s0f1np1']
+          - (parsed.ibstat.ports | selectattr('device', 'eq', 'mlx4_1') | selectattr('port', 'eq', 2) | first).lid == 4
+          - parsed.ibstat.ports | selectattr('state', 'eq', 'ACTIVE') | list | length == 4
+          - parsed.ibdev2netdev.ports | selectattr('netdev_state', 'eq', 'Up') | map(attribute='device') | list == ['mlx5_bond_0']
+          - parsed.rdma_link.ports | map(attribute='netdevs') | flatten == ['enp4s0f0np0', 'enp4s0f1np1']
+          - parsed.values() | map(attribute='notes') | flatten | length == 0
+
+    - name: Parse a messy paste, then the same paste strictly
+      ansible.builtin.set_fact:
+        messy: "{{ messy_ibstat | rdma.node.parse_ibstat }}"
+
+    - name: The paste's port is there and its stray lines are notes
+      ansible.builtin.assert:
+        that:
+          - messy.ports | map(attribute='state') | list == ['ACTIVE']
+          - messy.notes | map(attribute='line') | list == [3, 6, 10]
+
+    - name: Strict parsing refuses the stray line
+      block:
+        - name: Parse strictly
+          ansible.builtin.debug:
+            msg: "{{ messy_ibstat | rdma.node.parse_ibstat(strict=true) }}"
+        - name: Not reached
+          ansible.builtin.fail:
+            msg: strict parse_ibstat accepted a stray line
+      rescue:
+        - name: Keep the strict refusal
+          ansible.builtin.set_fact:
+            strict_refusal: "{{ ansible_failed_result.msg }}"
 
     - name: Feed each filter another tool's output (refuse.yml records each refusal)
       ansible.builtin.include_tasks: refuse.yml
@@ -116,7 +185,7 @@ PLAYBOOK = """\
 
     - name: Write the results for the test to read
       ansible.builtin.copy:
-        content: "{{ {'parsed': parsed, 'refused': refused | default([])} | to_json }}"
+        content: "{{ {'parsed': parsed, 'refused': refused | default([]), 'strict_refusal': strict_refusal} | to_json }}"
         dest: "{{ out_dir }}/results.json"
         mode: "0644"
 """
@@ -182,15 +251,16 @@ def _ansible_playbook(tmp_path: Path, playbook: str, extra_vars: dict):
 
 def test_playbook_resolves_the_filters_by_fqcn(tmp_path):
     wrong = [{"tool": tool, "wrong": WRONG_SAMPLES[tool][0]} for tool in sorted(PARSERS)]
-    run = _ansible_playbook(tmp_path, PLAYBOOK % SAMPLES, {"wrong_samples": wrong})
+    run = _ansible_playbook(tmp_path, PLAYBOOK % SAMPLES, {"wrong_samples": wrong, "messy_ibstat": MESSY_IBSTAT})
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "failed=0" in run.stdout and "rescued=%d" % len(wrong) in run.stdout
+    assert "failed=0" in run.stdout and "rescued=%d" % (len(wrong) + 1) in run.stdout
     results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     for tool, sample in SAMPLES.items():
         assert results["parsed"][tool] == PARSERS[tool]((FIXTURES / sample).read_text(encoding="utf-8")), tool
     assert len(results["refused"]) == len(wrong)
     for tool, message in zip(sorted(PARSERS), results["refused"]):
         assert "rdma.node.parse_%s" % tool in message and _message(tool) in message, (tool, message)
+    assert "parse_ibstat: line 10 is not ibstat output: 'Connection to gpu-node01 closed.'" in results["strict_refusal"]
 
 
 def test_playbook_failure_shows_the_message(tmp_path):

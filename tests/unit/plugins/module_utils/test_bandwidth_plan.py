@@ -15,13 +15,11 @@ import subprocess
 import uuid
 
 import pytest
-import sysfs_tree
 
 from ansible_collections.rdma.node.plugins.module_utils._bandwidth_plan import (
     JOB_ENV,
     BandwidthPlanError,
     build_plan,
-    evaluate,
     expected_gbps,
     job_processes,
     match_ports,
@@ -32,53 +30,14 @@ from ansible_collections.rdma.node.plugins.module_utils._bandwidth_plan import (
     round_robin,
     select_ports,
     step_roles,
+    verdicts,
 )
-from ansible_collections.rdma.node.plugins.module_utils._perftest import average_for, parse_perftest
-from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
-from testpaths import COLLECTION_ROOT, FIXTURES
-
-PERFTEST = FIXTURES / "perftest"
-DEMO_HOSTS = ["v100-node-01", "v100-node-02", "a100-node-01", "a100-node-02"]
+from bandwidth_demo import DEMO_HOSTS, demo_hosts, demo_plan, perftest_result
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    """Each demo host's ib_facts ports and the grep output of its RoCE ports' GID tables."""
-    dest = tmp_path_factory.mktemp("demo")
-    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(dest))
-    hosts = {}
-    for host in DEMO_HOSTS:
-        root = str(dest / host / "sys")
-        facts = gather(root)[0]
-        tables = {}
-        for port in facts["ports"]:
-            if port["state"] == "ACTIVE" and port["link_layer"] == "Ethernet":
-                where = os.path.join(root, "class/infiniband", port["device"], "ports", str(port["port"]))
-                proc = subprocess.run(["grep", "-r", "-s", "-H", ".", where + "/gids", where + "/gid_attrs"],
-                                      capture_output=True, text=True, check=False)
-                tables["%s/%s" % (port["device"], port["port"])] = proc.stdout
-        hosts[host] = {"ports": facts["ports"], "gid_tables": tables, "group": host.rsplit("-node", 1)[0]}
-    return hosts
-
-
-def perftest_result(name, size=65536, **extra):
-    """What rdma.node.perftest returns for a capture (its own parser; no process runs)."""
-    text = (PERFTEST / name).read_text()
-    failed = name.startswith(("err_", "seed_err_"))
-    parsed = parse_perftest("" if failed else text, text if failed else "", rc=1 if failed else 0, role="client")
-    result = {"results": parsed["results"], "failure": parsed["failure"], "bw_average_gbps": average_for(parsed["results"], size),
-              "cmd": ["ib_write_bw"], "msg": "fake"}
-    result.update(extra)
-    return result
-
-
-def demo_plan(demo, efficiency=0.9, **kwargs):
-    infos = {}
-    for host in DEMO_HOSTS:
-        chosen = select_ports(demo[host]["ports"], efficiency=efficiency, gid_tables=demo[host]["gid_tables"])
-        infos[host] = {"group": "ib-" + demo[host]["group"], "address": "10.0.0.%d" % (DEMO_HOSTS.index(host) + 1),
-                       "ports": chosen["ports"], "efficiency": chosen["efficiency"]}
-    return build_plan(infos, order=DEMO_HOSTS, **kwargs), infos
+    return demo_hosts(tmp_path_factory.mktemp("demo"))
 
 
 # ------------------------------------------------------------------------------------- pairing
@@ -348,183 +307,28 @@ def test_bad_plan_options(demo, kwargs, message):
 
 
 # ------------------------------------------------------------------------------------- verdicts
+# (the findings they give are tested with the checks, in test_checks_bandwidth.py)
 
 
-def loopback_results(plan, host, outputs):
-    return [dict(perftest_result(outputs[entry["name"]]), item=entry) for entry in plan["loopback"][host]]
+def test_verdicts_of_a_host_whose_tests_ran(demo):
+    plan, infos = demo_plan(demo, efficiency=0.96)
+    loopback = [dict(perftest_result("seed_ib_write_bw_loopback_report_gbits_interleaved_mlx5_1_v100.txt"), item=entry)
+                for entry in plan["loopback"]["v100-node-01"]]
+    runs = [{"id": "v100-node-01:mlx5_0/1>v100-node-02:mlx5_0/1", "side": "server", "listening": True, "stopped_by": "role",
+             "result": perftest_result("ib_write_bw_s1M_server_IB_MBsec.txt", size=1048576)}]
+    judged = verdicts(plan, "v100-node-01", loopback, runs, selection=infos["v100-node-01"])
+    assert [(t["status"]["port"], t["status"]["measured_gbps"], t["outcome"]) for t in judged["loopback"]] == [
+        ("mlx5_0/1", 94.71, "below_expected"), ("mlx5_1/1", 94.71, "below_expected")]
+    (pair,) = judged["pairs"]
+    assert (pair["status"]["role"], pair["status"]["peer"], pair["status"]["measured_gbps"], pair["outcome"]) == (
+        "server", "v100-node-02", 93.357573, "below_expected")
+    assert (pair["server_record"]["stopped_by"], pair["status"]["server_stopped_by"]) == ("role", "role")
+    assert (judged["group"], judged["efficiency"], judged["no_active_port"]) == ("ib-v100", 0.96, False)
 
 
-V100_94_7 = "seed_ib_write_bw_loopback_report_gbits_interleaved_mlx5_1_v100.txt"
-A100_183_6 = "seed_ib_write_bw_loopback_report_gbits_mlx5_1_a100.txt"
-MEMLOCK = "err_ib_read_bw_client_couldnt_allocate_MR_memlock.txt"
-
-
-@pytest.mark.parametrize("efficiency, verdict", [(0.9, "pass"), (0.947, "pass"), (0.96, "below_expected")])
-def test_threshold_of_a_100_gbps_port(demo, efficiency, verdict):
-    plan, infos = demo_plan(demo, efficiency=efficiency)
-    outputs = {"mlx5_0/1": V100_94_7, "mlx5_1/1": V100_94_7}
-    judged = evaluate(plan, "v100-node-01", loopback_results(plan, "v100-node-01", outputs), [], info=infos["v100-node-01"])
-    assert [(t["port"], t["measured_gbps"], t["verdict"]) for t in judged["status"]["loopback"]] == [
-        ("mlx5_0/1", 94.71, verdict), ("mlx5_1/1", 94.71, verdict)]
-    if verdict == "pass":
-        assert [f["check"] for f in judged["findings"]] == ["pair_not_run"]  # the pair test's records are missing
-    else:
-        below = judged["findings"][0]
-        assert below == {
-            "role": "bandwidth_check", "check": "bandwidth_below_expected", "severity": "critical", "subject": "mlx5_0/1",
-            "message": "ib_write_bw loopback on mlx5_0/1 reached 94.71 Gb/s, below the expected 96.0 Gb/s "
-                       "(0.96 x the 100 Gb/s link rate).",
-            "expected": 96.0, "actual": 94.71,
-        }
-
-
-def test_a100_hdr_port_passes_at_0_9(demo):
-    plan, infos = demo_plan(demo)
-    judged = evaluate(plan, "a100-node-01", loopback_results(plan, "a100-node-01", {"mlx5_1/1": A100_183_6, "mlx5_bond_0/1": V100_94_7}),
-                      [], check_mode=True, info=infos["a100-node-01"])
-    assert [(t["port"], t["expected_gbps"], t["measured_gbps"], t["verdict"]) for t in judged["status"]["loopback"]] == [
-        ("mlx5_1/1", 180.0, 183.61, "pass"), ("mlx5_bond_0/1", 9.0, 94.71, "pass")]
-
-
-def test_memlock_finding_points_to_node_remediation(demo):
-    plan, infos = demo_plan(demo)
-    judged = evaluate(plan, "a100-node-02", loopback_results(plan, "a100-node-02", {"mlx5_1/1": A100_183_6, "mlx5_bond_0/1": MEMLOCK}),
-                      [], check_mode=True, info=infos["a100-node-02"])
-    (memlock,) = judged["findings"]
-    assert (memlock["check"], memlock["severity"], memlock["subject"], memlock["actual"]) == (
-        "perftest_failed_memlock", "critical", "mlx5_bond_0/1", "Couldn't allocate MR")
-    assert memlock["message"].startswith("ib_write_bw loopback on mlx5_bond_0/1 failed: memlock (Couldn't allocate MR). ")
-    assert "Apply rdma.node.node_remediation" in memlock["message"]
-    bond = judged["status"]["loopback"][1]
-    assert (bond["verdict"], bond["cause"]) == ("failed", "memlock")
-    assert "rdma.node.node_remediation" in bond["hint"]
-    assert not judged["status"]["ok"]
-
-
-def test_module_error_is_a_finding(demo):
-    plan, infos = demo_plan(demo)
-    entry = plan["loopback"]["v100-node-02"][0]
-    error = {"item": entry, "cmd": ["ib_write_bw"], "rc": None, "results": [], "failure": None, "bw_average_gbps": None,
-             "msg": "ib_write_bw was not found on the node's PATH: install perftest (package perftest)"}
-    judged = evaluate(plan, "v100-node-02", [error], [], check_mode=True, info=infos["v100-node-02"])
-    assert [(f["check"], f["message"]) for f in judged["findings"]] == [
-        ("perftest_error", "ib_write_bw loopback on mlx5_0/1 failed: error (ib_write_bw was not found on the node's PATH: "
-                           "install perftest (package perftest))")]
-
-
-def test_check_mode_reports_the_plan_without_findings(demo):
-    plan, infos = demo_plan(demo)
-    skipped = [{"item": entry, "skipped": True, "cmd": ["ib_write_bw", "-d", entry["device"]], "results": []}
-               for entry in plan["loopback"]["v100-node-01"]]
-    judged = evaluate(plan, "v100-node-01", skipped, [], check_mode=True, info=infos["v100-node-01"])
-    assert judged["findings"] == []
-    status = judged["status"]
-    assert (status["ok"], status["check_mode"], status["group"]) == (True, True, "ib-v100")
-    assert [(t["port"], t["expected_gbps"], t["verdict"], t["cmd"]) for t in status["loopback"]] == [
-        ("mlx5_0/1", 90.0, "not_run", ["ib_write_bw", "-d", "mlx5_0"]),
-        ("mlx5_1/1", 90.0, "not_run", ["ib_write_bw", "-d", "mlx5_1"])]
-    assert [(t["role"], t["peer"], t["port"], t["peer_port"], t["expected_gbps"], t["verdict"]) for t in status["pairs"]] == [
-        ("server", "v100-node-02", "mlx5_0/1", "mlx5_0/1", 90.0, "not_run")]
-    assert status["summary"] == {"tests": 3, "passed": 0, "below_expected": 0, "failed": 0, "not_run": 3}
-
-
-def pair_records(test_id, server=None, client=None, listening=True, stopped_by="self"):
-    records = []
-    if server is not None:
-        records.append({"id": test_id, "side": "server", "listening": listening, "stopped_by": stopped_by, "result": server})
-    if client is not None:
-        records.append({"id": test_id, "side": "client", "result": client})
-    return records
-
-
-V100_PAIR = "v100-node-01:mlx5_0/1>v100-node-02:mlx5_0/1"
-
-
-def test_pair_passes_and_both_hosts_see_it(demo):
-    plan, dummy = demo_plan(demo)
-    runs = pair_records(V100_PAIR, perftest_result("ib_write_bw_s1M_server_IB_MBsec.txt", size=1048576),
-                        perftest_result("ib_write_bw_s1M_client_IB_MBsec.txt", size=1048576))
-    for host, role, peer in (("v100-node-01", "server", "v100-node-02"), ("v100-node-02", "client", "v100-node-01")):
-        judged = evaluate(plan, host, [], runs, check_mode=True)
-        (pair,) = judged["status"]["pairs"]
-        assert (pair["role"], pair["peer"], pair["verdict"], pair["measured_gbps"], pair["server_stopped_by"]) == (
-            role, peer, "pass", 93.357573, "self")
-        assert judged["findings"] == []
-
-
-def test_pair_below_expected_goes_to_both_hosts(demo):
-    plan, dummy = demo_plan(demo, efficiency=0.96)
-    runs = pair_records(V100_PAIR, perftest_result("ib_write_bw_s1M_server_IB_MBsec.txt", size=1048576),
-                        perftest_result("ib_write_bw_s1M_client_IB_MBsec.txt", size=1048576))
-    for host in ("v100-node-01", "v100-node-02"):
-        (finding,) = evaluate(plan, host, [], runs, check_mode=True)["findings"]
-        assert finding["check"] == "bandwidth_below_expected"
-        assert finding["subject"] == V100_PAIR
-        assert finding["message"] == (
-            "ib_write_bw between v100-node-01 (server, mlx5_0/1) and v100-node-02 (client, mlx5_0/1) reached 93.357573 Gb/s, "
-            "below the expected 96.0 Gb/s (0.96 x the 100 Gb/s link rate).")
-
-
-def test_pair_memlock_on_the_client_explains_the_servers_read_keys_error(demo):
-    """The crater write-up's two-pod failure: the client cannot register memory, the server only sees it go."""
-    plan, dummy = demo_plan(demo)
-    server = perftest_result("seed_err_ib_read_bw_server_ethernet_read_keys.txt")
-    client = perftest_result(MEMLOCK)
-    assert (server["failure"]["cause"], client["failure"]["cause"]) == ("remote_unreachable", "memlock")
-    (finding,) = evaluate(plan, "v100-node-01", [], pair_records(V100_PAIR, server, client), check_mode=True)["findings"]
-    assert finding["check"] == "perftest_failed_memlock"
-    assert finding["message"].startswith(
-        "ib_write_bw between v100-node-01 (server, mlx5_0/1) and v100-node-02 (client, mlx5_0/1) failed on the client side: "
-        "memlock (Couldn't allocate MR). Registering memory failed")
-    # The other way round: the client only saw the server go, the server's own cause is the one.
-    swapped = evaluate(plan, "v100-node-02", [], pair_records(V100_PAIR, client, server), check_mode=True)
-    assert [(f["check"], f["message"].split(":")[0]) for f in swapped["findings"]] == [
-        ("perftest_failed_memlock", "ib_write_bw between v100-node-01 (server, mlx5_0/1) and v100-node-02 "
-                                    "(client, mlx5_0/1) failed on the server side")]
-
-
-def test_server_that_never_listened(demo):
-    plan, dummy = demo_plan(demo)
-    port_down = perftest_result("seed_err_ib_write_bw_mlx5_0_port_down_server.txt")
-    (finding,) = evaluate(plan, "v100-node-02", [], pair_records(V100_PAIR, port_down, listening=False), check_mode=True)["findings"]
-    assert (finding["check"], finding["actual"]) == ("perftest_failed_port_down", "Port number 1 state is Down")
-    assert "failed on the server side" in finding["message"]
-    stuck = {"cmd": ["ib_write_bw"], "rc": 143, "results": [], "bw_average_gbps": None, "msg": "failed",
-             "failure": {"cause": "unknown", "line": "terminated", "hint": "read the output", "side": "server"}}
-    (finding,) = evaluate(plan, "v100-node-02", [], pair_records(V100_PAIR, stuck, listening=False, stopped_by="role"),
-                          check_mode=True)["findings"]
-    assert (finding["check"], finding["actual"]) == (
-        "perftest_failed_unknown", "the server did not listen on TCP port 18516; it said: terminated")
-    (finding,) = evaluate(plan, "v100-node-02", [], pair_records(V100_PAIR, {}, listening=False, stopped_by="killed"),
-                          check_mode=True)["findings"]
-    assert finding["actual"] == "the server did not listen on TCP port 18516"
-
-
-def test_server_stopped_by_the_role_is_a_warning_when_the_test_passed(demo):
-    plan, dummy = demo_plan(demo)
-    runs = pair_records(V100_PAIR, {}, perftest_result("ib_write_bw_s1M_client_IB_MBsec.txt", size=1048576), stopped_by="killed")
-    judged = evaluate(plan, "v100-node-01", [], runs, check_mode=True)
-    assert [(f["check"], f["severity"], f["message"]) for f in judged["findings"]] == [
-        ("perftest_server_stopped", "warning",
-         "The ib_write_bw server on v100-node-01 (mlx5_0/1, TCP port 18516) did not end after its client was done; "
-         "the role stopped it with SIGKILL.")]
-    assert (judged["status"]["ok"], judged["status"]["warning"]) == (True, 1)
-
-
-def test_pair_that_did_not_run_and_no_active_port(demo):
-    plan, infos = demo_plan(demo)
-    judged = evaluate(plan, "v100-node-02", [], [], info=infos["v100-node-02"])
-    assert [(f["check"], f["severity"]) for f in judged["findings"]] == [
-        ("loopback_not_run", "warning"), ("pair_not_run", "warning")]
-    empty = build_plan({"n1": {"group": "g", "ports": []}})
-    info = select_ports([p for p in demo["v100-node-02"]["ports"] if p["device"] == "mlx5_1"])
-    (finding,) = evaluate(empty, "n1", [], [], info=info)["findings"]
-    assert finding["message"] == "n1 has no ACTIVE RDMA port to test (mlx5_1/1: state DOWN, not ACTIVE)."
-
-
-def test_evaluate_rejects_what_is_not_a_plan():
+def test_verdicts_reject_what_is_not_a_plan():
     with pytest.raises(BandwidthPlanError, match="expected the plan of rdma.node.bandwidth_plan"):
-        evaluate({"steps": []}, "n1")
+        verdicts({"steps": []}, "n1")
 
 
 # ------------------------------------------------------------------------------------- processes

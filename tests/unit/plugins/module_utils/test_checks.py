@@ -85,7 +85,8 @@ def test_a_malformed_finding_is_refused(registry):
     def sloppy(facts, params, found):
         found.add("fatal", "x", "bad severity")
 
-    with pytest.raises(_checks.CheckError, match=r"test_registry_role.sloppy: finding severity of test_registry_role.sloppy must be one of critical, warning, info, got 'fatal'"):
+    expected = r"test_registry_role.sloppy: finding severity of test_registry_role.sloppy must be one of critical, warning, info, got 'fatal'"
+    with pytest.raises(_checks.CheckError, match=expected):
         registry.evaluate(ROLE, {})
 
 

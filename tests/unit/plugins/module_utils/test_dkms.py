@@ -6,6 +6,7 @@ import pytest
 
 from ansible_collections.rdma.node.plugins.module_utils._dkms import (
     DkmsParseError,
+    parse_dkms_status,
     parse_dkms_version,
     parse_status,
     summarize,
@@ -39,9 +40,99 @@ def _rows(items):
     return [(i["name"], i["version"], i["kernel"], i["arch"], i["state"]) for i in items]
 
 
+# Real dkms 3.0.10 output with diagnostics (see tests/fixtures/dkms/SOURCES.md): the modules, then
+# dkms's errors and warnings as (line, message), then the lines left as notes.
+EXPECTED_WITH_DIAGNOSTICS = {
+    "dkms3_status_module_dir_without_dkms_conf_only_error.txt": dict(
+        modules=[],
+        errors=[(1, "Could not locate dkms.conf file. "
+                    "File: /tmp/rdma-node-dkms/tree/broken/1.0/source/dkms.conf does not exist.")],
+        warnings=[],
+        notes=[],
+    ),
+    "dkms3_status_deprecated_remake_initrd_then_built.txt": dict(
+        modules=[("oldconf", "2.0", "6.1.0-27-amd64", "x86_64", "built")],
+        errors=[],
+        warnings=[(1, "Deprecated feature: REMAKE_INITRD (/tmp/rdma-node-dkms/tree/oldconf/2.0/source/dkms.conf)")],
+        notes=[],
+    ),
+    "dkms3_build_without_dkms_conf_signing_lines_then_error.txt": dict(
+        modules=[],
+        errors=[(5, "Could not locate dkms.conf file. File: /tmp/rdma-node-dkms/src/nodconf-3.0/dkms.conf does not exist.")],
+        warnings=[],
+        notes=[1, 2, 3, 4],
+    ),
+}
+
+
 def test_every_sample_has_an_expectation():
     samples = sorted(p.name for p in DKMS_FIXTURES.glob("*.txt"))
-    assert samples == sorted(EXPECTED)
+    assert samples == sorted(list(EXPECTED) + list(EXPECTED_WITH_DIAGNOSTICS))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_status_samples_give_only_modules(name):
+    text = (DKMS_FIXTURES / name).read_text()
+    result = parse_dkms_status(text)
+    assert _rows(result["modules"]) == EXPECTED[name]
+    assert (result["errors"], result["warnings"], result["notes"]) == ([], [], [])
+    assert parse_dkms_status(text, strict=True) == result
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_WITH_DIAGNOSTICS))
+def test_samples_with_errors_give_the_errors_and_no_bogus_module(name):
+    want = EXPECTED_WITH_DIAGNOSTICS[name]
+    result = parse_dkms_status((DKMS_FIXTURES / name).read_text())
+    assert _rows(result["modules"]) == want["modules"]
+    assert [(e["line"], e["message"]) for e in result["errors"]] == want["errors"]
+    assert [(w["line"], w["message"]) for w in result["warnings"]] == want["warnings"]
+    assert [n["line"] for n in result["notes"]] == want["notes"]
+    assert all(n["reason"] == "not dkms status output" for n in result["notes"])
+    assert all(module["name"] for module in result["modules"])
+
+
+def test_build_output_in_strict_mode_names_its_first_foreign_line():
+    text = (DKMS_FIXTURES / "dkms3_build_without_dkms_conf_signing_lines_then_error.txt").read_text()
+    with pytest.raises(DkmsParseError) as caught:
+        parse_dkms_status(text, strict=True)
+    assert str(caught.value) == "line 1 is not dkms status output: 'Sign command: /usr/lib/linux-kbuild-6.1/scripts/sign-file'"
+
+
+def test_errors_with_continuation_lines_and_build_hints_stay_errors():
+    text = ("Error! Bad return status for module build on kernel: 6.8.0-45-generic (x86_64)\n"
+            "Consult /var/lib/dkms/mlnx-ofed-kernel/24.07/build/make.log for more information.\n"
+            "\n"
+            "Error! Could not locate dkms.conf file.\n"
+            "File: /var/lib/dkms/mlnx-ofed-kernel/23.10/source/dkms.conf does not exist.\n")
+    result = parse_dkms_status(text)
+    assert result["modules"] == [] and result["notes"] == []
+    assert [e["line"] for e in result["errors"]] == [1, 4]
+    assert result["errors"][0]["message"].endswith("Consult /var/lib/dkms/mlnx-ofed-kernel/24.07/build/make.log for more information.")
+
+
+def test_a_pasted_status_keeps_its_modules_and_notes_the_rest():
+    text = ("[root@gpu-node07 ~]# dkms status\r\n"
+            "# after the kernel upgrade\r\n"
+            "mlnx-ofed-kernel/24.07, 6.8.0-45-generic, x86_64: installed\r\n"
+            "[snip]\r\n"
+            "knem/1.1.4.90mlnx3, 6.8.0-45-generic, x86_64: installed (original_module exists)\r\n"
+            "logout\r\n")
+    result = parse_dkms_status(text)
+    assert _rows(result["modules"]) == [
+        ("mlnx-ofed-kernel", "24.07", "6.8.0-45-generic", "x86_64", "installed"),
+        ("knem", "1.1.4.90mlnx3", "6.8.0-45-generic", "x86_64", "installed"),
+    ]
+    assert result["modules"][1]["notes"] == ["original_module exists"]
+    assert result["notes"] == [
+        {"line": 4, "text": "[snip]", "reason": "a redaction mark: the listing around it is incomplete"},
+        {"line": 6, "text": "logout", "reason": "not dkms status output"},
+    ]
+
+
+def test_other_text_is_refused_in_one_sentence():
+    with pytest.raises(DkmsParseError) as caught:
+        parse_dkms_status("total 0\ndrwxr-xr-x 2 root root 40 Nov 25 00:29 .\n")
+    assert str(caught.value) == "nothing in the text is dkms status output (line 1: 'total 0')"
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

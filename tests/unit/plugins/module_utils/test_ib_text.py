@@ -11,16 +11,30 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.rdma.node.plugins.module_utils._ib_text import (
-    FIELDS,
-    PARSERS,
-    IbTextError,
-    parse_ibdev2netdev,
-    parse_ibstat,
-    parse_ibstatus,
-    parse_ibv_devinfo,
-    parse_rdma_link,
-)
+from ansible_collections.rdma.node.plugins.module_utils import _ib_text
+from ansible_collections.rdma.node.plugins.module_utils._ib_text import FIELDS, IbTextError
+
+
+def _strict_ports(parser):
+    """The parser in strict mode, returning its ports: the contract these tests were written for
+    (every line placed or an error naming it). The lenient mode has its own tests below."""
+
+    def parse(data):
+        result = parser(data, strict=True)
+        assert set(result) == {"ports", "notes"}
+        assert all(note["reason"] != "not %s output" for note in result["notes"])
+        return result["ports"]
+
+    parse.__name__ = parser.__name__
+    return parse
+
+
+PARSERS = {tool: _strict_ports(parser) for tool, parser in _ib_text.PARSERS.items()}
+parse_ibdev2netdev = PARSERS["ibdev2netdev"]
+parse_ibstat = PARSERS["ibstat"]
+parse_ibstatus = PARSERS["ibstatus"]
+parse_ibv_devinfo = PARSERS["ibv_devinfo"]
+parse_rdma_link = PARSERS["rdma_link"]
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "cmd"
 FIXTURE_FILES = sorted(FIXTURES.glob("*/*.txt"))
@@ -471,7 +485,8 @@ def test_ibstat_port_guid_listing():
 
 
 def test_ibstat_modes_do_not_mix():
-    with pytest.raises(IbTextError, match=r"^parse_ibstat: line 2 is not ibstat output: \"CA 'mlx4_0'\"$"):
+    # A CA header anywhere makes it the full listing: a bare name before it is the line out of place.
+    with pytest.raises(IbTextError, match=r"^parse_ibstat: line 1 is not ibstat output: 'mlx4_0'$"):
         parse_ibstat("mlx4_0\nCA 'mlx4_0'\n")
     with pytest.raises(IbTextError, match=r"^parse_ibstat: line 2 is not ibstat output: 'mlx4_1'$"):
         parse_ibstat("CA 'mlx4_0'\nmlx4_1\n")

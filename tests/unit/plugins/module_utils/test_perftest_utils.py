@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.rdma.node.plugins.module_utils import _perftest as pt
+from ansible_collections.rdma.node.plugins.module_utils import _perftest_output as pto
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "perftest"
 FAKE = Path(__file__).resolve().parents[3] / "fake_tools" / "perftest" / "fake_perftest.py"
@@ -49,7 +50,7 @@ def test_every_fixture_has_an_expectation():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_fixture_parses_or_classifies(name):
-    parsed = pt.parse_perftest(fixture(name))
+    parsed = pto.parse_perftest(fixture(name))
     expected = EXPECTED[name]
     if isinstance(expected, tuple):
         cause, line = expected
@@ -57,7 +58,7 @@ def test_fixture_parses_or_classifies(name):
         assert parsed["bw_average_gbps"] is None
         assert parsed["failure"]["cause"] == cause
         assert parsed["failure"]["line"] == line
-        assert parsed["failure"]["hint"] == pt.hint_for(cause)
+        assert parsed["failure"]["hint"] == pto.hint_for(cause)
     else:
         assert parsed["failure"] is None
         assert [row["bytes"] for row in parsed["results"]] == [size for size, dummy in expected]
@@ -67,7 +68,7 @@ def test_fixture_parses_or_classifies(name):
 
 
 def test_memlock_hint_names_the_remediation():
-    hint = pt.parse_perftest(fixture("err_ib_read_bw_client_couldnt_allocate_MR_memlock.txt"))["failure"]["hint"]
+    hint = pto.parse_perftest(fixture("err_ib_read_bw_client_couldnt_allocate_MR_memlock.txt"))["failure"]["hint"]
     assert "rdma.node.node_remediation" in hint
     assert "RLIMIT_MEMLOCK" in hint
 
@@ -78,7 +79,7 @@ def test_memlock_hint_names_the_remediation():
 def test_mb_per_sec_is_two_to_the_twenty_bytes(name):
     # bytes x message rate is the bandwidth whatever the unit; perftest's MB/sec agrees with it
     # when read as 2**20 bytes/s (within rounding), and is 4.9 % off when read as 10**6 bytes/s.
-    rows = pt.parse_perftest(fixture(name))["results"]
+    rows = pto.parse_perftest(fixture(name))["results"]
     for row in rows:
         implied = row["bytes"] * row["msg_rate_mpps"] * 8 / 1000
         assert row["bw_average_gbps"] == pytest.approx(implied, rel=0.01)
@@ -86,7 +87,7 @@ def test_mb_per_sec_is_two_to_the_twenty_bytes(name):
 
 
 def test_read_bw_all_sizes_header_and_units():
-    parsed = pt.parse_perftest(fixture("ib_read_bw_a_mlx4_IB_MBsec.txt"))
+    parsed = pto.parse_perftest(fixture("ib_read_bw_a_mlx4_IB_MBsec.txt"))
     assert parsed["test"] == "RDMA_Read BW Test"
     assert parsed["kind"] == "bw"
     assert (parsed["device"], parsed["link_type"], parsed["qps"], parsed["mtu"]) == ("mlx4_0", "IB", 1, 2048)
@@ -107,7 +108,7 @@ def test_read_bw_all_sizes_header_and_units():
 
 
 def test_tabs_in_rows_and_header_and_paste_from_the_title():
-    parsed = pt.parse_perftest(fixture("ib_write_bw_postlist_report_gbits_roce_tabs_in_rows.txt"))
+    parsed = pto.parse_perftest(fixture("ib_write_bw_postlist_report_gbits_roce_tabs_in_rows.txt"))
     assert parsed["test"] == "RDMA_Write Post List BW Test"
     assert parsed["results"] == [{
         "bytes": 8, "iterations": 224958464, "msg_rate_mpps": 7.498617, "bw_peak_gbps": 0.0, "bw_average_gbps": 0.48,
@@ -120,7 +121,7 @@ def test_tabs_in_rows_and_header_and_paste_from_the_title():
 
 
 def test_address_values_with_spaces():
-    parsed = pt.parse_perftest(fixture("ib_write_bw_s1M_server_IB_MBsec.txt"))
+    parsed = pto.parse_perftest(fixture("ib_write_bw_s1M_server_IB_MBsec.txt"))
     assert parsed["server_banner"] is True
     assert parsed["local_addresses"][0]["rkey"] == "0x1fcc bd"
     assert parsed["remote_addresses"][0] == {
@@ -133,7 +134,7 @@ def test_address_values_with_spaces():
     ("seed_ib_write_bw_loopback_report_gbits_mlx5_1_a100.txt", 183.61, 183.66, "863.109000 != 2300.000000"),
 ])
 def test_loopback_in_one_terminal_counts_rows_once(name, average, peak, cpu):
-    parsed = pt.parse_perftest(fixture(name))
+    parsed = pto.parse_perftest(fixture(name))
     assert parsed["sides"] == 2
     assert parsed["sides_agree"] is True
     assert len(parsed["results"]) == 1
@@ -147,12 +148,12 @@ def test_loopback_in_one_terminal_counts_rows_once(name, average, peak, cpu):
     assert parsed["header"]["TX depth"] == "128"
     assert parsed["header_conflicts"] == {}
     assert len(parsed["warnings"]) == 1 and cpu in parsed["warnings"][0]
-    assert any("counted once" in note for note in parsed["notes"])
+    assert any("counted once" in note for note in (n["reason"] for n in parsed["notes"]))
 
 
 def test_prompts_and_prose_around_the_output():
-    parsed = pt.parse_perftest(fixture("seed_ib_write_bw_loopback_terminal_with_prompts_v100.txt"))
-    clean = pt.parse_perftest(fixture("seed_ib_write_bw_loopback_report_gbits_interleaved_mlx5_1_v100.txt"))
+    parsed = pto.parse_perftest(fixture("seed_ib_write_bw_loopback_terminal_with_prompts_v100.txt"))
+    clean = pto.parse_perftest(fixture("seed_ib_write_bw_loopback_report_gbits_interleaved_mlx5_1_v100.txt"))
     assert parsed["server_banner"] is True and clean["server_banner"] is False
     for key in ("results", "header", "sides", "sides_agree", "unit", "units_printed", "warnings", "failure"):
         assert parsed[key] == clean[key], key
@@ -165,21 +166,21 @@ def test_gbits_figures_under_a_mb_header_are_recognised():
     # --report_gbits prints its client's Gb/s figures. Reading them as MB/s would give 0.79 Gb/s.
     text = fixture("seed_ib_write_bw_loopback_report_gbits_interleaved_mlx5_1_v100.txt")
     text = text.replace(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n", "")
-    parsed = pt.parse_perftest(text)
+    parsed = pto.parse_perftest(text)
     assert parsed["units_printed"] == ["MB/sec"]
     assert parsed["unit"] == "Gb/sec"
     assert parsed["results"][0]["bw_average_gbps"] == 94.71
-    assert any("MB/sec header carry Gb/sec figures" in note for note in parsed["notes"])
+    assert any("MB/sec header carry Gb/sec figures" in note for note in (n["reason"] for n in parsed["notes"]))
 
 
 def test_sides_that_disagree_are_reported_not_double_counted():
     text = fixture("seed_ib_write_bw_loopback_report_gbits_mlx5_1_a100.txt")
     last = text.rindex(" 65536      5000             183.66             183.61             0.350214")
     text = text[:last] + text[last:].replace("183.61", "180.00", 1)
-    parsed = pt.parse_perftest(text)
+    parsed = pto.parse_perftest(text)
     assert parsed["sides_agree"] is False
     assert [row["bw_average_gbps"] for row in parsed["results"]] == [183.61]
-    assert any("differ between the sides" in note for note in parsed["notes"])
+    assert any("differ between the sides" in note for note in (n["reason"] for n in parsed["notes"]))
 
 
 def test_libibverbs_warnings_are_not_header_lines():
@@ -188,16 +189,16 @@ def test_libibverbs_warnings_are_not_header_lines():
     warning = ("libibverbs: Warning: couldn't load driver 'libhfi1verbs-rdmav34.so': "
                "libhfi1verbs-rdmav34.so: cannot open shared object file: No such file or directory")
     text = warning + "\n" + fixture("ib_write_bw_s1M_client_IB_MBsec.txt")
-    parsed = pt.parse_perftest(text)
+    parsed = pto.parse_perftest(text)
     assert parsed["warnings"] == [warning]
     assert parsed["failure"] is None
-    assert parsed["results"] == pt.parse_perftest(fixture("ib_write_bw_s1M_client_IB_MBsec.txt"))["results"]
+    assert parsed["results"] == pto.parse_perftest(fixture("ib_write_bw_s1M_client_IB_MBsec.txt"))["results"]
     assert "libibverbs" not in parsed["header"]
 
 
 def test_paste_that_starts_inside_the_header():
     lines = fixture("ib_read_bw_a_mlx4_IB_MBsec.txt").splitlines()
-    parsed = pt.parse_perftest("\n".join(lines[4:]))   # from " Connection type : RC ..."
+    parsed = pto.parse_perftest("\n".join(lines[4:]))   # from " Connection type : RC ..."
     assert parsed["test"] is None
     assert parsed["kind"] == "bw"
     assert parsed["connection_type"] == "RC"
@@ -225,7 +226,7 @@ def test_latency_columns():
         LAT_ROW % (4, 1000, 1.25, 4.10, 1.29, 1.30, 0.05, 1.40, 4.10),
         "---------------------------------------------------------------------------------------",
     ])
-    parsed = pt.parse_perftest(text)
+    parsed = pto.parse_perftest(text)
     assert parsed["kind"] == "lat"
     assert parsed["unit"] == "usec"
     assert parsed["bw_average_gbps"] is None
@@ -239,11 +240,11 @@ def test_latency_columns():
 
 def test_latency_in_cycles_and_duration_columns():
     cycles = LAT_HEADER.replace("usec", "cycles") + "\n" + LAT_ROW % (2, 5, 2000.0, 9000.0, 2100.0, 2200.0, 10.0, 9000.0, 9000.0)
-    row = pt.parse_perftest(cycles)["results"][0]
+    row = pto.parse_perftest(cycles)["results"][0]
     assert row["t_typical_cycles"] == 2100.0 and "t_typical_usec" not in row
     duration = " #bytes        #iterations       t_avg[usec]    tps average\n" + " %-7d       %d            %-7.2f        %-7.2f" % (
         2, 123456, 1.31, 763358.78)
-    assert pt.parse_perftest(duration)["results"] == [
+    assert pto.parse_perftest(duration)["results"] == [
         {"bytes": 2, "iterations": 123456, "t_avg_usec": 1.31, "tps_average": 763358.78}]
 
 
@@ -251,25 +252,25 @@ def test_classification_priority_and_fallbacks():
     client = fixture("err_ib_read_bw_client_couldnt_allocate_MR_memlock.txt")
     server = fixture("seed_err_ib_read_bw_server_ethernet_read_keys.txt")
     # Both sides in one text: the local memory failure explains the exchange failure.
-    assert pt.classify_failure(server + client)["cause"] == "memlock"
-    timed = pt.classify_failure("", "", rc=124, timed_out=True, timeout=2, role="server")
+    assert pto.classify_failure(server + client)["cause"] == "memlock"
+    timed = pto.classify_failure("", "", rc=124, timed_out=True, timeout=2, role="server")
     assert timed["cause"] == "remote_unreachable"
     assert timed["line"] == "no client completed a test within 2 s; the server was stopped"
-    unknown = pt.classify_failure("some output\n", " Failed to complete run_iter_bw function successfully\n", rc=1)
-    assert unknown == {"cause": "unknown", "hint": pt.hint_for("unknown"),
+    unknown = pto.classify_failure("some output\n", " Failed to complete run_iter_bw function successfully\n", rc=1)
+    assert unknown == {"cause": "unknown", "hint": pto.hint_for("unknown"),
                        "line": "Failed to complete run_iter_bw function successfully"}
-    assert pt.classify_failure("", "", rc=0)["line"] == "no output at all"
-    assert pt.classify_failure(fixture("ib_write_bw_s1M_client_IB_MBsec.txt"), rc=0, has_results=True) is None
-    assert pt.classify_failure("Couldn't connect to 10.0.0.1:18515\n Unable to init the socket connection\n")["cause"] \
+    assert pto.classify_failure("", "", rc=0)["line"] == "no output at all"
+    assert pto.classify_failure(fixture("ib_write_bw_s1M_client_IB_MBsec.txt"), rc=0, has_results=True) is None
+    assert pto.classify_failure("Couldn't connect to 10.0.0.1:18515\n Unable to init the socket connection\n")["cause"] \
         == "remote_unreachable"
-    assert pt.failure_causes() == ("memlock", "device_not_found", "port_down", "remote_unreachable", "unknown")
+    assert pto.failure_causes() == ("memlock", "device_not_found", "port_down", "remote_unreachable", "unknown")
 
 
 def test_results_and_failure_together():
     # -a runs that fail at a large size keep the rows measured before (the write-up: "1M and above fails").
     lines = fixture("ib_read_bw_a_mlx4_IB_MBsec.txt").splitlines()
     text = "\n".join(lines[:30]) + "\n" + fixture("err_ib_read_bw_client_couldnt_allocate_MR_memlock.txt")
-    parsed = pt.parse_perftest(text, rc=1)
+    parsed = pto.parse_perftest(text, rc=1)
     assert [row["bytes"] for row in parsed["results"]][-1] == 8192   # rows 2 .. 8192 B
     assert len(parsed["results"]) == 13
     assert parsed["failure"]["cause"] == "memlock"

@@ -79,13 +79,13 @@ def test_unreadable_saved_output_is_one_clear_sentence(tmp_path, run_module):
     result = run_module(driver_facts, _args("debian_healthy", dkms_status_file=str(missing)))
     assert result.failed
     assert result["msg"] == (
-        "dkms_status_file %s cannot be read (No such file or directory); expected a file with the saved "
-        "command output" % missing
+        "dkms_status_file %s does not exist; expected a file with the saved command output." % missing
     )
     result = run_module(driver_facts, _args("debian_healthy", ofed_info_file=str(tmp_path)))
     assert result.failed
     assert result["msg"] == (
-        "ofed_info_file %s cannot be read (Is a directory); expected a file with the saved command output" % tmp_path
+        "ofed_info_file: %s is a directory, not a regular file; expected the saved output of a command "
+        "(ofed_info_file)." % tmp_path
     )
 
 
@@ -99,3 +99,17 @@ def test_bad_option_type_is_rejected_before_reading(run_module):
     result = run_module(driver_facts, {"root": str(DRIVER / "empty/root"), "run_tools": "sometimes"})
     assert result.failed
     assert "run_tools" in result["msg"]
+
+
+def test_dkms_errors_and_foreign_lines_are_warnings(tmp_path, run_module):
+    saved = tmp_path / "dkms_status.txt"
+    saved.write_text((FIXTURES / "dkms" / "dkms3_status_module_dir_without_dkms_conf_only_error.txt").read_text()
+                     + "[snip]\n")
+    result = run_module(driver_facts, _args("debian_healthy", dkms_status_file=str(saved)))
+    dkms = result["ansible_facts"]["rdma_driver"]["dkms"]
+    assert dkms["entries"] == []
+    assert result.warning_messages == [
+        "dkms status reported an error, its module list may be incomplete: Could not locate dkms.conf file. "
+        "File: /tmp/rdma-node-dkms/tree/broken/1.0/source/dkms.conf does not exist.",
+        "dkms status printed a line that is not a status line: '[snip]'",
+    ]

@@ -210,7 +210,7 @@ def test_rlimits_elements_must_be_dicts(run_module, spec, element, message):
 
 def test_path_is_a_directory(run_module, tmp_path):
     result = run_module(oci_rlimits, {"path": str(tmp_path), "rlimits": MEMLOCK})
-    assert result["msg"] == "%s is a directory; expected an OCI runtime spec (JSON)." % tmp_path
+    assert result["msg"] == "%s is a directory, not a regular file; expected an OCI runtime spec (JSON)." % tmp_path
 
 
 def test_negative_floor(run_module, spec):

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.rdma.node.plugins.module_utils._perftest import group_pids, hint_for, listening_ports, pid_alive
+from ansible_collections.rdma.node.plugins.module_utils._perftest import group_pids, listening_ports, pid_alive
+from ansible_collections.rdma.node.plugins.module_utils._perftest_output import hint_for
 from ansible_collections.rdma.node.plugins.modules import perftest
 
 TESTS = Path(__file__).resolve().parents[3]

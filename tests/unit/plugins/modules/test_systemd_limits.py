@@ -181,7 +181,7 @@ def test_our_file_is_overwritten_whole(run_module, root):
          "unit fstrim.timer is a .timer unit; Limit* directives only apply to service, socket, mount and swap units."),
         ({"unit": "../../etc/passwd"},
          "unit '../../etc/passwd' is not a valid unit name; use letters, digits and :-_.\\@ only, without a path."),
-        ({"dropin_name": "../evil"}, "dropin_name '../evil' must be a plain file name (no directories, not hidden)."),
+        ({"dropin_name": "../evil"}, "dropin_name '../evil' must be a plain file name (no directories, not hidden, no control characters or NUL)."),
     ],
 )
 def test_bad_input_changes_nothing(run_module, root, extra, message):

@@ -24,6 +24,9 @@ EXPECTED = {
     "eks-ami_containerd2_v3_default_base_runtime_spec.toml": (3, ["runc"]),
     "eks-ami_v2_nvidia_default-runtime_base_runtime_spec.toml": (2, ["nvidia"]),
     "kind-fork_v2_runc_base_runtime_spec.toml": (2, ["runc", "test-handler"]),
+    # schema 1 with only the deprecated default_runtime table, which containerd runs pods with
+    "k8s-the-hard-way-1.21_v1_default_runtime.toml": (1, ["default_runtime"]),
+    "k8s-the-hard-way-1.10_v1_default_runtime_untrusted_gvisor.toml": (1, ["default_runtime"]),
 }
 ALL_FIXTURES = sorted(path.name for path in FIXTURES.glob("*.toml"))
 KEY_LINE = re.compile(r"^[ \t]*base_runtime_spec[ \t]*=")
@@ -35,10 +38,13 @@ def read(name: str) -> str:
 
 
 def runtime_table(text: str, version: int) -> dict:
-    node = tomllib.loads(text)
+    """The runtimes containerd uses, by name; the deprecated default_runtime table as 'default_runtime'."""
+    data = tomllib.loads(text)
+    node = data
     for part in cc.runtimes_path(version):
-        node = node[part]
-    return node
+        node = node.get(part, {})
+    legacy = cc.legacy_default_runtime(data, version, "test")
+    return dict(node, **({"default_runtime": legacy} if legacy is not None else {}))
 
 
 def changed_lines(before: str, after: str):
@@ -79,7 +85,7 @@ def test_fixture_set_base_runtime_spec_on_every_runtime(name):
     for runtime in runtimes:
         for doc in (before, after):
             table = doc
-            for part in cc.runtimes_path(version) + (runtime,):
+            for part in cc.runtime_table_path(version, runtime):
                 table = table[part]
             table.pop("base_runtime_spec", None)
     assert before == after
@@ -272,9 +278,9 @@ BAD = [
     ('version = 2\n[plugins.cri.containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n', {},
      "config.toml: the file is version 2, but its CRI runtimes sit under 'plugins.cri.containerd.runtimes', the "
      "version 1 name, which containerd ignores for version 2; fix 'version' or the table names first."),
-    ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes]\nrunc = { runtime_type = "x" }\n', {},
-     "config.toml: 'plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc' is written as an inline table or "
-     "with dotted keys, which this module does not rewrite; write it as a "
+    ('version = 2\n[[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]]\nx = 1\n', {"runtimes": ["runc"]},
+     "config.toml: 'plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc' is written in a form this module "
+     "cannot edit in place (an array of tables, or a key inside a value that is not a table); write it as a "
      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc] table first."),
     ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes]\nrunc = "io.containerd.runc.v2"\n', {},
      "config.toml: 'plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc' must be a table, found a string."),
@@ -312,13 +318,13 @@ def test_missing_tomlkit_is_one_sentence(monkeypatch):
 
 def test_an_edit_that_would_change_more_is_refused(monkeypatch):
     # Simulate a scanner that puts the key in the wrong table: the re-parse check must refuse it.
-    real_insert = cc._insert_key
+    real_insert = cc.insert_key
 
-    def misplaced(text, tables, layout, runtime_path, value, source):
-        splice = real_insert(text, tables, layout, runtime_path, value, source)
-        return cc._Splice(0, 0, splice.text.lstrip())
+    def misplaced(text, tables, layout, table_path, key, value):
+        splice = real_insert(text, tables, layout, table_path, key, value)
+        return cc.Splice(0, 0, splice.text.lstrip())
 
-    monkeypatch.setattr(cc, "_insert_key", misplaced)
+    monkeypatch.setattr(cc, "insert_key", misplaced)
     text = 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n  runtime_type = "x"\n'
     with pytest.raises(cc.ContainerdConfigError, match="would change more than base_runtime_spec, so nothing was changed"):
         cc.plan_base_runtime_spec(text, SPEC, source="config.toml")
@@ -385,5 +391,7 @@ def test_controller_argument_spec_matches_the_module(monkeypatch):
     # Same options; paths are 'str' on the controller because they are expanded on the node.
     controller = {name: dict(opt, type="path") if name in ("path", "base_runtime_spec") else opt
                   for name, opt in cc.ARGUMENT_SPEC.items()}
-    assert node_spec == controller
+    # plus the write step's two options, which only the action plugin passes (its spec rejects them)
+    assert node_spec == dict(controller, replace_with={"type": "path"}, expected_sha256={"type": "str"})
+    assert "replace_with" not in cc.ARGUMENT_SPEC and "expected_sha256" not in cc.ARGUMENT_SPEC
     assert captured["required_if"] == cc.REQUIRED_IF

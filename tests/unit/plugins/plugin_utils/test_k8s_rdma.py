@@ -9,6 +9,7 @@ import yaml
 from sysfs_tree import build_host, unpack
 
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
+from ansible_collections.rdma.node.plugins.plugin_utils._checks_cluster import mofed_wait_findings, resource_findings
 from ansible_collections.rdma.node.plugins.plugin_utils._k8s_rdma import (
     K8sRdmaError,
     bond_masters,
@@ -18,11 +19,9 @@ from ansible_collections.rdma.node.plugins.plugin_utils._k8s_rdma import (
     escape_pointer_token,
     merge_device_plugin_config,
     merge_tolerations,
-    mofed_wait_findings,
     node_expectations,
     node_taints,
     parse_quantity,
-    resource_findings,
     stale_resource_patches,
     tolerates,
     untolerated_taints,
@@ -214,7 +213,7 @@ def test_resource_checks_capacity_allocatable_and_count():
         _node("v100-node-02", "true", status={"capacity": {"rdma/rdma_v100": "0"}, "allocatable": {}}),
         _node("gpu-a100-02", status={"capacity": {"rdma/rdma_a100": "32"}, "allocatable": {"rdma/rdma_a100": "32"}}),
     ]
-    result = resource_findings(nodes, expectations, expected_count=63, mofed_label="network.nvidia.com/operator.mofed.wait")
+    result = resource_findings(nodes, RESOURCES, GROUPS, names, expected_count=63, mofed_label="network.nvidia.com/operator.mofed.wait")
     assert [(f["check"], f["severity"], f["subject"]) for f in result["findings"]] == [
         ("resource_missing", "critical", "v100-node-02"),
         ("node_not_in_cluster", "critical", "v100-node-03"),

@@ -1,0 +1,211 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Checks of the ``bandwidth_check`` role: a host's perftest runs against the rates its ports must reach.
+
+They read no node facts: the role passes what it planned and what ran, as parameters (without the
+``bandwidth_check_`` prefix): ``host`` (the host judged), ``plan`` (``rdma.node.bandwidth_plan``),
+``selection`` (the host's ``rdma.node.bandwidth_ports``), ``loopback_results`` (its loopback task
+results), ``pair_runs`` (the records of the pair tests, from every host of the play) and
+``check_mode``. ``_bandwidth_plan.verdicts()`` judges each test; each check below reports one kind of
+verdict. A pair test's findings go to both of its hosts, with the test's id as subject.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.rdma.node.plugins.module_utils import _checks
+from ansible_collections.rdma.node.plugins.module_utils._bandwidth_plan import ROLE, failure_text, verdicts
+from ansible_collections.rdma.node.plugins.module_utils._checks import check, summary
+from ansible_collections.rdma.node.plugins.module_utils._perftest_output import failure_causes
+
+PARAMS = ("host", "plan", "selection", "loopback_results", "pair_runs", "check_mode")
+# The causes rdma.node.perftest names; any other is reported as perftest_failed_unknown.
+KNOWN_CAUSES = failure_causes()
+_LAST = []
+
+
+def judged(params):
+    """``verdicts()`` of the host; computed once for all the checks of one evaluation (same inputs)."""
+    inputs = tuple(params.get(name) for name in PARAMS)
+    if _LAST and len(_LAST[0]) == len(inputs) and all(a is b for a, b in zip(_LAST[0], inputs)):
+        return _LAST[1]
+    result = verdicts(params.get("plan"), params.get("host"), params.get("loopback_results"), params.get("pair_runs"),
+                      bool(params.get("check_mode")), params.get("selection"))
+    _LAST[:] = [inputs, result]
+    return result
+
+
+def _number(value):
+    return ("%.2f" % value).rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+
+
+def _ratio(expected, rate):
+    if not rate:
+        return "?"
+    return _number(round(float(expected) / float(rate), 3))
+
+
+def _pair_what(tool, test):
+    return "%s between %s (server, %s) and %s (client, %s)" % (
+        tool, test["server"], test["server_port"]["name"], test["client"], test["client_port"]["name"])
+
+
+def _tests(params, outcome):
+    """``(subject, what, status, failure, test)`` of each loopback test, then each pair test, whose outcome is ``outcome``."""
+    host = judged(params)
+    tool = host["tool"]
+    found = []
+    for item in host["loopback"]:
+        if item["outcome"] == outcome:
+            found.append((item["entry"]["name"], "%s loopback on %s" % (tool, item["entry"]["name"]), item["status"], item["failure"], None))
+    for item in host["pairs"]:
+        if item["outcome"] == outcome:
+            found.append((item["test"]["id"], _pair_what(tool, item["test"]), item["status"], item["failure"], item))
+    return found
+
+
+@check(ROLE, "no_active_port", params=PARAMS)
+def no_active_port(facts, params, found):
+    """The host has no ACTIVE RDMA port to test (the skipped ports say why)."""
+    host = judged(params)
+    if host["no_active_port"]:
+        why = "; ".join("%s: %s" % (s["name"], s["reason"]) for s in host["skipped"])
+        found.warning(host["host"], "%s has no ACTIVE RDMA port to test%s." % (host["host"], " (%s)" % why if why else ""), "an ACTIVE port", None)
+
+
+@check(ROLE, "loopback_not_run", params=PARAMS)
+def loopback_not_run(facts, params, found):
+    """A planned loopback test did not run (check mode runs none and reports nothing)."""
+    host = judged(params)
+    if host["check_mode"]:
+        return
+    for item in host["loopback"]:
+        if item["outcome"] == "not_run":
+            found.warning(item["entry"]["name"], "The %s loopback test of %s did not run on %s." % (host["tool"], item["entry"]["name"], host["host"]))
+
+
+@check(ROLE, "bandwidth_below_expected", params=PARAMS)
+def bandwidth_below_expected(facts, params, found):
+    """A loopback or pair test reached less than its expected rate (the link rate x the efficiency threshold)."""
+    for subject, what, status, dummy, dummy2 in _tests(params, "below_expected"):
+        found.critical(subject, "%s reached %s Gb/s, below the expected %s Gb/s (%s x the %s Gb/s link rate)." % (
+            what, status["measured_gbps"], status["expected_gbps"], _ratio(status["expected_gbps"], status["rate_gbps"]),
+            _number(status["rate_gbps"])), status["expected_gbps"], status["measured_gbps"])
+
+
+def _report_failures(params, found, causes):
+    for subject, what, status, failure, pair in _tests(params, "failed"):
+        if failure["cause"] not in causes:
+            continue
+        where = " on the %s side" % failure["side"] if pair is not None else ""
+        found.critical(subject, "%s failed%s: %s" % (what, where, failure_text(failure)), "a completed test", failure["line"])
+
+
+@check(ROLE, "perftest_failed_memlock", params=PARAMS)
+def perftest_failed_memlock(facts, params, found):
+    """perftest could not register memory (Couldn't allocate MR): the memlock limit; rdma.node.node_remediation lifts it."""
+    _report_failures(params, found, ("memlock",))
+
+
+@check(ROLE, "perftest_failed_device_not_found", params=PARAMS)
+def perftest_failed_device_not_found(facts, params, found):
+    """perftest found no such RDMA device on the node."""
+    _report_failures(params, found, ("device_not_found",))
+
+
+@check(ROLE, "perftest_failed_port_down", params=PARAMS)
+def perftest_failed_port_down(facts, params, found):
+    """perftest found the port not ACTIVE."""
+    _report_failures(params, found, ("port_down",))
+
+
+@check(ROLE, "perftest_failed_remote_unreachable", params=PARAMS)
+def perftest_failed_remote_unreachable(facts, params, found):
+    """The two sides of a test could not reach each other (and neither side had a cause of its own)."""
+    _report_failures(params, found, ("remote_unreachable",))
+
+
+@check(ROLE, "perftest_failed_unknown", params=PARAMS)
+def perftest_failed_unknown(facts, params, found):
+    """A test failed for a reason the collection does not recognise, its server never listened, or it printed no bandwidth."""
+    _report_failures(params, found, _unknown_causes(params))
+    for subject, what, dummy, dummy2, dummy3 in _tests(params, "no_result"):
+        found.critical(subject, "%s printed no bandwidth result." % what, "a bandwidth result", None)
+
+
+def _unknown_causes(params):
+    """``unknown`` and any cause that no other check reports."""
+    seen = {item["failure"]["cause"] for kind in ("loopback", "pairs") for item in judged(params)[kind] if item["failure"]}
+    return {"unknown"} | {cause for cause in seen if cause not in KNOWN_CAUSES and cause != "error"}
+
+
+@check(ROLE, "perftest_error", params=PARAMS)
+def perftest_error(facts, params, found):
+    """The perftest task itself failed (perftest not installed, bad arguments, the async job lost)."""
+    _report_failures(params, found, ("error",))
+
+
+@check(ROLE, "pair_not_run", params=PARAMS)
+def pair_not_run(facts, params, found):
+    """A planned pair test did not run (check mode runs none and reports nothing)."""
+    host = judged(params)
+    if host["check_mode"]:
+        return
+    for item in host["pairs"]:
+        if item["outcome"] == "not_run":
+            found.warning(item["test"]["id"], "%s did not run." % _pair_what(host["tool"], item["test"]))
+
+
+@check(ROLE, "perftest_server_stopped", params=PARAMS)
+def perftest_server_stopped(facts, params, found):
+    """A pair's server did not end after its client was done, and the role stopped it (SIGTERM, or SIGKILL)."""
+    host = judged(params)
+    for item in host["pairs"]:
+        stopped_by = item["server_record"].get("stopped_by")
+        if item["outcome"] == "failed" or stopped_by not in ("role", "killed"):
+            continue
+        test = item["test"]
+        found.warning(test["id"], "The %s server on %s (%s, TCP port %s) did not end after its client was done; the role stopped it%s." % (
+            host["tool"], test["server"], test["server_port"]["name"], test["tcp_port"], " with SIGKILL" if stopped_by == "killed" else ""),
+            "ended by itself", stopped_by)
+
+
+def _measured(status, loopback):
+    text = "%s %s: %s" % (status["port"], "loopback" if loopback else "%s of %s:%s" % (status["role"], status["peer"], status["peer_port"]),
+                          status["verdict"])
+    if status["measured_gbps"] is not None:
+        text += " %s Gb/s" % round(status["measured_gbps"], 2)
+    if status["expected_gbps"] is not None:
+        text += " of %s expected" % status["expected_gbps"]
+    if status["cause"]:
+        text += " (%s)" % status["cause"]
+    return text
+
+
+@summary(ROLE, params=PARAMS)
+def bandwidth_summary(facts, params, findings):
+    """Every loopback and pair test with its verdict (what the fleet report shows), their counts, and the plan's notes."""
+    host = judged(params)
+    loopback = [item["status"] for item in host["loopback"]]
+    pairs = [item["status"] for item in host["pairs"]]
+    tested = loopback + pairs
+    return {
+        "check_mode": host["check_mode"], "tool": host["tool"], "group": host["group"], "efficiency": host["efficiency"],
+        "loopback": loopback, "pairs": pairs,
+        "verdicts": {
+            "tests": len(tested),
+            "passed": sum(1 for t in tested if t["verdict"] == "pass"),
+            "below_expected": sum(1 for t in tested if t["verdict"] == "below_expected"),
+            "failed": sum(1 for t in tested if t["verdict"] == "failed"),
+            "not_run": sum(1 for t in tested if t["verdict"] == "not_run"),
+        },
+        "measured": [_measured(s, True) for s in loopback] + [_measured(s, False) for s in pairs],
+        "notes": host["notes"],
+    }
+
+
+def evaluate(plan, host, loopback_results=None, pair_runs=None, check_mode=False, selection=None):
+    """The findings and status of ``host`` from its checks, as ``rdma.node.evaluate`` gives them (the bandwidth_verdicts filter)."""
+    params = {"host": host, "plan": plan, "selection": selection, "loopback_results": loopback_results or [],
+              "pair_runs": pair_runs or [], "check_mode": bool(check_mode)}
+    return _checks.evaluate(ROLE, {}, params, subject=host)

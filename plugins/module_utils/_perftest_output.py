@@ -1,0 +1,528 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""perftest output (ib_write_bw, ib_read_bw, ib_send_bw and the _lat tools): parse and classify.
+
+The parser reads what people actually have: one tool's output, a server and a client printing into
+the same terminal (the loopback run of the write-up, where both headers and both tables interleave),
+pastes that start at the title line, tabs inside rows, warnings inside the table. Failures are
+classified into causes an operator can act on, each with a hint.
+
+This file only reads text; running the tools lives in ``_perftest.py``, so that the
+``parse_perftest`` filter on the controller loads no process handling.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAX_LINE, is_shell_prompt
+
+# Gb/s per printed bandwidth unit.
+#
+# perftest's "MB/sec" is 2**20 bytes per second, not 10**6. Its print_report_bw()
+# (src/perftest_parameters.c) computes
+#     format_factor = (user_param->report_fmt == MBS) ? 0x100000 : 125000000;
+#     bw_avg = (size * iterations * cycles_to_units) / (test_cycles * format_factor);
+# so a MB/sec figure is bytes/s / 2**20 and a Gb/sec figure is bytes/s / 1.25e8 (bits/s / 10**9).
+# The --report_gbits help text says the same ("MB=2^20 byte, while Gb=10^9 bits",
+# Factor=10^9/(2^20*8)=119.2), and linux-rdma/perftest pull request #257 (2024) renamed the column
+# to MiB/sec for that reason. The captured outputs agree: 1048576 B x 0.011123 Mpps is 11123 MiB/s
+# (11663 MB/s in powers of ten) against 11129.09 printed.
+MIB_PER_SEC_IN_GBPS = 2 ** 20 * 8 / 1e9
+_GBPS_PER_UNIT = {"gb/sec": 1.0, "mb/sec": MIB_PER_SEC_IN_GBPS, "mib/sec": MIB_PER_SEC_IN_GBPS}
+
+_DASHES = re.compile(r"^\s*-{10,}\s*$")
+_STARS = re.compile(r"^\s*\*+\s*$")
+_BANNER = re.compile(r"Waiting for client to connect", re.IGNORECASE)
+_TITLE = re.compile(r"^\s*((?:[A-Za-z_]+ )+(?:BW|Latency|Lat) Test)\s*$")
+_ADDRESS = re.compile(r"^\s*(local|remote) address:\s*(.*?)\s*$")
+_ADDRESS_KEYS = re.compile(r"\b(LID|QPN|PSN|OUT|RKey|VAddr|SRQN)\b")
+_GID = re.compile(r"^\s*GID:\s*(\S+)\s*$")
+# "Key : value" pairs, two to a line; a key starts the line or follows a tab or two spaces, so that
+# "root@host:~#" or "see: this" inside other text is no header.
+_PAIR = re.compile(r"(?:^|(?<=\s\s)|(?<=\t))\s*([A-Za-z][\w.*/()\- ]*?)\s*:\s*(\S+)")
+# Figures are read from ASCII digits only (float() and int() also take Arabic-Indic or fullwidth
+# digits, "_" separators, "inf" and "nan"), and at most 15 digits before the point, so that every
+# figure and every product of figures is a finite float: a result never holds Infinity or NaN.
+_NUMBER = re.compile(r"^-?[0-9]{1,15}(?:\.[0-9]{1,12})?$")
+_INTEGER = re.compile(r"^[0-9]{1,15}$")
+_WARNING = re.compile(
+    r"\bwarning\b|conflicting cpu frequency|might be too big|current tx depth is|"
+    r"not recognized to implement|disabling dynamic polling",
+    re.IGNORECASE,
+)
+_ERRORISH = re.compile(r"couldn'?t|unable|failed|error|not found|cannot|refused", re.IGNORECASE)
+# What a paste carries besides the output: a shell prompt (``$ ib_write_bw ...``,
+# ``[root@node ~]# ...``), a ``#`` comment, the tool's command line itself.
+_PERFTEST_COMMAND = re.compile(r"^(?:sudo\s+)?(?:ib_(?:write|read|send|atomic)_(?:bw|lat)|raw_ethernet_\w+)(?:\s.*)?$")
+_COLUMN_UNIT = re.compile(r"^(?P<name>.*?)\[(?P<unit>[^\]]*)\]$")
+
+# Header keys perftest prints, accepted even outside a header block (a paste may start mid-header).
+_KNOWN_HEADER_KEYS = frozenset(
+    key.lower()
+    for key in (
+        "Dual-port", "Device", "Number of qps", "Transport type", "Connection type", "Using SRQ",
+        "PCIe relax order", "ibv_wr* API", "TX depth", "RX depth", "CQ Moderation", "CQE Poll Batch",
+        "Mtu", "Link type", "GID index", "Max inline data", "rdma_cm QPs", "Data ex. method",
+        "Outstand reads", "Post List", "Lock-free", "Using Enhanced Reorder", "Using DDP",
+    )
+)
+
+_HINTS = {
+    "memlock": (
+        "Registering memory failed: the process's locked-memory limit (RLIMIT_MEMLOCK, `ulimit -l`) is "
+        "too low - 64 KiB by default inside containerd pods. Apply rdma.node.node_remediation (a "
+        "base_runtime_spec with RLIMIT_MEMLOCK and LimitMEMLOCK=infinity for containerd), then recreate "
+        "the pod; on a bare node raise the limit of the session that runs the test."
+    ),
+    "device_not_found": (
+        "The RDMA device does not exist on this node: compare the device name with `ibv_devices` or "
+        "ansible_facts.rdma.devices (rdma.node.ib_facts); a RoCE bond such as mlx5_bond_0 exists only "
+        "while the bond is configured, and inside a pod only the devices handed to it are visible."
+    ),
+    "port_down": (
+        "The port is not ACTIVE (see `ibstat`, State and Physical state): check the cable and the "
+        "switch port, a subnet manager for an InfiniBand port stuck in Init, or test an active port "
+        "(ib_port, or another device)."
+    ),
+    "remote_unreachable": (
+        "The two perftest sides could not exchange connection data over TCP: check that the server is "
+        "running and reachable at that address and TCP port (-p, default 18515; firewalls, the pod "
+        "network), and read the peer's own output - it may have failed first, for example with memlock."
+    ),
+    "unknown": (
+        "perftest failed for a reason this collection does not recognise: read stdout/stderr, run the "
+        "same command by hand, and check `ibv_devinfo` and `ulimit -l` on the node."
+    ),
+}
+
+# Causes in priority order: a local failure explains the exchange failure its peer reports.
+_FAILURE_RULES = (
+    ("memlock", re.compile(r"couldn'?t allocate MR|failed to create mr|ibv_reg_mr", re.IGNORECASE)),
+    (
+        "device_not_found",
+        re.compile(
+            r"IB device \S+ not found|Unable to find the Infiniband/RoCE device|No IB devices found|"
+            r"Did not detect devices",
+            re.IGNORECASE,
+        ),
+    ),
+    ("port_down", re.compile(r"Port number \d+ state is \w+|Couldn'?t set the link layer", re.IGNORECASE)),
+    (
+        "remote_unreachable",
+        re.compile(
+            r"Couldn'?t connect to|Connection refused|Connection timed out|No route to host|"
+            r"ethernet_read_keys|Couldn'?t read remote address|Unable to read (?:to|from) socket|"
+            r"Failed to exchange data between server and client|Unable to init the socket connection|"
+            r"Name or service not known|Problem in resolving basic address",
+            re.IGNORECASE,
+        ),
+    ),
+)
+
+
+def failure_causes():
+    """The causes classify_failure() can return, in priority order, then ``unknown``."""
+    return tuple(cause for cause, dummy in _FAILURE_RULES) + ("unknown",)
+
+
+def hint_for(cause):
+    return _HINTS[cause]
+
+
+def _text_lines(text):
+    if text is None:
+        return []
+    return str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _column_names(header_line):
+    """Split a table header into column names; names may contain spaces (``BW peak[MB/sec]``)."""
+    columns = []
+    pending = []
+    for token in header_line.split():
+        if token.startswith("#") and not pending:
+            columns.append(token)
+            continue
+        pending.append(token)
+        if "]" in token:
+            columns.append(" ".join(pending))
+            pending = []
+    if pending:
+        columns.append(" ".join(pending))
+    return columns
+
+
+def _snake(text):
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def _column_key(column):
+    """Map a printed column to (key, kind, unit); kind is count, bw, rate, time or other."""
+    if column.startswith("#"):
+        name = column[1:].lower()
+        return name, "count", None
+    match = _COLUMN_UNIT.match(column)
+    name, unit = (match.group("name").strip(), match.group("unit").strip()) if match else (column.strip(), None)
+    lowered = name.lower()
+    if lowered.startswith("bw"):
+        return _snake(name), "bw", unit
+    if lowered.startswith("msgrate"):
+        return _snake(name.replace("MsgRate", "msg_rate")) + "_mpps", "rate", unit
+    if unit in ("usec", "cycles"):
+        if lowered.endswith("percentile"):
+            return "t_p" + lowered.split("%")[0].replace(".", "_") + "_" + unit, "time", unit
+        return _snake(name) + "_" + unit, "time", unit
+    if unit == "%":
+        return _snake(name) + "_percent", "other", unit
+    return _snake(name), "other", unit
+
+
+def _number(token):
+    if not _NUMBER.match(token):
+        return None
+    if _INTEGER.match(token):
+        return int(token)
+    return float(token)
+
+
+def _parse_address(rest):
+    parts = _ADDRESS_KEYS.split(rest)
+    address = {}
+    for index in range(1, len(parts) - 1, 2):
+        address[parts[index].lower()] = " ".join(parts[index + 1].split())
+    return address
+
+
+class _Table:
+    def __init__(self, columns):
+        self.columns = columns
+        self.keys = [_column_key(column) for column in columns]
+        self.bw_unit = None
+        self.time_unit = None
+        for dummy, kind, unit in self.keys:
+            if kind == "bw" and self.bw_unit is None:
+                self.bw_unit = unit
+            if kind == "time" and self.time_unit is None:
+                self.time_unit = unit
+
+
+class PerftestOutputError(ValueError):
+    """Text given to the parser is not perftest output; the message quotes the line."""
+
+
+def _note(notes, reason, line=None, text=None):
+    """Add ``{line, text, reason}`` once: ``line`` and ``text`` name the input line when there is one."""
+    note = {"line": line, "text": _shown(text) if text is not None else None, "reason": reason}
+    if note not in notes:
+        notes.append(note)
+
+
+def _shown(line):
+    line = line.strip()
+    return line if len(line) <= 120 else line[:117] + "..."
+
+
+def _row(table, values, notes):
+    """Build one result row; bandwidth converted to Gb/s (the unit checked against the message rate)."""
+    row = {}
+    raw_bw = {}
+    for (key, kind, unit), value in zip(table.keys, values):
+        if kind == "count":
+            row[key] = int(value) if isinstance(value, int) else value
+        elif kind == "bw":
+            raw_bw[key] = value
+        else:
+            row[key] = value
+    unit = table.bw_unit
+    if raw_bw:
+        unit = _checked_unit(table.bw_unit, row.get("bytes"), raw_bw.get("bw_average"), row.get("msg_rate_mpps"), notes)
+        factor = _GBPS_PER_UNIT.get((unit or "").lower())
+        for key, value in raw_bw.items():
+            row[key + "_gbps"] = round(value * factor, 6) if factor is not None else None
+    return row, unit
+
+
+def _checked_unit(printed, size, average, msg_rate, notes):
+    """The unit the bandwidth figures are really in, judged by bytes x message rate.
+
+    perftest's server prints the client's figures under its own header (write_bw.c: the server calls
+    print_full_bw_report() with the report it received), so a server started without --report_gbits
+    prints Gb/s figures under a MB/sec header. The message rate does not depend on the unit:
+    bytes x Mpps x 8 / 1000 is the bandwidth in Gb/s, so the unit that agrees with it is the real one.
+    """
+    factor = _GBPS_PER_UNIT.get((printed or "").lower())
+    if factor is None or not size or not average or not msg_rate or average <= 0 or msg_rate <= 0:
+        return printed
+    implied = size * msg_rate * 8 / 1000.0
+
+    def agrees(candidate_factor):
+        ratio = average * candidate_factor / implied
+        return 0.5 <= ratio <= 2.0
+
+    if agrees(factor):
+        return printed
+    other = "Gb/sec" if printed.lower() != "gb/sec" else "MiB/sec"
+    if agrees(_GBPS_PER_UNIT[other.lower()]):
+        note = (
+            "rows printed under a %s header carry %s figures (checked against bytes x message rate; "
+            "a perftest server prints the client's figures under its own header)" % (printed, other)
+        )
+        _note(notes, note)
+        return other
+    _note(notes, "the %s figures of %s-byte rows do not agree with their message rate" % (printed, size))
+    return printed
+
+
+def _merge_sides(rows, sides, notes):
+    """Collapse the identical rows both sides print; report disagreements instead of double counting."""
+    if sides < 2:
+        return rows, None
+    order = []
+    groups = {}
+    for row in rows:
+        key = (row.get("bytes"), row.get("sl"))
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(row)
+    merged = []
+    agree = None
+    for key in order:
+        group = groups[key]
+        merged.append(group[0])
+        if len(group) < 2:
+            continue
+        same = all(other == group[0] for other in group[1:])
+        agree = same if agree is None else (agree and same)
+        if same:
+            _note(notes, "%s-byte row printed by %d sides with the same figures; counted once" % (key[0], len(group)))
+        else:
+            _note(notes, "%s-byte rows differ between the sides; the first is reported: %s"
+                  % (key[0], "; ".join(str(other) for other in group[1:])))
+    return merged, agree
+
+
+def _header_facts(header):
+    def integer(key):
+        value = header.get(key)
+        if value is None:
+            return None
+        match = re.match(r"^([0-9]{1,9})", value)
+        return int(match.group(1)) if match else None
+
+    return {
+        "device": header.get("Device"),
+        "link_type": header.get("Link type"),
+        "transport_type": header.get("Transport type"),
+        "connection_type": header.get("Connection type"),
+        "qps": integer("Number of qps"),
+        "mtu": integer("Mtu"),
+        "gid_index": integer("GID index"),
+        "exchange_method": header.get("Data ex. method"),
+    }
+
+
+def classify_failure(stdout, stderr="", rc=None, timed_out=False, has_results=False, timeout=None, role=None):
+    """Return ``{cause, hint, line}`` for a failed run, or None when nothing failed.
+
+    ``rc`` None means unknown (text given to the filter); ``role`` is ``server`` or ``client``.
+    """
+    lines = [line.strip() for line in _text_lines(stdout) + _text_lines(stderr)]
+    lines = [line for line in lines if line]
+    for cause, pattern in _FAILURE_RULES:
+        for line in lines:
+            if pattern.search(line):
+                return {"cause": cause, "hint": _HINTS[cause], "line": line}
+    if timed_out:
+        seconds = "%s s" % timeout if timeout is not None else "the timeout"
+        if role == "server" and not has_results:
+            line = "no client completed a test within %s; the server was stopped" % seconds
+        else:
+            line = "the %s did not finish within %s and was stopped" % (role or "tool", seconds)
+        return {"cause": "remote_unreachable", "hint": _HINTS["remote_unreachable"], "line": line}
+    if rc not in (None, 0) or not has_results:
+        err_lines = [line for line in (x.strip() for x in _text_lines(stderr)) if line]
+        out_lines = [line for line in (x.strip() for x in _text_lines(stdout)) if line]
+        if err_lines:
+            line = err_lines[-1]
+        elif rc not in (None, 0):
+            line = "exited with status %s%s" % (rc, " after: " + out_lines[-1] if out_lines else "")
+        elif out_lines:
+            line = "no result rows in the output; last line: " + out_lines[-1]
+        else:
+            line = "no output at all"
+        return {"cause": "unknown", "hint": _HINTS["unknown"], "line": line}
+    return None
+
+
+def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, role=None, strict=False):
+    """Parse perftest output into header facts, result rows (bandwidth in Gb/s) and a failure.
+
+    Both streams are read (perftest prints results on stdout, errors and some warnings on stderr).
+    ``notes`` lists what the parser decided and every line it could not place, as
+    ``{"line": N, "text": ..., "reason": ...}`` (``line`` counts from 1 in its stream, the reason
+    says ``on stderr`` for a line of stderr; decisions about several rows have ``line`` None).
+    Shell prompts, ``#`` comments and the tool's command line are skipped; error lines count as
+    placed, because they make the ``failure``.
+
+    With ``strict`` the first line that cannot be placed raises ``PerftestOutputError``. Text
+    given on its own (no ``rc`` and no ``role``, as the filter gets plain text) in which nothing
+    at all is perftest output raises it too; a run's own output never does, it is classified.
+    """
+    titles = []
+    tables = []
+    header = {}
+    header_conflicts = {}
+    local_addresses = []
+    remote_addresses = []
+    warnings = []
+    notes = []
+    raw_rows = []
+    units = []
+    banner = False
+    in_header = False
+    table = None
+    last_address = None
+    recognised = 0
+    first_unplaced = None
+
+    numbered = [(number, raw, "") for number, raw in enumerate(_text_lines(stdout), start=1)]
+    numbered += [(number, raw, " on stderr") for number, raw in enumerate(_text_lines(stderr), start=1)]
+    for number, raw, stream in numbered:
+        line = raw.rstrip()
+        if not line.strip() or _DASHES.match(line) or _STARS.match(line):
+            continue
+        if len(line) > MAX_LINE:
+            if strict:
+                raise PerftestOutputError("line %d%s is longer than %d characters: not perftest output" % (
+                    number, stream, MAX_LINE))
+            first_unplaced = first_unplaced or (number, stream, line)
+            _note(notes, "a line longer than %d characters%s, not read" % (MAX_LINE, stream), number, line)
+            continue
+        stripped = line.strip()
+        if not stripped.startswith("#bytes") and (is_shell_prompt(stripped) or _PERFTEST_COMMAND.match(stripped)):
+            continue
+        recognised += 1
+        if _BANNER.search(line):
+            banner = True
+            continue
+        title = _TITLE.match(line)
+        if title:
+            titles.append(title.group(1))
+            in_header = True
+            continue
+        if _WARNING.search(line):
+            warnings.append(line.strip())
+            continue
+        address = _ADDRESS.match(line)
+        if address:
+            parsed = _parse_address(address.group(2))
+            (local_addresses if address.group(1) == "local" else remote_addresses).append(parsed)
+            last_address = parsed
+            in_header = False
+            continue
+        gid = _GID.match(line)
+        if gid and last_address is not None:
+            last_address["gid"] = gid.group(1)
+            continue
+        if "#bytes" in line:
+            table = _Table(_column_names(line))
+            tables.append(table)
+            in_header = False
+            continue
+        tokens = line.split()
+        values = [_number(token) for token in tokens]
+        if tokens and all(value is not None for value in values) and isinstance(values[0], int):
+            if table is None:
+                _note(notes, "a numeric row without a table header%s, ignored" % stream, number, line)
+            elif len(values) < len(table.columns):
+                _note(notes, "a row with %d of %d columns%s, ignored" % (len(values), len(table.columns), stream),
+                      number, line)
+            else:
+                row, unit = _row(table, values[: len(table.columns)], notes)
+                raw_rows.append(row)
+                if unit and unit not in units:
+                    units.append(unit)
+            continue
+        if _ERRORISH.search(line) or any(pattern.search(line) for dummy, pattern in _FAILURE_RULES):
+            continue  # an error line: classify_failure() reads it
+        pairs = _PAIR.findall(line)
+        known = pairs and all(" ".join(key.split()).lower() in _KNOWN_HEADER_KEYS for key, dummy in pairs)
+        if not pairs or (not known and not in_header):
+            recognised -= 1
+            if strict:
+                raise PerftestOutputError("line %d%s is not perftest output: %r" % (number, stream, _shown(line)))
+            first_unplaced = first_unplaced or (number, stream, line)
+            _note(notes, "not perftest output%s" % stream, number, line)
+            continue
+        for key, value in pairs:
+            key = " ".join(key.split())
+            if key in header and header[key] != value:
+                header_conflicts.setdefault(key, [header[key]])
+                if value not in header_conflicts[key]:
+                    header_conflicts[key].append(value)
+                continue
+            header[key] = value
+
+    if not recognised and first_unplaced is not None and rc is None and role is None and not timed_out:
+        number, stream, line = first_unplaced
+        raise PerftestOutputError("nothing in the text is perftest output (line %d%s: %r)" % (number, stream, _shown(line)))
+
+    sides = max(len(titles), len(tables))
+    rows, sides_agree = _merge_sides(raw_rows, sides, notes)
+    units_printed = []
+    for tbl in tables:
+        unit = tbl.bw_unit or tbl.time_unit
+        if unit and unit not in units_printed:
+            units_printed.append(unit)
+    if len(units_printed) > 1:
+        _note(notes, "the sides printed different units (%s): a perftest server prints the client's figures under "
+              "its own header, so each row's unit was checked against bytes x message rate" % ", ".join(units_printed))
+    if len(units) == 1:
+        unit = units[0]
+    elif len(units) > 1:
+        unit = "mixed"
+        _note(notes, "rows in more than one unit: %s (all converted to Gb/s)" % ", ".join(units))
+    else:
+        unit = units_printed[-1] if units_printed else None
+    kind = None
+    if titles:
+        kind = "lat" if re.search(r"Lat(ency)? Test$", titles[0]) else "bw"
+    elif tables:
+        kind = "bw" if tables[-1].bw_unit else ("lat" if tables[-1].time_unit else None)
+    averages = [row["bw_average_gbps"] for row in rows if row.get("bw_average_gbps") is not None]
+
+    result = {
+        "test": titles[0] if titles else None,
+        "kind": kind,
+        "sides": sides,
+        "sides_agree": sides_agree,
+        "server_banner": banner,
+        "unit": unit,
+        "units_printed": units_printed,
+        "results": rows,
+        "bw_average_gbps": max(averages) if averages else None,
+        "header": header,
+        "header_conflicts": header_conflicts,
+        "local_addresses": local_addresses,
+        "remote_addresses": remote_addresses,
+        "warnings": warnings,
+        "notes": notes,
+    }
+    result.update(_header_facts(header))
+    result["failure"] = classify_failure(
+        stdout, stderr, rc=rc, timed_out=timed_out, has_results=bool(rows), timeout=timeout, role=role
+    )
+    return result
+
+
+def average_for(results, size=None):
+    """Best average bandwidth over the rows, or that of the row of ``size`` bytes when present."""
+    if size is not None:
+        for row in results:
+            if row.get("bytes") == size and row.get("bw_average_gbps") is not None:
+                return row["bw_average_gbps"]
+    averages = [row["bw_average_gbps"] for row in results if row.get("bw_average_gbps") is not None]
+    return max(averages) if averages else None

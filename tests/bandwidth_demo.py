@@ -1,0 +1,56 @@
+"""The demo inventory's hosts for the bandwidth_check unit tests: their ports, GID tables and plan,
+and perftest results from the real captured outputs of tests/fixtures/perftest."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import sysfs_tree
+
+from ansible_collections.rdma.node.plugins.module_utils._bandwidth_plan import build_plan, select_ports
+from ansible_collections.rdma.node.plugins.module_utils._perftest_output import average_for, parse_perftest
+from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
+from testpaths import COLLECTION_ROOT, FIXTURES
+
+PERFTEST = FIXTURES / "perftest"
+DEMO_HOSTS = ["v100-node-01", "v100-node-02", "a100-node-01", "a100-node-02"]
+
+
+def demo_hosts(dest):
+    """Each demo host's ib_facts ports and the grep output of its RoCE ports' GID tables (trees built in ``dest``)."""
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(dest))
+    hosts = {}
+    for host in DEMO_HOSTS:
+        root = str(dest / host / "sys")
+        facts = gather(root)[0]
+        tables = {}
+        for port in facts["ports"]:
+            if port["state"] == "ACTIVE" and port["link_layer"] == "Ethernet":
+                where = os.path.join(root, "class/infiniband", port["device"], "ports", str(port["port"]))
+                proc = subprocess.run(["grep", "-r", "-s", "-H", ".", where + "/gids", where + "/gid_attrs"],
+                                      capture_output=True, text=True, check=False)
+                tables["%s/%s" % (port["device"], port["port"])] = proc.stdout
+        hosts[host] = {"ports": facts["ports"], "gid_tables": tables, "group": host.rsplit("-node", 1)[0]}
+    return hosts
+
+
+def perftest_result(name, size=65536, **extra):
+    """What rdma.node.perftest returns for a capture (its own parser; no process runs)."""
+    text = (PERFTEST / name).read_text()
+    failed = name.startswith(("err_", "seed_err_"))
+    parsed = parse_perftest("" if failed else text, text if failed else "", rc=1 if failed else 0, role="client")
+    result = {"results": parsed["results"], "failure": parsed["failure"], "bw_average_gbps": average_for(parsed["results"], size),
+              "cmd": ["ib_write_bw"], "msg": "fake"}
+    result.update(extra)
+    return result
+
+
+def demo_plan(demo, efficiency=0.9, **kwargs):
+    """The plan of the four demo hosts, and what each host gave the plan."""
+    infos = {}
+    for host in DEMO_HOSTS:
+        chosen = select_ports(demo[host]["ports"], efficiency=efficiency, gid_tables=demo[host]["gid_tables"])
+        infos[host] = {"group": "ib-" + demo[host]["group"], "address": "10.0.0.%d" % (DEMO_HOSTS.index(host) + 1),
+                       "ports": chosen["ports"], "efficiency": chosen["efficiency"]}
+    return build_plan(infos, order=DEMO_HOSTS, **kwargs), infos

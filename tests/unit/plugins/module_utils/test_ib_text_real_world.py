@@ -1,0 +1,327 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The text parsers in their default, lenient mode, on what people actually paste.
+
+Every class of mess from issue 11 is built from the real samples of tests/fixtures/cmd (and from
+synthetic ones where no real sample exists, written from the tools' print formats): prompts and the
+command line, ``column -t`` (the real ``column``), ``#`` comments, redaction marks, diagnostics of
+other tools, ``ibv_devinfo -v`` continuation lines, odd blank lines, CRLF, stray lines, duplicated
+blocks and digits other than ASCII. The parser must keep every port it recognises and list every
+line it could not place with its number; only text with nothing of the tool's output fails."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.rdma.node.plugins.module_utils._ib_text import PARSERS, IbTextError
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "cmd"
+FIXTURE_FILES = sorted(FIXTURES.glob("*/*.txt"))
+COMMANDS = {"ibstat": "ibstat", "ibstatus": "ibstatus", "ibv_devinfo": "ibv_devinfo -v",
+            "ibdev2netdev": "ibdev2netdev -v", "rdma_link": "rdma link show"}
+TOOL_NAMES = {"ibstat": "ibstat", "ibstatus": "ibstatus", "ibv_devinfo": "ibv_devinfo",
+              "ibdev2netdev": "ibdev2netdev", "rdma_link": "rdma link"}
+
+
+def _id(path):
+    return "%s/%s" % (path.parent.name, path.name)
+
+
+def _sample(path):
+    """(parser, text, clean result) of a fixture."""
+    parser = PARSERS[path.parent.name]
+    text = path.read_text(encoding="utf-8")
+    return parser, text, parser(text)
+
+
+def _diagnostics(notes):
+    return [note for note in notes if note["reason"] == "a diagnostic message, not part of the listing"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Pasted without loss: the same ports and no new notes
+# ----------------------------------------------------------------------------------------------
+
+def _prompt_and_command(text, tool):
+    return "[root@gpu-node01 ~]# %s\n%s\n[root@gpu-node01 ~]# \n" % (COMMANDS[tool], text)
+
+
+def _bare_command_line(text, tool):
+    return "sudo %s\n%s" % (COMMANDS[tool], text)
+
+
+def _comments(text, tool):
+    lines = text.split("\n")
+    return "# %s on gpu-node01, after the cable swap\n" % tool + "\n".join(
+        line + ("\n# ----- checked" if number % 4 == 3 else "") for number, line in enumerate(lines))
+
+
+def _blank_lines_everywhere(text, tool):
+    return "\n\n" + "\n \n\t\n".join(text.split("\n")) + "\n\n\n"
+
+
+def _crlf_and_bom(text, tool):
+    return "\ufeff" + text.replace("\n", "\r\n")
+
+
+def _markdown_fence_and_quote(text, tool):
+    return "```console\n" + "\n".join("> " + line for line in text.split("\n")) + "\n```\n"
+
+
+LOSSLESS = [_prompt_and_command, _bare_command_line, _comments, _blank_lines_everywhere, _crlf_and_bom,
+            _markdown_fence_and_quote]
+
+
+@pytest.mark.parametrize("mess", LOSSLESS, ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_id)
+def test_pastes_that_lose_nothing_give_the_same_ports_and_notes(path, mess):
+    parser, text, clean = _sample(path)
+    result = parser(mess(text, path.parent.name))
+    assert result["ports"] == clean["ports"]
+    assert [n["text"] for n in result["notes"]] == [n["text"] for n in clean["notes"]]
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_id)
+def test_column_t_alignment_by_the_real_column(path):
+    parser, text, clean = _sample(path)
+    aligned = subprocess.run(["column", "-t"], input=text, capture_output=True, text=True, check=True).stdout
+    result = parser(aligned)
+    assert result["ports"] == clean["ports"]
+    assert len(result["notes"]) == len(clean["notes"])
+
+
+# ----------------------------------------------------------------------------------------------
+# Pasted with something in the way: the ports stay, the line is a note with its number
+# ----------------------------------------------------------------------------------------------
+
+REDACTIONS = ["...", "[snip]", "<snip>", "[...]", "\u2026", "--- snip ---", "<redacted>", "[output truncated]"]
+
+
+@pytest.mark.parametrize("mark", REDACTIONS)
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_id)
+def test_a_redaction_mark_is_a_note_and_every_port_stays(path, mark):
+    parser, text, clean = _sample(path)
+    lines = text.split("\n")
+    middle = len(lines) // 2
+    result = parser("\n".join(lines[:middle] + [mark] + lines[middle:]))
+    assert result["ports"] == clean["ports"]
+    redacted = [n for n in result["notes"] if n["reason"].startswith("a redaction mark")]
+    assert redacted == [{"line": middle + 1, "text": mark,
+                         "reason": "a redaction mark: the listing around it is incomplete"}]
+
+
+TRAILERS = [
+    "ibpanic: [4711] main: stat of IB device 'mlx5_9' failed: No such file or directory",
+    "ibwarn: [4711] umad_get_port: port 1 not found",
+    "libibverbs: Warning: couldn't load driver 'libvmw_pvrdma-rdmav34.so': libvmw_pvrdma-rdmav34.so: "
+    "cannot open shared object file: No such file or directory",
+    "libibverbs: Warning: couldn't open config directory '/etc/libibverbs.d'.",
+]
+
+
+@pytest.mark.parametrize("trailer", TRAILERS, ids=lambda t: t.split(":")[0] + ":" + t.split(":")[1][:12])
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_id)
+def test_a_trailing_diagnostic_of_another_tool_is_a_note(path, trailer):
+    parser, text, clean = _sample(path)
+    lines = text.rstrip("\n").split("\n")
+    result = parser("\n".join(lines + [trailer]))
+    assert result["ports"] == clean["ports"]
+    assert _diagnostics(result["notes"])[-1] == {
+        "line": len(lines) + 1, "text": trailer[:117] + "..." if len(trailer) > 120 else trailer,
+        "reason": "a diagnostic message, not part of the listing"}
+
+
+STRAYS = ["Connection to gpu-node01 closed.", "bash: ibstatt: command not found", "foo bar",
+          "Last login: Mon Nov 23 08:01:12 2026 from 10.0.0.5"]
+
+
+@pytest.mark.parametrize("stray", STRAYS)
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_id)
+def test_a_stray_line_anywhere_keeps_every_port_and_is_named(path, stray):
+    parser, text, clean = _sample(path)
+    lines = text.split("\n")
+    for where in sorted({0, len(lines) // 3, len(lines) - 1}):
+        pasted = "\n".join(lines[:where] + [stray] + lines[where:])
+        result = parser(pasted)
+        assert result["ports"] == clean["ports"], where
+        (note,) = [n for n in result["notes"] if n["line"] == where + 1]
+        assert note["text"] == stray
+        if note["reason"].startswith("a key %s does not print" % path.parent.name):
+            # "Last login: ..." inside a block reads like a field a newer tool added: strict mode
+            # tolerates those, as it always did; the note is there either way.
+            continue
+        with pytest.raises(IbTextError) as error:
+            parser(pasted, strict=True)
+        assert str(error.value).startswith("parse_%s: line " % path.parent.name)
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_id)
+def test_a_listing_pasted_twice_gives_each_port_once(path):
+    parser, text, clean = _sample(path)
+    result = parser(text + "\n" + text)
+    assert result["ports"] == clean["ports"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Only text with nothing of the tool fails
+# ----------------------------------------------------------------------------------------------
+
+# ``ibv_devinfo -l`` is a count line and device names, one per line: the names alone are also what
+# ``ibstat -l`` prints, so parse_ibstat keeps them (and notes the count line) instead of failing.
+OTHER_TOOL_PAIRS = [(tool, path) for tool in sorted(PARSERS) for path in FIXTURE_FILES
+                    if path.parent.name != tool and (tool, _id(path)) != ("ibstat", "ibv_devinfo/l_list_2hcas.txt")]
+
+
+def test_a_device_name_listing_of_ibv_devinfo_reads_as_ibstat_l_with_a_note():
+    result = PARSERS["ibstat"]((FIXTURES / "ibv_devinfo" / "l_list_2hcas.txt").read_text(encoding="utf-8"))
+    assert [p["device"] for p in result["ports"]] == ["mlx4_1", "mlx4_0"]  # in the order printed
+    assert result["notes"] == [{"line": 1, "text": "2 HCAs found:", "reason": "not a device name"}]
+
+
+@pytest.mark.parametrize("tool, path", OTHER_TOOL_PAIRS, ids=lambda v: _id(v) if isinstance(v, Path) else v)
+def test_another_tools_output_is_refused_in_one_sentence(tool, path):
+    with pytest.raises(IbTextError) as error:
+        PARSERS[tool](path.read_text(encoding="utf-8"))
+    message = str(error.value)
+    assert message.startswith("parse_%s: nothing in the text is %s output (line " % (tool, TOOL_NAMES[tool]))
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("tool", sorted(PARSERS))
+def test_only_diagnostics_give_no_ports_and_the_diagnostics(tool):
+    result = PARSERS[tool]("$ %s\n%s\n" % (COMMANDS[tool], TRAILERS[0]))
+    assert result == {"ports": [], "notes": [{"line": 2, "text": TRAILERS[0],
+                                              "reason": "a diagnostic message, not part of the listing"}]}
+
+
+# ----------------------------------------------------------------------------------------------
+# Digits other than ASCII never give silently wrong numbers
+# ----------------------------------------------------------------------------------------------
+
+UNREADABLE = "a value that cannot be read, left out (numbers are read from ASCII digits only)"
+ARABIC_INDIC = str.maketrans("0123456789", "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669")
+FULLWIDTH = str.maketrans("0123456789", "\uff10\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18\uff19")
+
+
+@pytest.mark.parametrize("digits", [ARABIC_INDIC, FULLWIDTH], ids=["arabic-indic", "fullwidth"])
+def test_other_digits_in_values_give_none_and_a_note(digits):
+    values = ("1".translate(digits), "200".translate(digits), "12".translate(digits))
+    text = ("CA 'mlx5_0'\n\tCA type: MT4123\n\tNumber of ports: %s\n\tPort 1:\n\t\tState: Active\n"
+            "\t\tRate: %s\n\t\tBase lid: %s\n\t\tSM lid: 1\n" % values)
+    result = PARSERS["ibstat"](text)
+    (port,) = result["ports"]
+    assert (port["num_ports"], port["rate_gbps"], port["lid"], port["sm_lid"]) == (None, None, None, 1)
+    assert [(n["line"], n["reason"]) for n in result["notes"]] == [
+        (3, UNREADABLE),
+        (6, UNREADABLE),
+        (7, UNREADABLE),
+    ]
+
+
+@pytest.mark.parametrize("digits", [ARABIC_INDIC, FULLWIDTH], ids=["arabic-indic", "fullwidth"])
+def test_other_digits_in_headers_are_not_ports(digits):
+    text = "CA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n\tPort %s:\n\t\tState: Down\n" % "2".translate(digits)
+    result = PARSERS["ibstat"](text)
+    assert [(p["port"], p["state"]) for p in result["ports"]] == [(1, "ACTIVE")]
+    assert result["notes"][0]["line"] == 4
+    ibdev = "mlx5_0 port 1 ==> ib0 (Up)\nmlx5_1 port %s ==> ib1 (Up)\n" % "1".translate(digits)
+    result = PARSERS["ibdev2netdev"](ibdev)
+    assert [p["device"] for p in result["ports"]] == ["mlx5_0"]
+    assert [n["line"] for n in result["notes"]] == [2]
+    state = "Infiniband device 'mlx4_0' port 1 status:\n\tstate:\t%s: ACTIVE\n" % "4".translate(digits)
+    (port,) = PARSERS["ibstatus"](state)["ports"]
+    assert port["state_code"] is None  # never 4 read from other digits, never a wrong code
+
+
+# ----------------------------------------------------------------------------------------------
+# ibv_devinfo -v: synthetic, written from rdma-core's libibverbs/examples/devinfo.c print formats
+# (tabs as it prints them; the values are made up). No real -v sample is among the fixtures.
+# ----------------------------------------------------------------------------------------------
+
+IBV_DEVINFO_V = (
+    "hca_id:\tmlx5_0\n"
+    "\ttransport:\t\t\tInfiniBand (0)\n"
+    "\tfw_ver:\t\t\t\t28.39.1002\n"
+    "\tnode_guid:\t\t\t946d:ae03:00f1:2a40\n"
+    "\tsys_image_guid:\t\t\t946d:ae03:00f1:2a40\n"
+    "\tvendor_id:\t\t\t0x02c9\n"
+    "\tvendor_part_id:\t\t\t4129\n"
+    "\thw_ver:\t\t\t\t0x0\n"
+    "\tboard_id:\t\t\tMT_0000000838\n"
+    "\tphys_port_cnt:\t\t\t1\n"
+    "\tmax_mr_size:\t\t\t0xffffffffffffffff\n"
+    "\tpage_size_cap:\t\t\t0xfffffffffffff000\n"
+    "\tdevice_cap_flags:\t\t0x25361c36\n"
+    "\t\t\t\t\tBAD_PKEY_CNTR\n"
+    "\t\t\t\t\tAUTO_PATH_MIG\n"
+    "\t\t\t\t\tMANAGED_FLOW_STEERING\n"
+    "\t\t\t\t\tUnknown flags: 0xC8400000\n"
+    "\tatomic_cap:\t\t\tATOMIC_HCA (1)\n"
+    "\tgeneral_odp_caps:\n"
+    "\t\t\t\t\tODP_SUPPORT\n"
+    "\tuc_odp_caps:\n"
+    "\t\t\t\t\tNO SUPPORT\n"
+    "\tcompletion timestamp_mask:\t\t\t0x7fffffffffffffff\n"
+    "\thca_core_clock:\t\t\t156250kHZ\n"
+    "\traw packet caps:\n"
+    "\t\t\t\t\tC-VLAN stripping offload\n"
+    "\t\t\t\t\tDelay drop\n"
+    "\tdevice_cap_flags_ex:\t\t0x1025361C36\n"
+    "\t\t\t\t\tPCI_WRITE_END_PADDING\n"
+    "\ttso_caps:\n"
+    "\tmax_tso:\t\t\t0\n"
+    "\trss_caps:\n"
+    "\t\tmax_rwq_indirection_tables:\t\t\t0\n"
+    "\t\trx_hash_fields_mask:\t\t\t\t0x0\n"
+    "\ttag matching not supported\n"
+    "\n"
+    "\tcq moderation caps:\n"
+    "\t\tmax_cq_count:\t65535\n"
+    "\t\tmax_cq_period:\t4095 us\n"
+    "\n"
+    "\tmaximum available device memory:\t131072Bytes\n"
+    "\n"
+    "\tnum_comp_vectors:\t\t63\n"
+    "\t\tport:\t1\n"
+    "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"
+    "\t\t\tmax_mtu:\t\t4096 (5)\n"
+    "\t\t\tactive_mtu:\t\t4096 (5)\n"
+    "\t\t\tsm_lid:\t\t\t1\n"
+    "\t\t\tport_lid:\t\t27\n"
+    "\t\t\tport_lmc:\t\t0x00\n"
+    "\t\t\tlink_layer:\t\tInfiniBand\n"
+    "\t\t\tmax_msg_sz:\t\t0x40000000\n"
+    "\t\t\tport_cap_flags:\t\t0xa259e848\n"
+    "\t\t\tport_cap_flags2:\t0x0032\n"
+    "\t\t\tmax_vl_num:\t\t4 (3)\n"
+    "\t\t\tactive_width:\t\t4X (2)\n"
+    "\t\t\tactive_speed:\t\t100.0 Gbps (128)\n"
+    "\t\t\tphys_state:\t\tLINK_UP (5)\n"
+    "\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:946d:ae03:00f1:2a40\n"
+    "\t\t\tGID[  1]:\t\tfe80:0000:0000:0000:946d:ae03:00f1:2a41, RoCE v2\n"
+    "\n"
+)
+
+
+def test_ibv_devinfo_verbose_continuation_lines_and_odd_keys_are_placed():
+    result = PARSERS["ibv_devinfo"](IBV_DEVINFO_V, strict=True)
+    assert result["notes"] == []
+    (port,) = result["ports"]
+    assert (port["device"], port["port"], port["state"], port["phys_state"]) == ("mlx5_0", 1, "ACTIVE", "LinkUp")
+    assert (port["width"], port["speed"], port["rate_gbps"]) == ("4X", "NDR", 400.0)
+    assert (port["lid"], port["sm_lid"], port["lmc"], port["active_mtu"]) == (27, 1, 0, 4096)
+    assert (port["fw_ver"], port["vendor_part_id"], port["num_ports"]) == ("28.39.1002", 4129, 1)
+    assert port["port_guid"] == "0x946dae0300f12a40"
+
+
+def test_ibv_devinfo_verbose_with_a_new_kind_of_line_keeps_the_port():
+    lines = IBV_DEVINFO_V.split("\n")
+    lines.insert(25, "\tsome future capability, described in prose")
+    result = PARSERS["ibv_devinfo"]("\n".join(lines))
+    assert [(p["device"], p["port"], p["rate_gbps"]) for p in result["ports"]] == [("mlx5_0", 1, 400.0)]
+    assert result["notes"] == [{"line": 26, "text": "some future capability, described in prose",
+                                "reason": "not ibv_devinfo output"}]

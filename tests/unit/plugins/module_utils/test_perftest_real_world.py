@@ -1,0 +1,78 @@
+"""perftest output as people paste it: every real sample of tests/fixtures/perftest with a prompt and
+its command line, comments, CRLF, stray terminal lines, rows written with other digits, and text that
+is no perftest output at all."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.rdma.node.plugins.module_utils._perftest_output import PerftestOutputError, parse_perftest
+from testpaths import FIXTURES
+
+SAMPLES = sorted((FIXTURES / "perftest").glob("*.txt"))
+# The terminal transcript of the write-up holds shell job lines and prose around the tool's output.
+CLEAN = [p for p in SAMPLES if "terminal_with_prompts" not in p.name]
+
+
+def _facts(parsed):
+    """What a paste must not change: everything but the notes."""
+    return {key: value for key, value in parsed.items() if key != "notes"}
+
+
+@pytest.mark.parametrize("path", CLEAN, ids=lambda p: p.name)
+def test_real_samples_place_every_line(path):
+    text = path.read_text()
+    parsed = parse_perftest(text, strict=True)
+    assert [n for n in parsed["notes"] if n["line"] is not None] == []
+    json.dumps(parsed, allow_nan=False)
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_prompt_command_comments_and_crlf_change_nothing(path):
+    text = path.read_text()
+    pasted = ("[root@gpu-node01 ~]# ib_write_bw -d mlx5_1 --report_gbits 10.0.0.2\n# second try, after the memlock fix\n"
+              + text + "\n$ \n").replace("\n", "\r\n")
+    assert _facts(parse_perftest(pasted)) == _facts(parse_perftest(text))
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_a_stray_line_is_a_note_with_its_number_and_strict_refuses_it(path):
+    lines = path.read_text().split("\n")
+    where = len(lines) // 2
+    pasted = "\n".join(lines[:where] + ["Connection to gpu-node01 closed."] + lines[where:])
+    parsed = parse_perftest(pasted)
+    assert _facts(parsed) == _facts(parse_perftest("\n".join(lines)))
+    assert {"line": where + 1, "text": "Connection to gpu-node01 closed.", "reason": "not perftest output"} in parsed["notes"]
+    with pytest.raises(PerftestOutputError):
+        parse_perftest(pasted, strict=True)
+
+
+def test_a_row_written_with_other_digits_is_a_note_never_a_number():
+    text = (FIXTURES / "perftest" / "ib_write_bw_s1M_client_IB_MBsec.txt").read_text()
+    clean = parse_perftest(text)
+    (row_line,) = [line for line in text.split("\n") if line.strip().startswith("1048576")]
+    mangled = text.replace(row_line, row_line.translate(str.maketrans("0123456789", "\u0660\u0661\u0662\u0663\u0664"
+                                                                                    "\u0665\u0666\u0667\u0668\u0669")))
+    parsed = parse_perftest(mangled)
+    assert clean["results"] and parsed["results"] == []
+    assert parsed["bw_average_gbps"] is None
+    assert [n["reason"] for n in parsed["notes"] if n["line"] is not None] == ["not perftest output"]
+
+
+def test_huge_figures_are_not_read_so_no_infinity():
+    text = (FIXTURES / "perftest" / "ib_write_bw_s1M_client_IB_MBsec.txt").read_text()
+    (row_line,) = [line for line in text.split("\n") if line.strip().startswith("1048576")]
+    parsed = parse_perftest(text.replace(row_line, row_line.replace("11129.09", "9" * 400)))
+    assert parsed["results"] == []
+    json.dumps(parsed, allow_nan=False)
+
+
+def test_text_with_nothing_of_perftest_is_refused_unless_it_is_a_run():
+    with pytest.raises(PerftestOutputError) as error:
+        parse_perftest("total 0\ndrwxr-xr-x 2 root root 40 .\n")
+    assert str(error.value) == "nothing in the text is perftest output (line 1: 'total 0')"
+    # The output of a run is whatever the run printed: classified, never refused.
+    parsed = parse_perftest("Segmentation fault\n", rc=139, role="client")
+    assert parsed["failure"]["cause"] == "unknown" and parsed["notes"][0]["line"] == 1
