@@ -103,8 +103,19 @@ def vary(facts, kind, index):
     return facts
 
 
-def build(base, count):
-    """Write a fleet of ``count`` hosts under ``base``: ``hosts.yml`` and ``fact-cache/``. Returns their paths."""
+def cluster_facts(name):
+    """What k8s_rdma leaves on localhost when the cluster serves the NicClusterPolicy API but has no
+    policy: its registered checks run on that reading."""
+    cluster = {"policy_api_found": True, "policy": None, "nodes": [], "tolerations": [], "planned_tolerations": [],
+               "mofed_wait": None, "policy_patch": None, "device_plugin": None, "stale_dry_runs": [], "stale_patches": []}
+    evaluated = evaluate_role("k8s_rdma", {"k8s_cluster": cluster}, {"policy_name": "nic-cluster-policy"}, "cluster/" + name,
+                              only=["policy_missing"])
+    return {"k8s_rdma_findings": evaluated["findings"], "k8s_rdma_status": evaluated["status"]}
+
+
+def build(base, count, cluster=None):
+    """Write a fleet of ``count`` hosts under ``base``: ``hosts.yml`` and ``fact-cache/``, and with
+    ``cluster`` (a name) what k8s_rdma left on localhost. Returns their paths."""
     base = Path(base)
     profiles = profile_facts(base)
     names = sorted(profiles)
@@ -126,6 +137,8 @@ def build(base, count):
         cache.set(host, facts)
         groups.setdefault(group, []).append(host)
         groups.setdefault("rack-%02d" % (index % RACKS + 1), []).append(host)
+    if cluster:
+        cache.set("localhost", cluster_facts(cluster))
     inventory = {"all": {"children": {group: {"hosts": dict.fromkeys(hosts)} for group, hosts in sorted(groups.items())}}}
     (base / "hosts.yml").write_text("---\n" + yaml.safe_dump(inventory, sort_keys=False))
     return base / "hosts.yml", cache_dir

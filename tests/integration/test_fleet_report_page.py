@@ -1,4 +1,5 @@
-"""The HTML report in a real browser: a report job over a fact cache of 24 simulated hosts writes it,
+"""The HTML report in a real browser: a report job over a fact cache of 24 simulated hosts (and the
+cluster side that k8s_rdma left on localhost) writes it,
 headless Chromium opens it with a filter in the URL's fragment, and the rows it shows are those the
 JSON report says match.
 
@@ -24,7 +25,7 @@ STATUS_RANK = {"critical": 0, "no_data": 1, "warning": 2, "ok": 3}
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
     base = tmp_path_factory.mktemp("fleet")
-    inventory, cache = synthetic_fleet.build(base, 24)
+    inventory, cache = synthetic_fleet.build(base, 24, cluster="prod")
     run = run_playbook("playbooks/fleet_report.yml", "-i", str(inventory), "-e", "fleet_report_dir=%s/report" % base,
                        env={"ANSIBLE_CACHE_PLUGIN": "jsonfile", "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(cache)})
     assert run.rc == 0, run.stderr
@@ -160,3 +161,13 @@ def test_one_self_contained_file(fleet):
     page = open(fleet["page"], encoding="utf-8").read()
     assert not re.search(r'(src|href)=|@import|url\(|https?://', page)
     assert len(re.findall(r"<script", page)) == 2
+
+
+def test_cluster_section(fleet, unfiltered):
+    clusters = fleet["report"]["clusters"]
+    assert [(c["subject"], c["critical"]) for c in clusters] == [("cluster/prod", 1)]
+    section = re.search(r'<div class="cluster" id="cluster/prod">(.*?)</div>\n', unfiltered, re.S).group(1)
+    assert "1 critical &middot; 0 warning &middot; 0 info &middot; checked by k8s_rdma" in section
+    assert '<span class="sev critical">critical</span> There is no NicClusterPolicy named nic-cluster-policy' in section
+    assert "1 cluster finding &middot;" in unfiltered
+    assert '<tr class="pick" data-check="k8s_rdma/policy_missing"' in unfiltered
