@@ -167,7 +167,7 @@ def test_cluster_section(fleet, unfiltered):
     clusters = fleet["report"]["clusters"]
     assert [(c["subject"], c["critical"]) for c in clusters] == [("cluster/prod", 1)]
     section = re.search(r'<div class="cluster" id="cluster/prod">(.*?)</div>\n', unfiltered, re.S).group(1)
-    assert "1 critical &middot; 0 warning &middot; 0 info &middot; checked by k8s_rdma" in section
+    assert "1 critical · 0 warning · 0 info · checked by k8s_rdma" in section  # the DOM has the characters, not the entities
     assert '<span class="sev critical">critical</span> There is no NicClusterPolicy named nic-cluster-policy' in section
-    assert "1 cluster finding &middot;" in unfiltered
+    assert "1 cluster finding ·" in unfiltered
     assert '<tr class="pick" data-check="k8s_rdma/policy_missing"' in unfiltered
