@@ -26,16 +26,19 @@ def _chromium(*args):
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def rendered_dom(path):
-    """The DOM after Chromium loaded and laid out the page."""
-    proc = _chromium("--dump-dom", "file://" + os.path.abspath(path))
+def _url(path, fragment):
+    return "file://" + os.path.abspath(path) + ("#" + fragment if fragment else "")
+
+
+def rendered_dom(path, fragment=""):
+    """The DOM after Chromium loaded the page and ran its scripts; ``fragment`` is the URL's part after ``#``."""
+    proc = _chromium("--dump-dom", _url(path, fragment))
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
 
-def screenshot(path, png_path, width=1300, height=900):
-    proc = _chromium("--window-size=%d,%d" % (width, height), "--screenshot=" + png_path,
-                     "file://" + os.path.abspath(path))
+def screenshot(path, png_path, width=1300, height=900, fragment=""):
+    proc = _chromium("--window-size=%d,%d" % (width, height), "--screenshot=" + png_path, _url(path, fragment))
     assert proc.returncode == 0 and os.path.exists(png_path), proc.stderr[-2000:]
     return read_png(png_path)
 

@@ -26,6 +26,10 @@ CLUSTER_PREFIX = "cluster/"
 STATUS_ORDER = {"critical": 0, "no_data": 1, "warning": 2, "ok": 3}
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 HIDDEN_GROUPS = ("all", "ungrouped")
+# What the report keeps of an RDMA device (ansible_facts.rdma.devices) and of its PCIe link (the
+# ``pcie`` facts of ib_facts, by device name or under the device): enough to identify the card.
+HCA_KEYS = ("node_type", "hca_type", "fw_ver", "board_id")
+PCIE_KEYS = ("present", "current_speed_gts", "current_width", "current_generation", "max_speed_gts", "max_width", "max_generation")
 
 
 def _lookup(host_vars, name):
@@ -67,6 +71,35 @@ def _node_findings(clusters):
     return by_node
 
 
+def _pcie(device, pcie_facts, name):
+    link = device.get("pcie")
+    if not isinstance(link, dict):
+        link = pcie_facts.get(name) if isinstance(pcie_facts, dict) else None
+    if not isinstance(link, dict):
+        return None
+    return {key: link.get(key) for key in PCIE_KEYS}
+
+
+def hcas(rdma):
+    """One compact entry per RDMA device of ``ansible_facts.rdma``, by name: model, firmware, board and
+    PCIe link (``None`` where the facts do not say). SR-IOV virtual functions are left out: they share
+    the card of their physical function, and a node can have dozens."""
+    devices = rdma.get("devices")
+    if not isinstance(devices, dict):
+        return []
+    pcie_facts = rdma.get("pcie")
+    entries = []
+    for name in sorted(devices):
+        device = devices[name] if isinstance(devices[name], dict) else {}
+        if device.get("virtual_function"):
+            continue
+        entry = {"name": name}
+        entry.update((key, device.get(key)) for key in HCA_KEYS)
+        entry["pcie"] = _pcie(device, pcie_facts, name)
+        entries.append(entry)
+    return entries
+
+
 def host_entry(name, host_vars, sources, node_findings=None):
     """Everything the report shows about one host."""
     findings = []
@@ -102,12 +135,42 @@ def host_entry(name, host_vars, sources, node_findings=None):
         "warning": warning,
         "summary": inventory.get("facts_summary") or rdma.get("summary"),
         "ports": inventory.get("ports") or [],
+        "hcas": hcas(rdma),
         "driver": statuses.get("driver_verify"),
         # Each loopback and pair test: port, peer (pairs), measured and expected Gb/s, verdict, cause.
         "bandwidth": (bandwidth.get("loopback") or []) + (bandwidth.get("pairs") or []),
         "checks": sorted(statuses),
         "findings": findings,
     }
+
+
+def findings_by_check(entries, clusters):
+    """Per check (``role``/``check``) that found something: how many findings of each severity, and
+    on how many of the reported hosts. A cluster finding about a node counts once, though that node's
+    entry lists it too."""
+    table = {}
+
+    def row_of(item):
+        key = (item.get("role") or "?", item.get("check") or "?")
+        if key not in table:
+            table[key] = {"role": key[0], "check": key[1], "critical": 0, "warning": 0, "info": 0, "hosts": set()}
+        return table[key]
+
+    counted = set()
+    for cluster in clusters:
+        for item in cluster["findings"]:
+            counted.add(id(item))
+            if item.get("severity") in SEVERITY_ORDER:
+                row_of(item)[item["severity"]] += 1
+    for entry in entries:
+        for item in entry["findings"]:
+            row = row_of(item)
+            row["hosts"].add(entry["name"])
+            if id(item) not in counted and item.get("severity") in SEVERITY_ORDER:
+                row[item["severity"]] += 1
+    rows = [dict(row, hosts=len(row["hosts"])) for row in table.values()]
+    rows.sort(key=lambda r: (-r["critical"], -r["warning"], -r["info"], r["role"], r["check"]))
+    return rows
 
 
 def build_report(hosts, sources, title="RDMA fleet report", generated_at=None, cluster_vars=()):
@@ -136,6 +199,7 @@ def build_report(hosts, sources, title="RDMA fleet report", generated_at=None, c
         "totals": totals,
         "groups": [groups[name] for name in sorted(groups)],
         "clusters": clusters,
+        "findings_by_check": findings_by_check(entries, clusters),
         "sources": list(sources),
         "hosts": entries,
     }

@@ -61,7 +61,10 @@ def test_every_expected_finding_and_no_other(site_run):
     report = site_run[1]
     assert findings_of(report) == {host: sorted(found) for host, found in EXPECTED_FINDINGS.items()}
     assert [h["name"] for h in report["hosts"]][:2] == ["a100-node-02", "v100-node-02"]  # worst first
-    assert report["totals"] == {"hosts": 4, "critical": 2, "no_data": 0, "warning": 0, "ok": 2, "findings": 3}
+    assert report["totals"] == {"hosts": 4, "critical": 2, "no_data": 0, "warning": 0, "ok": 2, "findings": 3, "cluster_findings": 0}
+    assert report["schema_version"] == 2
+    assert [(c["role"], c["check"], c["critical"], c["warning"], c["hosts"]) for c in report["findings_by_check"]] == [
+        ("driver_verify", "dkms_missing_next_boot", 1, 0, 1), ("ib_inventory", "port_down", 1, 0, 1), ("driver_verify", "dkms_error", 0, 1, 1)]
 
 
 def test_uncabled_a100_hca_is_allowed_down(site_run):
@@ -107,20 +110,34 @@ def test_report_job_reads_the_fact_cache_alone(demo, site_run):
 def test_markdown_report(demo, site_run):
     text = (demo["base"] / "report/fleet-report.md").read_text()
     assert "**4 hosts**: 2 critical, 0 without data, 0 with warnings, 2 ok; 3 findings." in text
-    assert re.search(r"^\| a100-node-02 \| ib-a100 \| CRITICAL \| 2/3 \| 200 Gb/s \| 6\.1\.0-27-amd64 / 6\.1\.0-28-amd64 \| - \| "
-                     r"this node loses RDMA at its next reboot into 6\.1\.0-28-amd64", text, re.M)
+    assert re.search(r"^\| a100-node-02 \| ib-a100 \| CRITICAL \| 2/3 \| 200 Gb/s \| 6\.1\.0-27-amd64 / \*\*6\.1\.0-28-amd64\*\* \(differs\) \| "
+                     r"MLNX_OFED_LINUX-23\.10-1\.1\.9\.0 \| - \| this node loses RDMA at its next reboot into 6\.1\.0-28-amd64", text, re.M)
+    assert "| v100-node-01 | ib-v100 | OK | 2/2 | 100 Gb/s | 6.1.0-27-amd64 / 6.1.0-27-amd64 | MLNX_OFED_LINUX-23.10-1.1.9.0 | - | - |" in text
     assert "| mlx5_1/1 | DOWN | Polling | 10 | >= 100 | InfiniBand | ibp94s0f1 (Down) | down |" in text
+    assert "| `driver_verify/dkms_missing_next_boot` | 1 | 0 | 0 | 1 |" in text
+    # The demo's facts have no PCIe link yet: the HCA table says so instead of leaving the cell empty.
+    assert "| mlx5_1 | MT4119 | 16.35.2000 | MT_0000000008 | unknown |" in text
+    assert not re.search(r"\|[ \t]*\|", text)  # no blank cell anywhere
 
 
 def test_html_report_renders_the_host_table(demo, site_run, tmp_path):
     page = str(demo["base"] / "report/fleet-report.html")
     dom = rendered_dom(page)
-    rows = re.findall(r'<tr class="(critical|warning|ok|no_data)">\s*<td><b>([^<]+)</b>', dom)
+    rows = re.findall(r'<tr class="host (critical|warning|ok|no_data)" data-host="([^"]+)">', dom)
     assert rows == [("critical", "a100-node-02"), ("critical", "v100-node-02"), ("ok", "a100-node-01"), ("ok", "v100-node-01")]
-    assert 'class="port down"' in dom and "mlx5_1/1 DOWN 10/100" in dom
+    assert '<div class="port down"' in dom and "mlx5_1/1 DOWN Polling 10/100 ibp94s0f1 (Down)" in dom
+    assert '<b>mlx5_0</b> MT4123 fw 20.39.1002 MT_0000000223 PCIe <span class="unknown">unknown</span>' in dom
+    assert '<span class="differs" title="the next boot changes the kernel">6.1.0-28-amd64</span>' in dom
     width, height, pixels = screenshot(page, str(tmp_path / "report.png"))
     assert (width, height) == (1300, 900)
-    # The critical badges, the row markers and the failed port chip are drawn in red, healthy ones in green.
+    # The critical badges, the row markers and the failed port are drawn in red, healthy ones in green.
     assert count_near(pixels, CRITICAL_RED) > 500
-    assert count_near(pixels, OK_GREEN) > 500
+    assert count_near(pixels, OK_GREEN) > 100
     assert len({pixel for row in pixels[::7] for pixel in row[::7]}) > 50  # a real page, not a blank one
+
+
+def test_html_report_filters_in_the_browser(demo, site_run):
+    dom = rendered_dom(str(demo["base"] / "report/fleet-report.html"), "severity=critical&hide_healthy=1")
+    assert re.findall(r'<tr class="host (\w+)" data-host="([^"]+)">', dom) == [("critical", "a100-node-02"), ("critical", "v100-node-02")]
+    assert '<span id="shown">showing 2 of 4 hosts</span>' in dom
+    assert "1 more hidden by the filter" in dom  # a100-node-02's dkms_error warning
