@@ -392,3 +392,16 @@ def test_systemd_limits_passes_the_unit_after_double_dash(tmp_path, run_module, 
     assert result["effective"] == {"LimitMEMLOCK": "infinity"}
     assert calls.read_text().splitlines() == [
         "daemon-reload", "show -p LimitMEMLOCK -p LimitMEMLOCKSoft -- containerd.service"]
+
+
+def test_containerd_runtime_nul_bytes_in_options(tmp_path, run_module):
+    from ansible_collections.rdma.node.plugins.plugin_utils import _containerd_config as cc
+
+    result = run_module(containerd_runtime, cr_args(str(tmp_path) + "/config\x00.toml"))
+    assert result.failed
+    assert result["msg"] == "path %r contains a NUL byte; expected the path of containerd's config.toml." % (
+        str(tmp_path) + "/config\x00.toml")
+    with pytest.raises(cc.ContainerdConfigError) as caught:
+        cc.plan_base_runtime_spec("version = 2\n", "/etc/spec\x00.json")
+    assert str(caught.value) == ("base_runtime_spec '/etc/spec\\x00.json' contains a NUL or control character; "
+                                 "expected the path of a JSON file.")
