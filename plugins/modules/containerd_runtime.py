@@ -66,7 +66,7 @@ options:
         C(default_runtime_name), else V(runc)).
       - The deprecated C(default_runtime) table of schemas 1 and 2 (what older guides and docker's bundled
         containerd write, often with no C(runtimes) table at all) counts as the runtime V(default_runtime)
-        when it sets C(runtime_type): containerd 1.x then runs pods with it, so it is included when
+        when it sets C(runtime_type), because containerd 1.x then runs pods with it; it is included when
         O(runtimes) is omitted and can be named. C(untrusted_workload_runtime) is left alone.
     type: list
     elements: str

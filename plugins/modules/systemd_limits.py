@@ -321,7 +321,7 @@ def main():
 
     if systemd_running(root):
         systemctl = module.get_bin_path("systemctl", required=True)
-        if changed and params["daemon_reload"] and not module.check_mode:
+        if result["changed"] and params["daemon_reload"] and not module.check_mode:
             rc, out, err = module.run_command([systemctl, "daemon-reload"])
             if rc != 0:
                 module.fail_json(msg="systemctl daemon-reload failed with rc %d: %s" % (rc, err.strip()), **result)

@@ -225,6 +225,9 @@ def _verify(new_text: str, expected: dict, source: str) -> None:
 def validate_spec_path(base_runtime_spec) -> str:
     if not isinstance(base_runtime_spec, str) or not base_runtime_spec:
         raise ContainerdConfigError("base_runtime_spec is required with state=present (the spec file's path).")
+    if any(ord(char) < 32 or char == "\x7f" for char in base_runtime_spec):
+        raise ContainerdConfigError(
+            "base_runtime_spec %r contains a NUL or control character; expected the path of a JSON file." % base_runtime_spec)
     if not posixpath.isabs(base_runtime_spec):
         raise ContainerdConfigError(
             "base_runtime_spec must be an absolute path (containerd opens it as given), got '%s'." % base_runtime_spec

@@ -376,7 +376,7 @@ def test_oci_rlimits_in_a_read_only_directory(tmp_path, exists):
         wrapper=read_only(directory),
     )
     assert result.get("failed") is True, result
-    assert result["msg"] == "Cannot write %s: Read-only file system in %s." % (spec, directory)
+    assert result["msg"] == "Cannot write %s: Read-only file system in %s; nothing was changed." % (spec, directory)
     assert sorted(os.listdir(directory)) == before
     if exists:
         assert spec.read_bytes() == content
@@ -490,7 +490,7 @@ def test_systemd_limits_in_a_read_only_directory(unit_root):
     system = unit_root / "etc/systemd/system"
     result = ansible_module("systemd_limits", args, wrapper=read_only(system))
     assert result.get("failed") is True, result
-    assert result["msg"] == "Cannot write %s: Read-only file system in %s." % (
+    assert result["msg"] == "Cannot write %s: Read-only file system in %s; nothing was changed." % (
         system / "containerd.service.d/50-rdma-node-limits.conf", system / "containerd.service.d")
     assert sorted(os.listdir(system)) == ["containerd.service"]
 
@@ -499,7 +499,7 @@ def test_systemd_limits_in_a_read_only_directory(unit_root):
     content = dropin.read_bytes()
     changed = dict(args, limits={"MEMLOCK": "64M"})
     result = ansible_module("systemd_limits", changed, wrapper=read_only(dropin.parent))
-    assert result["msg"] == "Cannot write %s: Read-only file system in %s." % (dropin, dropin.parent)
+    assert result["msg"] == "Cannot write %s: Read-only file system in %s; nothing was changed." % (dropin, dropin.parent)
     assert dropin.read_bytes() == content
     assert sorted(os.listdir(dropin.parent)) == [dropin.name]
     result = ansible_module("systemd_limits", dict(args, state="absent"), wrapper=read_only(dropin.parent))

@@ -374,3 +374,34 @@ def test_containerd_runtime_write_step_is_a_compare_and_swap(tmp_path, run_modul
     # A file that must not exist yet ("" digest) but now does is a conflict too.
     result = run_module(containerd_runtime, cr_args(tmp_path / "new.toml", replace_with=str(config), expected_sha256=""))
     assert result.failed and result["conflict"] is True
+
+
+def test_systemd_limits_passes_the_unit_after_double_dash(tmp_path, run_module, monkeypatch):
+    # Where systemd runs, the module reloads it and asks `systemctl show`; a recording systemctl
+    # stands in for the real one (the podman-hosted integration test runs the real one).
+    unit_root(tmp_path)
+    calls = tmp_path / "calls.txt"
+    fake = tmp_path / "bin/systemctl"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho \"$@\" >> %s\n[ \"$1\" = show ] && echo LimitMEMLOCK=infinity\nexit 0\n" % calls)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (fake.parent, os.environ["PATH"]))
+    monkeypatch.setattr(systemd_limits, "systemd_running", lambda root: True)
+    result = run_module(systemd_limits, limits_args(tmp_path))
+    assert result["changed"] is True and result["daemon_reloaded"] is True
+    assert result["effective"] == {"LimitMEMLOCK": "infinity"}
+    assert calls.read_text().splitlines() == [
+        "daemon-reload", "show -p LimitMEMLOCK -p LimitMEMLOCKSoft -- containerd.service"]
+
+
+def test_containerd_runtime_nul_bytes_in_options(tmp_path, run_module):
+    from ansible_collections.rdma.node.plugins.plugin_utils import _containerd_config as cc
+
+    result = run_module(containerd_runtime, cr_args(str(tmp_path) + "/config\x00.toml"))
+    assert result.failed
+    assert result["msg"] == "path %r contains a NUL byte; expected the path of containerd's config.toml." % (
+        str(tmp_path) + "/config\x00.toml")
+    with pytest.raises(cc.ContainerdConfigError) as caught:
+        cc.plan_base_runtime_spec("version = 2\n", "/etc/spec\x00.json")
+    assert str(caught.value) == ("base_runtime_spec '/etc/spec\\x00.json' contains a NUL or control character; "
+                                 "expected the path of a JSON file.")
