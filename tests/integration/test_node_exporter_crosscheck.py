@@ -8,6 +8,8 @@ newer node_exporter that exports more is noticed. In the other direction every c
 reports with a value must have been exported, so ``N/A (no PMA)`` (node_exporter skips it, ib_facts
 says null) is the only way to be missing.
 
+``promtool check metrics`` lints each exposition first, so what is compared is well-formed.
+
 Values above 2**53 cannot be told apart in the float64 of the exposition format; both sides are
 compared as floats, the way Prometheus stores them.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -200,10 +203,15 @@ def compare(samples, facts):
 
 def test_node_exporter_agrees_with_ib_facts_on_every_counter(tmp_path):
     assert shutil.which(EXPORTER), "prometheus-node-exporter is missing: scripts/setup.sh installs it"
+    assert shutil.which("promtool"), "promtool is missing: scripts/setup.sh installs prometheus"
     counts = {}
     for name, tree in trees(str(tmp_path / "trees")).items():
         facts = ib_facts(tree, tmp_path)
-        samples = parse_metrics(scrape(tree))
+        exposition = scrape(tree)
+        lint = subprocess.run(["promtool", "check", "metrics"], input=exposition, capture_output=True, text=True,
+                              timeout=60, check=False)
+        assert lint.returncode == 0, "promtool check metrics on %s: %s" % (name, lint.stdout + lint.stderr)
+        samples = parse_metrics(exposition)
         assert samples, "node_exporter exported nothing for %s" % name
         counts[name] = compare(samples, facts)
         assert counts[name] == values_in_files(tree), name
@@ -239,3 +247,20 @@ def values_in_files(tree):
 ])
 def test_metric_lines_are_read_as_exported(text, expected):
     assert parse_metrics(text) == expected
+
+
+RULES = COLLECTION_ROOT / "extensions/prometheus/rdma_node_health.rules.yml"
+
+
+def test_alert_rules_pass_promtool_and_name_metrics_node_exporter_exports(tmp_path):
+    """The alert rules shipped for node_exporter users: valid, their unit tests pass, and every
+    metric they read is one node_exporter really exports."""
+    for argv in (["promtool", "check", "rules", str(RULES)],
+                 ["promtool", "test", "rules", str(RULES.with_name("rdma_node_health.rules.test.yml"))]):
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, cwd=str(RULES.parent))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    tree = str(tmp_path / "sys")
+    sysfs_tree.unpack((FIXTURES / "sysfs/gpud-h100.sysfs").read_bytes(), tree)
+    exported = {"node_infiniband_" + name for name, _labels, _value in parse_metrics(scrape(tree))}
+    used = set(re.findall(r"node_infiniband_\w+", RULES.read_text()))
+    assert used and used <= exported, used - exported
