@@ -165,7 +165,9 @@ def pci_location(real_path):
 
 
 def _read_config_ids(pci_dir):
-    """The first 4 bytes of config space; all ones means the function no longer answers."""
+    """The first 4 bytes of config space; all ones means the function no longer answers.
+
+    Binary, so not through ``read_attr`` (which decodes text); anyone may read these 4 bytes."""
     try:
         with open(os.path.join(pci_dir, "config"), "rb") as handle:
             return handle.read(4)
@@ -381,8 +383,10 @@ def _module_loaded(root, name):
 def gpudirect(root, proc_root):
     """Which GPUDirect RDMA path the node offers, and what each one lacks."""
     peermem = next((name for name in PEERMEM_MODULES if _module_loaded(root, name)), None)
-    peers_dir = os.path.join(root, "kernel", "mm", "memory_peers")
-    peers = sorted(os.listdir(peers_dir)) if os.path.isdir(peers_dir) else None
+    try:
+        peers = sorted(os.listdir(os.path.join(root, "kernel", "mm", "memory_peers")))
+    except OSError:
+        peers = None
     release = read_attr(os.path.join(proc_root, "sys", "kernel", "osrelease")) if proc_root else None
     version_text = read_attr(os.path.join(proc_root, "driver", "nvidia", "version")) if proc_root else None
     nvidia_loaded = _module_loaded(root, "nvidia")
