@@ -298,7 +298,7 @@ def build_host(root: str, spec: dict, later: bool = False) -> None:
     os.makedirs(os.path.join(root, "class/infiniband"), exist_ok=True)
     for netdev in spec.get("netdevs", []):
         if not netdev.get("bdf"):
-            tree.netdev(**netdev)
+            tree.netdev(**{key: value for key, value in netdev.items() if key != "ipv4"})
     for name, device in spec.get("devices", {}).items():
         device = dict(device)
         ports = device.pop("ports", {})
@@ -314,6 +314,7 @@ def build_host(root: str, spec: dict, later: bool = False) -> None:
     for netdev in spec.get("netdevs", []):
         if netdev.get("bdf"):
             netdev = dict(netdev)
+            netdev.pop("ipv4", None)
             ipoib_of = netdev.pop("ipoib_of", None)
             if ipoib_of:
                 device, number = ipoib_of.split("/", 1)
@@ -322,6 +323,29 @@ def build_host(root: str, spec: dict, later: bool = False) -> None:
                 netdev["address"] = tree.ipoib_address(
                     port.get("gid_prefix", "fe80:0000:0000:0000"), port["port_guid"])
             tree.netdev(**netdev)
+
+
+def build_addresses(root: str, netdevs: list) -> None:
+    """Write the ``proc/net`` files that give netdevs their IPv4 addresses (``ipv4: [10.1.0.2/24]``
+    of a netdev): ``route`` with each connected network and ``fib_trie`` with each local address,
+    in the kernel's layout."""
+    import ipaddress
+
+    tree = TreeBuilder(root)
+    routes = ["Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT"]
+    trie = ["Main:", "  +-- 0.0.0.0/0 3 0 5"]
+    for netdev in netdevs:
+        for text in netdev.get("ipv4", []):
+            interface = ipaddress.IPv4Interface(text)
+            network = interface.network
+            routes.append("%s\t%08X\t00000000\t0001\t0\t0\t0\t%08X\t0\t0\t0" % (
+                netdev["name"], int.from_bytes(network.network_address.packed, "little"),
+                int.from_bytes(network.netmask.packed, "little")))
+            trie += ["     +-- %s 2 0 2" % network, "        |-- %s" % network.network_address,
+                     "           /%d link UNICAST" % network.prefixlen,
+                     "        |-- %s" % interface.ip, "           /32 host LOCAL"]
+    tree.write("proc/net/route", "\n".join(routes))
+    tree.write("proc/net/fib_trie", "\n".join(trie))
 
 
 def build_driver_side(root: str, driver: dict) -> None:
@@ -392,6 +416,8 @@ def build_hardware_file(path: str, dest: str) -> list:
             build_host(os.path.join(dest, host, "later", "sys"), spec, later=True)
         if spec.get("driver"):
             build_driver_side(os.path.join(dest, host), spec["driver"])
+        if any(netdev.get("ipv4") for netdev in spec.get("netdevs", [])):
+            build_addresses(os.path.join(dest, host), spec["netdevs"])
     return sorted(hosts)
 
 

@@ -494,6 +494,81 @@ def roce_gids(port_path, device, number):
     return entries
 
 
+def _proc_lines(proc_root, *parts):
+    try:
+        with open(os.path.join(proc_root, *parts), encoding="utf-8", errors="replace") as handle:
+            return handle.read().splitlines()
+    except OSError:
+        return None
+
+
+def _le_ipv4(hex_text):
+    """A /proc/net/route address: 8 hex digits of a little-endian 32-bit value."""
+    return ipaddress.IPv4Address(int.from_bytes(bytes.fromhex(hex_text), "little"))
+
+
+def netdev_ipv4(proc_root):
+    """``{netdev: [IPv4 addresses]}``: the local (``/32 host LOCAL``) entries of ``net/fib_trie``,
+    each given to the interface whose connected route (no gateway) in ``net/route`` holds it, the
+    most specific one winning. No command, no netlink."""
+    trie, routes = _proc_lines(proc_root, "net", "fib_trie"), _proc_lines(proc_root, "net", "route")
+    if trie is None or routes is None:
+        return None
+    local, candidate = [], None
+    for line in trie:
+        stripped = line.strip()
+        if stripped.startswith("|--"):
+            candidate = stripped[3:].strip()
+        elif stripped == "/32 host LOCAL" and candidate and candidate not in local:
+            local.append(candidate)
+    connected = []
+    for line in routes[1:]:
+        fields = line.split()
+        try:
+            if len(fields) >= 8 and int(fields[2], 16) == 0:
+                connected.append((fields[0], ipaddress.IPv4Network("%s/%s" % (_le_ipv4(fields[1]), _le_ipv4(fields[7])))))
+        except ValueError:
+            continue
+    found = {}
+    for text in local:
+        try:
+            address = ipaddress.IPv4Address(text)
+        except ValueError:
+            continue
+        holders = [(net.prefixlen, name) for name, net in connected if address in net and net.prefixlen > 0]
+        if holders:
+            found.setdefault(max(holders)[1], []).append(text)
+    return found
+
+
+def netdev_ipv6(proc_root):
+    """``{netdev: [IPv6 addresses]}`` from ``net/if_inet6`` (address, index, prefix, scope, flags, name)."""
+    lines = _proc_lines(proc_root, "net", "if_inet6")
+    if lines is None:
+        return None
+    found = {}
+    for line in lines:
+        fields = line.split()
+        if len(fields) == 6 and len(fields[0]) == 32:
+            try:
+                address = ipaddress.IPv6Address(int(fields[0], 16))
+            except ValueError:
+                continue
+            found.setdefault(fields[5], []).append(str(address))
+    return found
+
+
+def roce_netdev_addresses(netdevs, proc_root):
+    """IP addresses of the given netdevs, for comparing them with the RoCE GIDs; None when unknown."""
+    if not proc_root:
+        return None
+    ipv4, ipv6 = netdev_ipv4(proc_root), netdev_ipv6(proc_root)
+    if ipv4 is None and ipv6 is None:
+        return None
+    return {name: {"ipv4": (ipv4 or {}).get(name, []) if ipv4 is not None else None,
+                   "ipv6": (ipv6 or {}).get(name, []) if ipv6 is not None else None} for name in netdevs}
+
+
 # ------------------------------------------------------------------------------------ entry point
 
 SUBSETS = ("ports", "counters", "pcie", "gpudirect", "locality", "roce")
@@ -525,10 +600,12 @@ def add_health_facts(facts, root, subsets, proc_root=None):
     if "gpudirect" in subsets:
         facts["gpudirect"] = gpudirect(root, proc_root)
     if "roce" in subsets:
-        gids = []
+        gids, netdevs = [], []
         for port in ports:
             if port["link_layer"] == "Ethernet":
                 port_path = os.path.join(ib_dir, port["device"], "ports", str(port["port"]))
                 gids.extend(roce_gids(port_path, port["device"], port["port"]))
-        facts["roce"] = {"netns_mode": netns_mode(root), "netns_mode_source": NETNS_PARAMETER, "gids": gids}
+                netdevs.extend(name for name in port["netdevs"] if name not in netdevs)
+        facts["roce"] = {"netns_mode": netns_mode(root), "netns_mode_source": NETNS_PARAMETER, "gids": gids,
+                         "netdev_addresses": roce_netdev_addresses(netdevs, proc_root)}
     return facts

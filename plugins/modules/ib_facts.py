@@ -39,8 +39,9 @@ options:
     default: /sys
   proc_root:
     description:
-      - The directory that stands for C(/proc); only the V(gpudirect) subset reads it (the kernel
-        release in C(sys/kernel/osrelease) and the NVIDIA driver's C(driver/nvidia/version)).
+      - The directory that stands for C(/proc). The V(gpudirect) subset reads the kernel release in
+        C(sys/kernel/osrelease) and the NVIDIA driver's C(driver/nvidia/version) there, the V(roce)
+        subset the netdevs' addresses in C(net/if_inet6), C(net/fib_trie) and C(net/route).
     type: path
     default: /proc
   gather_subset:
@@ -348,6 +349,11 @@ ansible_facts:
             - C(gids) lists every populated GID of every Ethernet port with its C(type)
               (V(RoCE v2), V(IB/RoCE v1)), C(netdev) and the C(address) it stands for
               (C(address_family) V(ipv4) for IPv4-mapped GIDs, else V(ipv6)).
+            - C(netdev_addresses) gives, for every netdev of an Ethernet RDMA port, its C(ipv4) and
+              C(ipv6) addresses, so a check can find an address without a RoCE v2 GID. They come from
+              O(proc_root), IPv6 from C(net/if_inet6), IPv4 from the local entries of C(net/fib_trie),
+              each given to the interface whose connected route in C(net/route) holds it. V(null)
+              when O(proc_root) has neither file; a family whose file is missing is V(null).
           type: dict
           returned: when the roce subset is gathered
           sample:
@@ -362,6 +368,10 @@ ansible_facts:
                 netdev: bond0
                 address: 10.0.11.21
                 address_family: ipv4
+            netdev_addresses:
+              bond0:
+                ipv4: [10.0.11.21]
+                ipv6: ["fe80::e42:a1ff:fe65:3a9e"]
 """
 
 import os

@@ -405,10 +405,75 @@ def test_roce_gids_with_netdev_and_address(tmp_path):
 
 def test_infiniband_ports_have_no_roce_gids(h100_tree):
     roce = facts_of(h100_tree, ["roce"])[0]["roce"]
-    assert roce == {"netns_mode": None, "netns_mode_source": "module/ib_core/parameters/netns_mode", "gids": []}
+    assert roce == {"netns_mode": None, "netns_mode_source": "module/ib_core/parameters/netns_mode", "gids": [],
+                    "netdev_addresses": None}
 
 
 def test_subsets_resolve():
     assert health.resolve_subsets(["all"]) == set(health.SUBSETS)
     assert health.resolve_subsets(["counters"]) == {"ports", "counters"}
     assert health.resolve_subsets(None) == {"ports"}
+
+
+# --------------------------------------------------------------------------- netdev addresses
+
+FIB_TRIE = """Main:
+  +-- 0.0.0.0/0 3 0 5
+     |-- 0.0.0.0
+        /0 universe UNICAST
+     +-- 10.1.0.0/16 2 0 2
+        +-- 10.1.0.0/24 2 0 2
+           |-- 10.1.0.0
+              /32 link BROADCAST
+              /24 link UNICAST
+           |-- 10.1.0.2
+              /32 host LOCAL
+        |-- 10.1.7.9
+           /32 host LOCAL
+     +-- 127.0.0.0/8 2 0 2
+        |-- 127.0.0.1
+           /32 host LOCAL
+Local:
+  +-- 0.0.0.0/0 3 0 5
+     |-- 10.1.0.2
+        /32 host LOCAL
+"""
+# Iface, Destination, Gateway, Flags, RefCnt, Use, Metric, Mask, MTU, Window, IRTT (little-endian hex).
+ROUTE = """Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT
+eno1\t00000000\t0102A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0
+bond0\t0000010A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0
+ens1f0\t0000010A\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0
+"""
+IF_INET6 = """fe800000000000000e42a1fffe653a9e 05 40 20 80    bond0
+00000000000000000000000000000001 01 80 10 80       lo
+"""
+
+
+def test_netdev_addresses_from_proc_net(tmp_path):
+    tree = sysfs_tree.TreeBuilder(str(tmp_path))
+    tree.write("net/fib_trie", FIB_TRIE)
+    tree.write("net/route", ROUTE)
+    tree.write("net/if_inet6", IF_INET6)
+    # 10.1.0.2 is in bond0's /24 and in ens1f0's /16: the more specific route wins; 10.1.7.9 only in the /16.
+    assert health.netdev_ipv4(str(tmp_path)) == {"bond0": ["10.1.0.2"], "ens1f0": ["10.1.7.9"]}
+    assert health.netdev_ipv6(str(tmp_path)) == {"bond0": ["fe80::e42:a1ff:fe65:3a9e"], "lo": ["::1"]}
+    assert health.roce_netdev_addresses(["bond0", "ens9"], str(tmp_path)) == {
+        "bond0": {"ipv4": ["10.1.0.2"], "ipv6": ["fe80::e42:a1ff:fe65:3a9e"]},
+        "ens9": {"ipv4": [], "ipv6": []}}
+
+
+def test_netdev_addresses_unknown_without_proc(tmp_path):
+    assert health.roce_netdev_addresses(["bond0"], None) is None
+    assert health.roce_netdev_addresses(["bond0"], str(tmp_path)) is None
+    sysfs_tree.TreeBuilder(str(tmp_path)).write("net/if_inet6", IF_INET6)
+    assert health.roce_netdev_addresses(["bond0"], str(tmp_path)) == {
+        "bond0": {"ipv4": None, "ipv6": ["fe80::e42:a1ff:fe65:3a9e"]}}
+
+
+def test_demo_bond_address_has_its_roce_v2_gid(tmp_path):
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(tmp_path))
+    node = tmp_path / "a100-node-01"
+    roce = facts_of(str(node / "sys"), ["roce"], str(node / "proc"))[0]["roce"]
+    assert roce["netdev_addresses"] == {"bond0": {"ipv4": ["10.1.0.2"], "ipv6": None}}
+    v2 = {(g["netdev"], g["address"]) for g in roce["gids"] if g["type"] == "RoCE v2"}
+    assert ("bond0", "10.1.0.2") in v2
