@@ -14,6 +14,7 @@ documents each of them in its RETURN block.
 
 from __future__ import annotations
 
+import collections
 import ipaddress
 import os
 import re
@@ -175,24 +176,25 @@ def _read_config_ids(pci_dir):
         return None
 
 
-class PciFunction:
-    """What a ``device`` link of an RDMA device or netdev points at."""
+PciFunction = collections.namedtuple("PciFunction", "exists dangling path host_bridge bridges address")
 
-    def __init__(self, link):
-        self.link = link
-        self.exists = os.path.lexists(link)
-        real = os.path.realpath(link) if self.exists else None
-        self.dangling = self.exists and not os.path.isdir(real)
-        self.path = real if self.exists and not self.dangling else None
-        location = pci_location(real) if real else (None, [], None)
-        self.host_bridge, self.bridges, self.address = location
-        if self.address is None and real and _BDF.match(os.path.basename(real)):
-            self.address = os.path.basename(real)
+
+def pci_function(link):
+    """What a ``device`` link (or a ``bus/pci/devices`` entry) points at: whether it exists or
+    dangles, the real path, its root complex, the bridges above it and its own address."""
+    if not os.path.lexists(link):
+        return PciFunction(False, False, None, None, [], None)
+    real = os.path.realpath(link)
+    dangling = not os.path.isdir(real)
+    host_bridge, bridges, address = pci_location(real)
+    if address is None and _BDF.match(os.path.basename(real)):
+        address = os.path.basename(real)
+    return PciFunction(True, dangling, None if dangling else real, host_bridge, bridges, address)
 
 
 def pcie_link(root, device_path):
     """PCIe facts of the PCI function behind one RDMA device directory."""
-    function = PciFunction(os.path.join(device_path, "device"))
+    function = pci_function(os.path.join(device_path, "device"))
     facts = {
         "pci_address": function.address,
         "present": None,
@@ -265,7 +267,7 @@ def gpus(root):
         pci_class = read_attr(os.path.join(path, "class"))
         if not (pci_class or "").startswith(DISPLAY_CLASS_PREFIX):
             continue
-        function = PciFunction(path)
+        function = pci_function(path)
         driver = os.path.join(path, "driver")
         found.append({
             "pci_address": entry,
@@ -322,7 +324,7 @@ def hca_locations(devices, ports, root):
     for name, device in devices.items():
         if device.get("virtual_function"):
             continue
-        function = PciFunction(os.path.join(root, "class", "infiniband", name, "device"))
+        function = pci_function(os.path.join(root, "class", "infiniband", name, "device"))
         if not function.path:
             continue
         found[name] = {
