@@ -2,13 +2,15 @@
 
 Builds a large synthetic node: 16 HCAs x 2 ports (half InfiniBand, half RoCE), 64 SR-IOV virtual
 functions with their own RDMA devices and netdevs, and full GID tables (256 entries with gid_attrs on
-every port). Then, side by side in one run, alternating to share the machine's noise:
+every port); every port has the 21 IBTA counters and 25 mlx5 hw_counters, every HCA a PCIe link
+behind a PCIe switch, and 8 GPUs share those switches. Then, side by side in one run, alternating to
+share the machine's noise, for each ``gather_subset`` of ib_facts:
 
-* ``gather``: ``_sysfs.gather(root)``, everything ib_facts does;
+* ``gather``: ``_sysfs.gather(root)`` plus the subset's ``_sysfs_health`` readers, all ib_facts does;
 * ``floor``: the same system calls and nothing else: every file gather opened (opened, read, closed),
   every directory it listed and every link it read, recorded from a gather run.
 
-Prints the median of each and their ratio. Usage:
+Prints the median of each and their ratio, per subset (``ports`` is ib_facts' default). Usage:
 ``python benchmarks/bench_ib_facts.py [--rounds N] [--json FILE]``
 """
 
@@ -33,11 +35,34 @@ from testpaths import COLLECTIONS_ROOT  # noqa: E402  (tests/)
 
 sys.path.insert(0, str(COLLECTIONS_ROOT))
 
-from ansible_collections.rdma.node.plugins.module_utils import _sysfs  # noqa: E402
+from ansible_collections.rdma.node.plugins.module_utils import _sysfs, _sysfs_health  # noqa: E402
 
 HCAS = 16
 VFS = 64
 GIDS_PER_PORT = 256
+GPUS = 8
+SUBSETS = (["ports"], ["counters"], ["pcie"], ["locality"], ["gpudirect"], ["roce"], ["all"])
+
+COUNTERS = {name: str(index) for index, name in enumerate([
+    "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors", "port_rcv_remote_physical_errors",
+    "port_rcv_switch_relay_errors", "port_xmit_discards", "port_xmit_constraint_errors", "port_rcv_constraint_errors",
+    "local_link_integrity_errors", "excessive_buffer_overrun_errors", "VL15_dropped", "port_xmit_wait",
+    "port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets", "unicast_xmit_packets",
+    "unicast_rcv_packets", "multicast_xmit_packets", "multicast_rcv_packets"])}
+HW_COUNTERS = {name: "1" for name in [
+    "duplicate_request", "implied_nak_seq_err", "lifespan", "local_ack_timeout_err", "np_cnp_sent",
+    "np_ecn_marked_roce_packets", "out_of_buffer", "out_of_sequence", "packet_seq_err", "req_cqe_error",
+    "req_cqe_flush_error", "req_remote_access_errors", "req_remote_invalid_request", "resp_cqe_error",
+    "resp_cqe_flush_error", "resp_local_length_error", "resp_remote_access_errors", "rnr_nak_retry_err",
+    "roce_adp_retrans", "roce_adp_retrans_to", "roce_slow_restart", "roce_slow_restart_cnps",
+    "roce_slow_restart_trans", "rp_cnp_handled", "rx_read_requests"]}
+PCIE_LINK = {"current_speed": "16.0 GT/s PCIe", "max_speed": "16.0 GT/s PCIe", "current_width": 16, "max_width": 16}
+
+
+def switch_of(hca):
+    """Two HCAs share each PCIe switch (upstream and downstream port), as on 8-GPU servers."""
+    bus = 0x80 + 4 * (hca // 2)
+    return ["0000:%02x:00.0" % bus, "0000:%02x:00.0" % (bus + 1)]
 
 
 def build_large_node(root):
@@ -45,12 +70,15 @@ def build_large_node(root):
     for hca in range(HCAS):
         bdf = "0000:%02x:00.0" % (0x10 + hca)
         roce = hca % 2 == 1
-        device = tree.hca("mlx5_%d" % hca, bdf, node_guid="0c42:a103:00%02x:0000" % hca)
+        device = tree.hca("mlx5_%d" % hca, bdf, node_guid="0c42:a103:00%02x:0000" % hca, numa_node=hca // 8,
+                          bridges=switch_of(hca) + ["0000:%02x:%02x.0" % (0x81 + 4 * (hca // 2), 8 + hca % 2)],
+                          pcie=PCIE_LINK)
         for port in (1, 2):
             netdev = "ens%df%d" % (hca, port - 1)
             tree.port(device, port, link_layer="Ethernet" if roce else "InfiniBand",
                       port_guid="0c42:a103:00%02x:00%02x" % (hca, port), extra_gids=GIDS_PER_PORT - 1,
-                      ndevs=[netdev, netdev + ".100", netdev + ".200"] if roce else None)
+                      ndevs=[netdev, netdev + ".100", netdev + ".200"] if roce else None,
+                      counters=COUNTERS, hw_counters=HW_COUNTERS)
             if roce:
                 tree.netdev(netdev, bdf, dev_port=port - 1)
             else:
@@ -61,8 +89,27 @@ def build_large_node(root):
         bdf = "0000:%02x:%02x.%d" % (0x10 + vf % HCAS, 1 + vf // (HCAS * 8), (vf // HCAS) % 8)
         device = tree.hca("mlx5_%d" % (HCAS + vf), bdf, physfn=pf, node_guid="0c42:a103:01%02x:0000" % vf)
         tree.port(device, 1, link_layer="Ethernet", port_guid="0c42:a103:01%02x:0001" % vf,
-                  extra_gids=GIDS_PER_PORT - 1, ndevs=["vf%d" % vf])
+                  extra_gids=GIDS_PER_PORT - 1, ndevs=["vf%d" % vf], counters=COUNTERS, hw_counters=HW_COUNTERS)
         tree.netdev("vf%d" % vf, bdf)
+    for gpu in range(GPUS):
+        hca = 2 * gpu
+        tree.gpu("0000:%02x:00.0" % (0xc0 + gpu), numa_node=hca // 8, pcie=PCIE_LINK,
+                 bridges=switch_of(hca) + ["0000:%02x:10.0" % (0x81 + 4 * (hca // 2))])
+    for name in ("nvidia", "nvidia_peermem", "ib_core"):
+        tree.write("module/%s/initstate" % name, "live")
+    tree.write("module/nvidia/version", "535.104.05")
+    tree.write("module/nvidia/taint", "POE")
+    tree.write("module/ib_core/parameters/netns_mode", "Y")
+    os.makedirs(os.path.join(root, "kernel/mm/memory_peers"))
+
+
+def gather_subset(root, subsets):
+    """What ib_facts does for one gather_subset."""
+    facts, warnings = _sysfs.gather(root)
+    wanted = _sysfs_health.resolve_subsets(subsets)
+    if wanted != {"ports"}:
+        _sysfs_health.add_health_facts(facts, root, wanted, None)
+    return facts, warnings
 
 
 class Recorder:
@@ -87,12 +134,14 @@ class Recorder:
             self.links.append(path)
             return real_readlink(path)
 
-        _sysfs.open = recording_open  # module global shadows the builtin for _sysfs only
+        _sysfs.open = recording_open  # module global shadows the builtin for the readers only
+        _sysfs_health.open = recording_open
         os.listdir, os.readlink = recording_listdir, recording_readlink
         return self
 
     def __exit__(self, *exc):
         del _sysfs.open
+        del _sysfs_health.open
         os.listdir, os.readlink = self._saved[1], self._saved[2]
 
 
@@ -123,39 +172,65 @@ def timed(function, *args):
     return time.perf_counter() - start
 
 
+def measure(root, subsets, rounds):
+    """Median times of gather and of its read floor for one subset, and what it read."""
+    with Recorder() as recorder:
+        facts, warnings = gather_subset(root, subsets)
+    calls = (recorder.opened, recorder.listed, recorder.links)
+    assert not warnings and facts["summary"]["port_count"] == HCAS * 2 + VFS
+    gather_times, floor_times = [], []
+    for _warm_up in range(3):  # warm the dentry and page caches for both
+        gather_subset(root, subsets)
+        read_floor(calls)
+    for _round in range(rounds):
+        gather_times.append(timed(gather_subset, root, subsets))
+        floor_times.append(timed(read_floor, calls))
+    result = {
+        "files_opened": len(recorder.opened),
+        "dirs_listed": len(recorder.listed),
+        "links_read": len(recorder.links),
+        "gather_median_ms": round(statistics.median(gather_times) * 1000, 2),
+        "floor_median_ms": round(statistics.median(floor_times) * 1000, 2),
+    }
+    result["ratio"] = round(result["gather_median_ms"] / result["floor_median_ms"], 2)
+    return facts, result
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--json", help="also write the numbers to this file")
     options = parser.parse_args(argv)
+    subsets = {}
     with tempfile.TemporaryDirectory(prefix="rdma-node-bench-") as tmp:
         root = os.path.join(tmp, "sys")
         build_large_node(root)
-        with Recorder() as recorder:
-            facts, warnings = _sysfs.gather(root)
-        calls = (recorder.opened, recorder.listed, recorder.links)
-        assert not warnings and facts["summary"]["port_count"] == HCAS * 2 + VFS
-        gather_times, floor_times = [], []
-        for warm_up in range(3):  # warm the dentry and page caches for both
-            _sysfs.gather(root)
-            read_floor(calls)
-        for round_number in range(options.rounds):
-            gather_times.append(timed(_sysfs.gather, root))
-            floor_times.append(timed(read_floor, calls))
+        for subset in SUBSETS:
+            facts, subsets[subset[0]] = measure(root, subset, options.rounds)
+            if subset == ["ports"]:
+                base = facts
+        assert len(facts["gpus"]) == GPUS and len(facts["roce"]["gids"]) > 0
+    ports = subsets["ports"]
     result = {
-        "devices": facts["summary"]["device_count"],
-        "ports": facts["summary"]["port_count"],
-        "netdevs_mapped": len(facts["netdevs"]),
-        "files_opened": len(recorder.opened),
-        "dirs_listed": len(recorder.listed),
-        "links_read": len(recorder.links),
+        "devices": base["summary"]["device_count"],
+        "ports": base["summary"]["port_count"],
+        "netdevs_mapped": len(base["netdevs"]),
+        "files_opened": ports["files_opened"],
+        "dirs_listed": ports["dirs_listed"],
+        "links_read": ports["links_read"],
         "rounds": options.rounds,
-        "gather_median_ms": round(statistics.median(gather_times) * 1000, 2),
-        "floor_median_ms": round(statistics.median(floor_times) * 1000, 2),
+        "gather_median_ms": ports["gather_median_ms"],
+        "floor_median_ms": ports["floor_median_ms"],
+        "ratio": ports["ratio"],
     }
-    result["ratio"] = round(result["gather_median_ms"] / result["floor_median_ms"], 2)
     for key, value in result.items():
         print("%-18s %s" % (key, value))
+    print("\n%-10s %8s %8s %8s %10s %9s %6s" % ("subset", "opened", "listed", "links", "gather_ms", "floor_ms", "ratio"))
+    for name, numbers in subsets.items():
+        print("%-10s %8d %8d %8d %10.2f %9.2f %6.2f" % (
+            name, numbers["files_opened"], numbers["dirs_listed"], numbers["links_read"],
+            numbers["gather_median_ms"], numbers["floor_median_ms"], numbers["ratio"]))
+    result["subsets"] = subsets
     if options.json:
         with open(options.json, "w", encoding="utf-8") as handle:
             json.dump(result, handle, indent=2)

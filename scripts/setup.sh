@@ -14,6 +14,8 @@ MODE=${1:---test}
 
 APT_PACKAGES=(
   infiniband-diags   # real ibstat/ibstatus for the sysfs cross-check
+  prometheus-node-exporter  # its infiniband collector cross-checks the counter facts
+  prometheus         # promtool: lints node_exporter's exposition and tests the alert rules
   containerd runc    # ctr oci spec, containerd config dump, ctr run
   dkms linux-headers-amd64 build-essential  # real DKMS builds for an installed kernel
   podman debootstrap uidmap  # molecule hosts: Debian containers running systemd

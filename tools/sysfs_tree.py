@@ -138,16 +138,35 @@ class TreeBuilder:
         target = os.path.relpath(os.path.join(self.root, target_rel), os.path.dirname(path))
         os.symlink(target, path)
 
-    def pci_device(self, bdf: str, driver: str = "mlx5_core", numa_node: int = 0, physfn: str = None) -> str:
-        """Create a PCI function directory and return its path relative to the root."""
+    def pci_device(self, bdf: str, driver: str = "mlx5_core", numa_node: int = 0, physfn: str = None, *,
+                   bridges=(), vendor="0x15b3", device_id=None, pci_class=None, link=None) -> str:
+        """Create a PCI function directory and return its path relative to the root.
+
+        ``bridges`` are the BDFs of the PCI bridges from the root port down (a PCIe switch is two:
+        its upstream and downstream port); ``link`` the PCIe link attributes (``current_speed``,
+        ``max_speed``, ``current_width``, ``max_width``) as the kernel writes them.
+        """
         if bdf in self._pci_dirs:
             return self._pci_dirs[bdf]
-        rel = "devices/pci0000:%s/%s" % (bdf.split(":")[1], bdf)
+        first = bridges[0] if bridges else bdf
+        parent = "devices/pci%s:%s" % (first.split(":")[0], first.split(":")[1])
+        for bridge in bridges:
+            parent = "%s/%s" % (parent, bridge)
+            if not os.path.isdir(os.path.join(self.root, parent)):
+                os.makedirs(os.path.join(self.root, parent))
+                self.write(parent + "/class", "0x060400")
+                self.write(parent + "/numa_node", numa_node)
+        rel = "%s/%s" % (parent, bdf)
         if physfn:
             rel = "%s/%s" % (self.pci_device(physfn, driver, numa_node), bdf)
         os.makedirs(os.path.join(self.root, rel), exist_ok=True)
+        self.link("bus/pci/devices/" + bdf, rel)
         self.write(rel + "/numa_node", numa_node)
-        self.write(rel + "/vendor", "0x15b3")
+        self.write(rel + "/vendor", vendor)
+        self.write(rel + "/device", device_id)
+        self.write(rel + "/class", pci_class)
+        for key, value in (link or {}).items():
+            self.write("%s/%s_link_%s" % (rel, key.split("_")[0], key.split("_", 1)[1]), value)
         if driver:
             self.link(rel + "/driver", "bus/pci/drivers/%s" % driver)
         if physfn:
@@ -164,11 +183,13 @@ class TreeBuilder:
     def hca(self, name: str, bdf: str = None, *, hca_type="MT4123", fw_ver="20.39.1002",
             board_id="MT_0000000223", node_guid="b859:9f03:00d4:0a30", sys_image_guid=None,
             hw_rev="0x0", node_type="1: CA", numa_node=0, driver="mlx5_core", physfn=None,
-            omit=()) -> str:
+            bridges=(), pcie=None, pci_device_id="0x101b", omit=()) -> str:
         """Create an RDMA device (``class/infiniband/<name>``); ``bdf=None`` makes a plain directory
-        without a PCI device, as some exported trees have. ``omit`` names attributes to leave out."""
+        without a PCI device, as some exported trees have. ``omit`` names attributes to leave out;
+        ``bridges`` and ``pcie`` (the link attributes) go to its PCI function."""
         if bdf:
-            pci = self.pci_device(bdf, driver, numa_node, physfn)
+            pci = self.pci_device(bdf, driver, numa_node, physfn, bridges=bridges, link=pcie,
+                                  device_id=pci_device_id, pci_class="0x020700")
             rel = "%s/infiniband/%s" % (pci, name)
             self.link("class/infiniband/" + name, rel)
             self.link(rel + "/device", pci)
@@ -188,11 +209,14 @@ class TreeBuilder:
     def port(self, device_rel: str, number: int, *, state="4: ACTIVE", phys_state="5: LinkUp",
              rate="100 Gb/sec (4X EDR)", lid="0x1", sm_lid="0x1", lmc=0, sm_sl=0,
              link_layer="InfiniBand", cap_mask="0x2651e848", gid_prefix="fe80:0000:0000:0000",
-             port_guid="b859:9f03:00d4:0a31", extra_gids=0, ndevs=None, omit=()) -> str:
+             port_guid="b859:9f03:00d4:0a31", extra_gids=0, ndevs=None, counters=None, counters_ext=None,
+             hw_counters=None, omit=()) -> str:
         """Create ``ports/<number>`` of a device with its GID table.
 
         ``ndevs`` (RoCE) names the netdev behind each GID; ``extra_gids`` adds that many more
         populated GID entries (with ``gid_attrs``) to fill a table as large as a busy RoCE port's.
+        ``counters``, ``counters_ext`` and ``hw_counters`` map file names to the text of those
+        directories (``None`` leaves the directory out).
         """
         rel = "%s/ports/%d" % (device_rel, number)
         attrs = {
@@ -213,7 +237,16 @@ class TreeBuilder:
                 netdev = (ndevs or [""])[min(index, len(ndevs or [""]) - 1)]
                 self.write("%s/gid_attrs/ndevs/%d" % (rel, index), netdev)
                 self.write("%s/gid_attrs/types/%d" % (rel, index), "RoCE v2" if index % 2 else "IB/RoCE v1")
+        for directory, values in (("counters", counters), ("counters_ext", counters_ext), ("hw_counters", hw_counters)):
+            for name, value in (values or {}).items():
+                self.write("%s/%s/%s" % (rel, directory, name), value)
         return rel
+
+    def gpu(self, bdf: str, *, numa_node=0, bridges=(), device_id="0x20b0", pci_class="0x030200",
+            driver="nvidia", pcie=None) -> str:
+        """Create an NVIDIA GPU's PCI function (vendor 0x10de) below ``bridges``."""
+        return self.pci_device(bdf, driver, numa_node, bridges=bridges, vendor="0x10de", device_id=device_id,
+                               pci_class=pci_class, link=pcie)
 
     # -- network devices ------------------------------------------------------------------------
 
@@ -248,23 +281,40 @@ class TreeBuilder:
 # --------------------------------------------------------------------------------------- hardware
 
 
-def build_host(root: str, spec: dict) -> None:
-    """Build one host's tree from its hardware description (the demo's ``hardware.yml`` format)."""
+def has_later_sample(spec: dict) -> bool:
+    """Whether a host description gives any port a ``counters_later`` sample."""
+    return any("counters_later" in port for device in spec.get("devices", {}).values()
+               for port in device.get("ports", {}).values())
+
+
+def build_host(root: str, spec: dict, later: bool = False) -> None:
+    """Build one host's tree from its hardware description (the demo's ``hardware.yml`` format).
+
+    A port's ``counters_later`` holds counter values read at a later moment; ``later=True`` builds
+    the tree as it looks then (its ``counters`` updated with them), for checks that compare two
+    samples."""
     tree = TreeBuilder(root)
     os.makedirs(os.path.join(root, "class/net"), exist_ok=True)
     os.makedirs(os.path.join(root, "class/infiniband"), exist_ok=True)
     for netdev in spec.get("netdevs", []):
         if not netdev.get("bdf"):
-            tree.netdev(**netdev)
+            tree.netdev(**{key: value for key, value in netdev.items() if key != "ipv4"})
     for name, device in spec.get("devices", {}).items():
         device = dict(device)
         ports = device.pop("ports", {})
         device_rel = tree.hca(name, **device)
         for number, port in ports.items():
+            port = dict(port)
+            counters_later = port.pop("counters_later", None)
+            if later and counters_later:
+                port["counters"] = dict(port.get("counters") or {}, **counters_later)
             tree.port(device_rel, int(number), **port)
+    for gpu in spec.get("gpus", []):
+        tree.gpu(**gpu)
     for netdev in spec.get("netdevs", []):
         if netdev.get("bdf"):
             netdev = dict(netdev)
+            netdev.pop("ipv4", None)
             ipoib_of = netdev.pop("ipoib_of", None)
             if ipoib_of:
                 device, number = ipoib_of.split("/", 1)
@@ -273,6 +323,29 @@ def build_host(root: str, spec: dict) -> None:
                 netdev["address"] = tree.ipoib_address(
                     port.get("gid_prefix", "fe80:0000:0000:0000"), port["port_guid"])
             tree.netdev(**netdev)
+
+
+def build_addresses(root: str, netdevs: list) -> None:
+    """Write the ``proc/net`` files that give netdevs their IPv4 addresses (``ipv4: [10.1.0.2/24]``
+    of a netdev): ``route`` with each connected network and ``fib_trie`` with each local address,
+    in the kernel's layout."""
+    import ipaddress
+
+    tree = TreeBuilder(root)
+    routes = ["Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT"]
+    trie = ["Main:", "  +-- 0.0.0.0/0 3 0 5"]
+    for netdev in netdevs:
+        for text in netdev.get("ipv4", []):
+            interface = ipaddress.IPv4Interface(text)
+            network = interface.network
+            routes.append("%s\t%08X\t00000000\t0001\t0\t0\t0\t%08X\t0\t0\t0" % (
+                netdev["name"], int.from_bytes(network.network_address.packed, "little"),
+                int.from_bytes(network.netmask.packed, "little")))
+            trie += ["     +-- %s 2 0 2" % network, "        |-- %s" % network.network_address,
+                     "           /%d link UNICAST" % network.prefixlen,
+                     "        |-- %s" % interface.ip, "           /32 host LOCAL"]
+    tree.write("proc/net/route", "\n".join(routes))
+    tree.write("proc/net/fib_trie", "\n".join(trie))
 
 
 def build_driver_side(root: str, driver: dict) -> None:
@@ -304,6 +377,21 @@ def build_driver_side(root: str, driver: dict) -> None:
         tree.write("sys/module/%s/srcversion" % name, "%024X" % zlib.crc32(name.encode()))
     for index in range(driver.get("uverbs", 0)):
         tree.write("dev/infiniband/uverbs%d" % index, "")
+    if "ib_core" in modules:
+        # ib_core's netns_mode parameter: Y is shared, the kernel's default.
+        tree.write("sys/module/ib_core/parameters/netns_mode", "N" if driver.get("netns_mode") == "exclusive" else "Y")
+    nvidia = driver.get("nvidia")
+    if nvidia:
+        # What the NVIDIA driver shows: its module version, the taint flags (P: proprietary licence)
+        # and /proc/driver/nvidia/version, whose first line names the open or proprietary module.
+        open_module = nvidia.get("flavour") == "open"
+        tree.write("sys/module/nvidia/version", nvidia["version"])
+        tree.write("sys/module/nvidia/taint", "OE" if open_module else "POE")
+        tree.write("proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX %s  %s  Release Build" % (
+            "Open Kernel Module for x86_64" if open_module else "x86_64 Kernel Module", nvidia["version"]))
+    if driver.get("memory_peers"):
+        os.makedirs(os.path.join(root, "sys/kernel/mm/memory_peers"), exist_ok=True)
+    tree.write("saved/kernel.log", driver.get("kernel_log"))
     tree.write("saved/dkms-status.txt", (driver.get("dkms") or "").rstrip("\n"))
     tree.write("saved/ofed_info.txt", driver.get("ofed"))
 
@@ -324,8 +412,12 @@ def build_hardware_file(path: str, dest: str) -> list:
     for host, spec in hosts.items():
         shutil.rmtree(os.path.join(dest, host), ignore_errors=True)
         build_host(os.path.join(dest, host, "sys"), spec)
+        if has_later_sample(spec):
+            build_host(os.path.join(dest, host, "later", "sys"), spec, later=True)
         if spec.get("driver"):
             build_driver_side(os.path.join(dest, host), spec["driver"])
+        if any(netdev.get("ipv4") for netdev in spec.get("netdevs", [])):
+            build_addresses(os.path.join(dest, host), spec["netdevs"])
     return sorted(hosts)
 
 

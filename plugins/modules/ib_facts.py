@@ -37,6 +37,29 @@ options:
       - Point it at a copy of a node's sysfs (or a simulated tree) to read that instead.
     type: path
     default: /sys
+  proc_root:
+    description:
+      - The directory that stands for C(/proc). The V(gpudirect) subset reads the kernel release in
+        C(sys/kernel/osrelease) and the NVIDIA driver's C(driver/nvidia/version) there, the V(roce)
+        subset the netdevs' addresses in C(net/if_inet6), C(net/fib_trie) and C(net/route).
+    type: path
+    default: /proc
+  gather_subset:
+    description:
+      - Which facts to gather. V(ports) (devices, ports, netdevs, summary) is always gathered and
+        costs what ib_facts always cost; every other subset adds files to read.
+      - V(counters) adds the port counters to every port in RV(ansible_facts.rdma.ports).
+      - V(pcie) adds RV(ansible_facts.rdma.pcie), the PCIe link of each RDMA device.
+      - V(locality) adds RV(ansible_facts.rdma.gpus) and RV(ansible_facts.rdma.locality). It lists
+        C(bus/pci/devices), so it reads two files for every PCI function of the node.
+      - V(gpudirect) adds RV(ansible_facts.rdma.gpudirect).
+      - V(roce) adds RV(ansible_facts.rdma.roce), the netns mode and the GID table of every Ethernet
+        port.
+      - V(all) gathers every subset.
+    type: list
+    elements: str
+    choices: [all, ports, counters, pcie, gpudirect, locality, roce]
+    default: [ports]
 notes:
   - Port states are normalised to the kernel's names (V(ACTIVE), V(DOWN), V(INIT), V(ARMED)). Physical
     states use the names C(ibstat) prints (V(LinkUp), V(Polling), V(Disabled)). The numeric code wins
@@ -57,6 +80,15 @@ EXAMPLES = r"""
   ansible.builtin.assert:
     that: "'mlx5_0/1' in ansible_facts.rdma.summary.active_ports"
     fail_msg: "mlx5_0 port 1 is {{ (ansible_facts.rdma.ports | selectattr('device', 'eq', 'mlx5_0') | first).state }}"
+
+- name: Gather everything the fleet health checks read
+  rdma.node.ib_facts:
+    gather_subset: [all]
+
+- name: Ports whose symbol error counter no longer moves
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.rdma.ports | selectattr('counters_saturated', 'contains', 'symbol_error')
+             | map(attribute='device') | list }}"
 
 - name: Read a saved copy of a node's sysfs instead of the live one
   rdma.node.ib_facts:
@@ -105,6 +137,31 @@ ansible_facts:
           description:
             - One entry per port of every device, in device and port order.
             - V(null) where the tree does not say.
+            - With the V(counters) subset each port also has C(counters), C(counters_ext),
+              C(hw_counters), C(hw_counters_lifespan_ms), C(counters_data_width_bits) and
+              C(counters_saturated), described below.
+            - C(counters) holds the files of C(ports/N/counters) by name, as integers; V(null) for
+              a file that reads C(N/A (no PMA)) or cannot be read, and C(counters) itself is V(null)
+              when the directory does not exist. C(port_xmit_data) and C(port_rcv_data) count
+              4-byte words in sysfs; here they are converted to bytes (multiplied by 4) and named
+              C(port_xmit_data_bytes) and C(port_rcv_data_bytes). The same holds for
+              C(port_xmit_data_64)/C(port_rcv_data_64) of C(counters_ext).
+            - C(counters_ext) holds C(ports/N/counters_ext), the 64-bit counters older MLNX_OFED
+              drivers export there; V(null) when absent (the usual case).
+            - C(hw_counters) holds the driver's C(ports/N/hw_counters) (mlx5 RoCE and transport
+              counters, 64 bits, never saturated); its C(lifespan) file is a cache time, not a
+              counter, and is reported as C(hw_counters_lifespan_ms).
+            - IBTA PortCounters do not wrap; they stop at their maximum. Their widths (from the
+              kernel's C(drivers/infiniband/core/sysfs.c) table) are 16 bits for C(symbol_error),
+              C(port_rcv_errors), C(port_rcv_remote_physical_errors), C(port_rcv_switch_relay_errors),
+              C(port_xmit_discards) and C(VL15_dropped); 8 bits for C(link_error_recovery),
+              C(link_downed), C(port_xmit_constraint_errors) and C(port_rcv_constraint_errors); 4
+              bits for C(local_link_integrity_errors) and C(excessive_buffer_overrun_errors); 32 bits
+              for C(port_xmit_wait). The width of the data and packet counters is C(counters_data_width_bits), 64
+              when the port exposes the extended set (C(unicast_*)/C(multicast_*) files, or a value
+              above 32 bits), else 32.
+            - C(counters_saturated) lists the keys of C(counters) whose raw value equals 2^width - 1.
+              Such a counter no longer moves, so a rate or a rise computed from it means nothing.
           type: list
           elements: dict
           returned: always
@@ -129,6 +186,19 @@ ansible_facts:
               port_guid: "0xb8599f0300d40a31"
               netdevs: [ibp59s0]
               netdev_state: Up
+              counters:
+                symbol_error: 0
+                link_downed: 255
+                port_xmit_data_bytes: 921770677727356
+                port_rcv_data_bytes: 922159499729932
+                port_xmit_wait: 2489603687
+              counters_ext: null
+              hw_counters:
+                out_of_buffer: 0
+                rnr_nak_retry_err: 0
+              hw_counters_lifespan_ms: 12
+              counters_data_width_bits: 64
+              counters_saturated: [link_downed]
         netdevs:
           description:
             - The netdevs that belong to an RDMA port, by name.
@@ -156,6 +226,152 @@ ansible_facts:
             active_ports: [mlx5_1/1, mlx5_bond_0/1]
             down_ports: [mlx5_0/1]
             max_rate_gbps: 200.0
+        pcie:
+          description:
+            - With the V(pcie) subset, the PCIe link of the PCI function behind each RDMA device,
+              by device name.
+            - C(present) is V(false) when the device link dangles, the function is missing from
+              C(bus/pci/devices) or its config space reads all ones (it fell off the bus), with
+              C(absent_reason) saying which; V(null) when the tree has no device link at all.
+            - C(current_speed_gts)/C(max_speed_gts) are the transfer rates per lane in GT/s from
+              C(current_link_speed)/C(max_link_speed) (V(16.0 GT/s PCIe), V(8 GT/s)); V(null) for
+              V(Unknown). C(current_generation)/C(max_generation) name the PCIe generation of those
+              rates. C(current_width)/C(max_width) are lane counts. C(speed_below_max) and
+              C(width_below_max) are V(true) for a degraded link, V(null) when a value is missing.
+            - C(vendor) and C(device) are the function's PCI IDs (V(0x15b3), V(0x101b)).
+          type: dict
+          returned: when the pcie subset is gathered
+          sample:
+            mlx5_0:
+              pci_address: "0000:0c:00.0"
+              present: true
+              absent_reason: null
+              vendor: "0x15b3"
+              device: "0x101b"
+              current_speed_gts: 16.0
+              max_speed_gts: 16.0
+              current_width: 8
+              max_width: 16
+              current_generation: 4
+              max_generation: 4
+              speed_below_max: false
+              width_below_max: true
+        gpus:
+          description:
+            - With the V(locality) subset, the NVIDIA GPUs of the node (PCI vendor V(0x10de), class
+              V(0x03xxxx)) from C(bus/pci/devices), in address order.
+            - C(pci_path) lists the PCI bridges from the root port down to the GPU (the GPU itself
+              excluded); C(host_bridge) is the root complex (V(pci0000:17)). C(numa_node) is V(-1)
+              when the firmware does not say.
+          type: list
+          elements: dict
+          returned: when the locality subset is gathered
+          sample:
+            - pci_address: "0000:1b:00.0"
+              device: "0x20b0"
+              class: "0x030200"
+              driver: nvidia
+              numa_node: 0
+              host_bridge: pci0000:17
+              pci_path: ["0000:17:00.0", "0000:18:00.0", "0000:19:08.0"]
+        locality:
+          description:
+            - With the V(locality) subset, where each GPU sits relative to each HCA.
+            - C(hcas) has, by RDMA device name (physical functions only), C(pci_address),
+              C(numa_node), C(host_bridge), C(pci_path) and C(link_layers) (the link layers of its
+              ports, so a check can keep the compute HCAs).
+            - C(gpus) has one entry per GPU with every HCA in C(candidates), nearest first, and the
+              first one as C(nearest_hca) and C(relation). C(shared_bridge) is the deepest PCI bridge
+              both sit below.
+            - C(relation), nearest first; V(same_pcie_switch) they share a bridge below the root
+              port, a PCIe switch (nvidia-smi PIX or PXB); V(same_root_port) they share only the root
+              port; V(same_host_bridge) same root complex, different root ports (nvidia-smi PHB);
+              V(same_numa_node) different root complexes on one NUMA node (nvidia-smi NODE);
+              V(cross_numa) different NUMA nodes (nvidia-smi SYS); V(unknown) nothing shared and no
+              NUMA node to compare.
+          type: dict
+          returned: when the locality subset is gathered
+          sample:
+            hcas:
+              mlx5_0:
+                pci_address: "0000:1a:00.0"
+                numa_node: 0
+                host_bridge: pci0000:17
+                pci_path: ["0000:17:00.0", "0000:18:00.0", "0000:19:04.0"]
+                link_layers: [InfiniBand]
+            gpus:
+              - gpu: "0000:1b:00.0"
+                numa_node: 0
+                nearest_hca: mlx5_0
+                relation: same_pcie_switch
+                candidates:
+                  - device: mlx5_0
+                    relation: same_pcie_switch
+                    shared_bridge: "0000:18:00.0"
+                    link_layers: [InfiniBand]
+        gpudirect:
+          description:
+            - With the V(gpudirect) subset, which GPUDirect RDMA path the node offers.
+            - C(peermem_module) is the loaded peer-memory module (V(nvidia_peermem) or the older
+              V(nv_peer_mem)) or V(null). C(memory_peers) says whether C(kernel/mm/memory_peers)
+              exists (the peer-memory API of MLNX_OFED's ib_core); C(memory_peer_clients) lists its
+              entries.
+            - C(kernel_release) comes from O(proc_root)/sys/kernel/osrelease. C(nvidia_driver_version)
+              from C(module/nvidia/version), else from O(proc_root)/driver/nvidia/version.
+              C(nvidia_kernel_module_flavour) is V(open) or V(proprietary) (the version text, else
+              the module's taint flags, where V(P) means proprietary).
+            - C(peermem_ready) is V(true) when the nvidia module, a peer-memory module and
+              C(memory_peers) are all there; C(peermem_missing) says what is not.
+            - C(dma_buf_ready) is V(true) when the kernel is 5.12 or newer (RDMA dma-buf memory
+              registration) and the open NVIDIA kernel module is loaded (the proprietary one does not
+              export GPU memory as dma-buf); C(dma_buf_missing) says what is not.
+          type: dict
+          returned: when the gpudirect subset is gathered
+          sample:
+            nvidia_module_loaded: true
+            nvidia_driver_version: "535.104.05"
+            nvidia_kernel_module_flavour: proprietary
+            peermem_module: null
+            memory_peers: true
+            memory_peer_clients: []
+            kernel_release: 6.1.0-27-amd64
+            peermem_ready: false
+            peermem_missing: [neither nvidia_peermem nor nv_peer_mem is loaded]
+            dma_buf_ready: false
+            dma_buf_missing: [the NVIDIA kernel module is proprietary, DMA-BUF needs the open one]
+        roce:
+          description:
+            - With the V(roce) subset, the RDMA network-namespace mode and the RoCE GID table.
+            - C(netns_mode) is V(shared) or V(exclusive), read from ib_core's C(netns_mode) parameter
+              (C(netns_mode_source)); the kernel binds that parameter to the variable
+              C(rdma system set netns) changes, so it is the current mode. V(null) when ib_core
+              does not show it.
+            - C(gids) lists every populated GID of every Ethernet port with its C(type)
+              (V(RoCE v2), V(IB/RoCE v1)), C(netdev) and the C(address) it stands for
+              (C(address_family) V(ipv4) for IPv4-mapped GIDs, else V(ipv6)).
+            - C(netdev_addresses) gives, for every netdev of an Ethernet RDMA port, its C(ipv4) and
+              C(ipv6) addresses, so a check can find an address without a RoCE v2 GID. They come from
+              O(proc_root), IPv6 from C(net/if_inet6), IPv4 from the local entries of C(net/fib_trie),
+              each given to the interface whose connected route in C(net/route) holds it. V(null)
+              when O(proc_root) has neither file; a family whose file is missing is V(null).
+          type: dict
+          returned: when the roce subset is gathered
+          sample:
+            netns_mode: shared
+            netns_mode_source: module/ib_core/parameters/netns_mode
+            gids:
+              - device: mlx5_bond_0
+                port: 1
+                index: 3
+                gid: "0000:0000:0000:0000:0000:ffff:0a00:0b15"
+                type: RoCE v2
+                netdev: bond0
+                address: 10.0.11.21
+                address_family: ipv4
+            netdev_addresses:
+              bond0:
+                ipv4: [10.0.11.21]
+                ipv6: ["fe80::e42:a1ff:fe65:3a9e"]
 """
 
 import os
@@ -164,17 +380,27 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rdma.node.plugins.module_utils._files import take_read_warnings
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
+from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import add_health_facts, resolve_subsets
+
+SUBSET_CHOICES = ["all", "ports", "counters", "pcie", "gpudirect", "locality", "roce"]
 
 
 def main():
     module = AnsibleModule(
-        argument_spec={"sysfs_root": {"type": "path", "default": "/sys"}},
+        argument_spec={
+            "sysfs_root": {"type": "path", "default": "/sys"},
+            "proc_root": {"type": "path", "default": "/proc"},
+            "gather_subset": {"type": "list", "elements": "str", "choices": SUBSET_CHOICES, "default": ["ports"]},
+        },
         supports_check_mode=True,
     )
     root = module.params["sysfs_root"]
     if not os.path.isdir(root):
         module.fail_json(msg="sysfs_root %s is not a directory; expected the path of a sysfs tree such as /sys" % root)
     facts, warnings = gather(root)
+    subsets = resolve_subsets(module.params["gather_subset"])
+    if subsets != {"ports"}:
+        add_health_facts(facts, root, subsets, module.params["proc_root"])
     for warning in warnings + take_read_warnings():
         module.warn(warning)
     module.exit_json(changed=False, ansible_facts={"rdma": facts})

@@ -92,3 +92,49 @@ def test_cli_bad_hardware_yaml_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is not valid YAML" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_h100_fixture_is_the_shared_tree_byte_for_byte(tmp_path):
+    """The archive holds what the gpud tree holds: 9 devices, 21 counters per port, no newlines."""
+    sysfs_tree.unpack((FIXTURES / "sysfs/gpud-h100.sysfs").read_bytes(), str(tmp_path))
+    devices = sorted(os.listdir(tmp_path / "class/infiniband"))
+    assert devices == ["mlx5_0", "mlx5_1", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9", "mlx5_bond_0"]
+    assert (tmp_path / "class/infiniband/mlx5_1/ports/1/counters/link_downed").read_bytes() == b"255"
+    assert all(len(os.listdir(tmp_path / "class/infiniband" / d / "ports/1/counters")) == 21 for d in devices)
+
+
+def test_builder_pci_paths_links_and_gpus(tmp_path):
+    tree = sysfs_tree.TreeBuilder(str(tmp_path))
+    tree.hca("mlx5_0", "0000:1a:00.0", bridges=["0000:17:00.0", "0000:18:00.0"],
+             pcie={"current_speed": "16.0 GT/s PCIe", "max_width": 16})
+    tree.gpu("0000:1b:00.0", numa_node=1, bridges=["0000:17:00.0", "0000:18:00.0"])
+    pci = tmp_path / "devices/pci0000:17/0000:17:00.0/0000:18:00.0/0000:1a:00.0"
+    assert (pci / "current_link_speed").read_text() == "16.0 GT/s PCIe\n"
+    assert (pci / "max_link_width").read_text() == "16\n"
+    assert os.path.realpath(tmp_path / "bus/pci/devices/0000:1a:00.0") == str(pci)
+    gpu = tmp_path / "bus/pci/devices/0000:1b:00.0"
+    assert [(gpu / name).read_text() for name in ("vendor", "class", "numa_node")] == ["0x10de\n", "0x030200\n", "1\n"]
+    assert (tmp_path / "devices/pci0000:17/0000:17:00.0/class").read_text() == "0x060400\n"  # a bridge
+
+
+def test_later_sample_only_where_the_hardware_gives_one(tmp_path):
+    hardware = tmp_path / "hardware.yml"
+    hardware.write_text("""
+steady:
+  devices:
+    mlx5_0: {bdf: "0000:3b:00.0", ports: {1: {counters: {symbol_error: 0}}}}
+rising:
+  devices:
+    mlx5_0: {bdf: "0000:3b:00.0", ports: {1: {counters: {symbol_error: 5, link_downed: 1},
+                                              counters_later: {symbol_error: 9}}}}
+""")
+    sysfs_tree.build_hardware_file(str(hardware), str(tmp_path / "nodes"))
+    assert not (tmp_path / "nodes/steady/later").exists()
+    counters = "sys/class/infiniband/mlx5_0/ports/1/counters"
+    now = snapshot(tmp_path / "nodes/rising/sys")
+    later = snapshot(tmp_path / "nodes/rising/later/sys")
+    assert set(now) == set(later)
+    assert {path for path in now if now[path] != later[path]} == {
+        "devices/pci0000:3b/0000:3b:00.0/infiniband/mlx5_0/ports/1/counters/symbol_error"}
+    assert (tmp_path / "nodes/rising/later" / counters / "symbol_error").read_text() == "9\n"
+    assert (tmp_path / "nodes/rising/later" / counters / "link_downed").read_text() == "1\n"

@@ -1,0 +1,237 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Parsers for the text the fleet-health checks read besides sysfs: kernel logs (carrier changes of
+network devices) and ``rdma system`` (the RDMA network-namespace mode).
+
+Both take what people paste as well as what a task registers: a string or a list of lines, with
+shell prompts, comments, indentation and unrelated lines mixed in. Pure functions, standard library
+only, so a module on a node can use them as well as a filter on the controller.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+
+class HealthTextError(ValueError):
+    """Text that is not what the parser was given to read."""
+
+
+def _lines(data, name):
+    if data is None:
+        return []
+    if isinstance(data, (list, tuple)):
+        if not all(isinstance(line, str) for line in data):
+            raise HealthTextError("%s: expected a string or a list of strings, got a list holding %s" % (
+                name, ", ".join(sorted({type(line).__name__ for line in data if not isinstance(line, str)}))))
+        return [line.rstrip("\r\n") for line in data]
+    if isinstance(data, str):
+        return data.splitlines()
+    raise HealthTextError("%s: expected a string or a list of strings, got %s" % (name, type(data).__name__))
+
+
+# ------------------------------------------------------------------------------------ kernel log
+
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+# Each record form: (kind, pattern with the groups time/host/tag/message).
+_RECORD_FORMS = (
+    # /dev/kmsg: "prio,seq,usec,flags;message"
+    ("kmsg", re.compile(r"^(?P<prio>\d+),(?P<seq>\d+),(?P<usec>\d+),[^;]*;(?P<message>.*)$")),
+    # journalctl -o short-iso / syslog with ISO time: "2024-01-08T10:11:12+0000 host tag[pid]: message"
+    ("journal", re.compile(
+        r"^(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) (?P<host>\S+) "
+        r"(?:(?P<level>[A-Z]+) )?(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
+    # OpenWrt logread: "Sun Apr 27 05:48:33 2025 kern.info kernel: message"
+    ("syslog", re.compile(
+        r"^(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d \d{4}) (?P<facility>[a-z]+\.[a-z]+) "
+        r"(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
+    # journalctl short / classic syslog: "Mar 27 15:37:34 host tag[pid]: message", optional level word
+    ("syslog", re.compile(
+        r"^(?P<time>" + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?:(?P<level>[A-Z]+) )?"
+        r"(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
+    # dmesg -T: "[Mon Jan  8 10:11:12 2024] message"
+    ("dmesg", re.compile(
+        r"^\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d \d{4})\] ?(?P<message>.*)$")),
+    # dmesg: "[ 1202.718785] message"
+    ("dmesg", re.compile(r"^\[\s*(?P<seconds>\d+\.\d+)\] ?(?P<message>.*)$")),
+)
+# Inside a syslog message the kernel's own time stamp may follow: "kernel: [10601.214044] igb ..."
+_KERNEL_SECONDS = re.compile(r"^\[\s*(?P<seconds>\d+\.\d+)\] ?(?P<message>.*)$")
+# A console that dropped messages prefixes the next one: "11 printk messages dropped ** "
+_DROPPED = re.compile(r"^\d+ printk messages dropped \*\* ")
+
+_PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+
+# Carrier messages, as the kernel (drivers, bonding, IPv6 addrconf) and systemd-networkd write them.
+_EVENT_FORMS = (
+    # mlx5_core 0000:01:00.1 eth1: Link up / ixgbe ... eth11: NIC Link is Down / igb ...: igb: eth0 NIC
+    # Link is Down / mt7530-mdio mdio-bus:1f lan: Link is Up - 1Gbps/Full / mlx4_en: eth2: Link Down
+    ("driver", re.compile(
+        r"^(?:(?P<driver>[\w-]+):? (?:(?P<bus_id>[\w:.-]*[\w.]) )?)?(?P<netdev>[\w.@-]+): (?:[\w-]+: (?P=netdev) )?"
+        r"(?:NIC )?Link (?:is )?(?P<state>up|down)\b", re.IGNORECASE)),
+    # bond0: link status definitely down for interface eno50, disabling it
+    # bond0: (slave ens12f0np0): link status definitely down, disabling slave
+    ("bonding", re.compile(
+        r"^(?P<bond>[\w.@-]+): (?:\(slave (?P<slave>[^)]+)\): )?link status (?:definitely )?(?P<state>up|down)"
+        r"(?: for interface (?P<interface>[^,\s]+))?")),
+    # bond1: now running without any active interface!
+    ("bonding", re.compile(r"^(?P<netdev>[\w.@-]+): now running without any active interface")),
+    # IPv6: ADDRCONF(NETDEV_CHANGE): ib0: link becomes ready
+    ("addrconf", re.compile(r"ADDRCONF\(NETDEV_CHANGE\): (?P<netdev>[\w.@-]+): link becomes ready")),
+    # systemd-networkd: ib0: Lost carrier / ib0: Gained carrier
+    ("networkd", re.compile(r"^(?P<netdev>[\w.@-]+): (?P<state>Lost|Gained) carrier\b")),
+)
+# Words that make an unmatched record worth a note: it may be a carrier change in a form not known here.
+_LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b", re.IGNORECASE)
+_PROMPT = re.compile(r"^\s*(?:\S*[$#>]|\[[^\]]*\][$#])\s+\S")
+
+
+def _record(line):
+    """``(kind, time text, monotonic seconds, host, message)`` of a log line, or None."""
+    text = _DROPPED.sub("", line.strip())
+    for kind, form in _RECORD_FORMS:
+        match = form.match(text)
+        if not match:
+            continue
+        fields = match.groupdict()
+        seconds = None
+        if fields.get("usec"):
+            seconds = int(fields["usec"]) / 1e6
+        elif fields.get("seconds"):
+            seconds = float(fields["seconds"])
+        message = fields["message"]
+        inner = _KERNEL_SECONDS.match(message) if kind in ("syslog", "journal") else None
+        if inner:
+            seconds, message = float(inner.group("seconds")), inner.group("message")
+        return kind, fields.get("time"), seconds, fields.get("host"), message
+    return None
+
+
+def _event(message):
+    """``(source, netdev, carrier, bond, bus_id)`` of a carrier message, or None."""
+    for source, form in _EVENT_FORMS:
+        match = form.search(message) if source == "addrconf" else form.match(message)
+        if not match:
+            continue
+        fields = match.groupdict()
+        if source == "bonding" and fields.get("bond") is not None:
+            netdev = fields.get("slave") or fields.get("interface") or fields["bond"]
+            bond = fields["bond"] if netdev != fields["bond"] else None
+            return source, netdev, fields["state"], bond, None
+        if source == "bonding":
+            return source, fields["netdev"], "down", None, None
+        if source == "addrconf":
+            return source, fields["netdev"], "up", None, None
+        if source == "networkd":
+            return source, fields["netdev"], "down" if fields["state"] == "Lost" else "up", None, None
+        return source, fields["netdev"], fields["state"].lower(), None, fields.get("bus_id")
+    return None
+
+
+def parse_carrier_events(data):
+    """Carrier losses and gains of network devices in kernel-log text.
+
+    Reads ``dmesg`` (with or without ``-T``), ``/dev/kmsg`` records, ``journalctl`` (short and
+    short-iso), syslog and OpenWrt ``logread`` lines, also mixed and with shell prompts. Returns
+    ``{"events", "netdevs", "notes", "lines", "records"}``: every carrier change in order; per
+    netdev the counts of ``down`` and ``up`` events, ``losses`` (changes from up, or from the start,
+    to down; a message repeated while already down is not another loss) and the ``last`` state;
+    ``notes`` for lines that are not log records (prompts, pasted noise) and for records that
+    speak of a link going down in a form this parser does not know.
+    """
+    lines = _lines(data, "parse_carrier_events")
+    events, notes, records = [], [], 0
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        record = _record(line)
+        if record is None:
+            # A bare message (pasted without its time stamp) still counts when it is a carrier change.
+            found = _event(_DROPPED.sub("", line.strip()))
+            if found is None:
+                reason = "a shell prompt" if _PROMPT.match(line) else "not a log record"
+                notes.append({"line": number, "text": line, "reason": reason})
+                continue
+            record = (None, None, None, None, line.strip())
+        records += 1
+        kind, time_text, seconds, host, message = record
+        found = _event(message)
+        if found is None:
+            if _LINKISH.search(message):
+                notes.append({"line": number, "text": line, "reason": "a link message this filter does not read"})
+            continue
+        source, netdev, carrier, bond, bus_id = found
+        events.append({
+            "line": number,
+            "netdev": netdev,
+            "carrier": carrier,
+            "source": source,
+            "bond": bond,
+            "pci_address": bus_id if bus_id and _PCI_ADDRESS.match(bus_id) else None,
+            "time": time_text,
+            "monotonic_seconds": seconds,
+            "host": host,
+            "log_format": kind,
+            "message": message,
+        })
+    return {"events": events, "netdevs": summarize_carrier(events), "notes": notes, "lines": len(lines),
+            "records": records}
+
+
+def summarize_carrier(events):
+    """Per netdev: ``down``, ``up``, ``losses`` (transitions into down) and ``last`` carrier."""
+    summary = {}
+    for event in events:
+        entry = summary.setdefault(event["netdev"], {"down": 0, "up": 0, "losses": 0, "last": None})
+        entry[event["carrier"]] += 1
+        if event["carrier"] == "down" and entry["last"] != "down":
+            entry["losses"] += 1
+        entry["last"] = event["carrier"]
+    return summary
+
+
+# ------------------------------------------------------------------------------------ rdma system
+
+_SYSTEM_LINE = re.compile(r"^netns (?P<netns>shared|exclusive)\b(?P<rest>.*)$")
+_ON_OFF = {"on": True, "off": False}
+
+
+def parse_rdma_system(data):
+    """``rdma system`` (or ``rdma -j system``) output -> ``{netns_mode, copy_on_fork, privileged_qkey}``.
+
+    Fields the installed iproute2 does not print are None. Prompt lines (``$ rdma system``),
+    ``#`` comments and blank lines are skipped; anything else fails naming its line.
+    """
+    lines = _lines(data, "parse_rdma_system")
+    text = "\n".join(lines).strip()
+    if text.startswith("{"):
+        try:
+            loaded = json.loads(text)
+        except ValueError:
+            raise HealthTextError("parse_rdma_system: the output starts like JSON but is not JSON") from None
+        netns = loaded.get("netns") if isinstance(loaded, dict) else None
+        if netns not in ("shared", "exclusive"):
+            raise HealthTextError("parse_rdma_system: the JSON has no netns of shared or exclusive: %s" % text[:80])
+        return {"netns_mode": netns, "copy_on_fork": loaded.get("copy-on-fork"),
+                "privileged_qkey": loaded.get("privileged-qkey")}
+    result = None
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or _PROMPT.match(line):
+            continue
+        match = _SYSTEM_LINE.match(stripped)
+        if not match:
+            raise HealthTextError("parse_rdma_system: line %d is not rdma system output: %r" % (number, stripped))
+        words = match.group("rest").split()
+        pairs = dict(zip(words[::2], words[1::2]))
+        result = {
+            "netns_mode": match.group("netns"),
+            "copy_on_fork": _ON_OFF.get(pairs.get("copy-on-fork")),
+            "privileged_qkey": _ON_OFF.get(pairs.get("privileged-qkey")),
+        }
+    if result is None:
+        raise HealthTextError("parse_rdma_system: no 'netns shared' or 'netns exclusive' line in the output")
+    return result

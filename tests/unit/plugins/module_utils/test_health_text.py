@@ -1,0 +1,151 @@
+"""parse_carrier_events and parse_rdma_system on real logs and outputs, and on what people paste."""
+
+from __future__ import annotations
+
+import pytest
+import sysfs_tree
+
+from ansible_collections.rdma.node.plugins.module_utils._health_text import (
+    HealthTextError,
+    parse_carrier_events,
+    parse_rdma_system,
+)
+from testpaths import COLLECTION_ROOT, FIXTURES
+
+LOGS = FIXTURES / "cmd/kernel_log"
+
+
+def read(name):
+    return (LOGS / name).read_text(encoding="utf-8")
+
+
+def brief(result):
+    return [(e["line"], e["netdev"], e["carrier"], e["source"]) for e in result["events"]]
+
+
+def test_journalctl_mlx5_link_up_with_prompt():
+    result = parse_carrier_events(read("cubecos_733_journalctl_mlx5_eth1_link_up_prompt.txt"))
+    assert brief(result) == [(2, "eth1", "up", "driver"), (4, "eth1", "up", "driver"), (6, "eth1", "up", "driver"),
+                             (8, "eth1", "up", "driver")]
+    first = result["events"][0]
+    assert (first["time"], first["host"], first["pci_address"], first["log_format"]) == (
+        "Mar 27 15:37:34", "cc1", "0000:01:00.1", "syslog")
+    assert result["netdevs"] == {"eth1": {"down": 0, "up": 4, "losses": 0, "last": "up"}}
+    assert result["notes"] == [{"line": 1, "text": "[cc1 ~]# journalctl -f  | grep eth", "reason": "a shell prompt"}]
+    assert (result["lines"], result["records"]) == (8, 7)
+
+
+def test_dmesg_bond_slaves_definitely_down_and_a_bond_without_slaves():
+    result = parse_carrier_events(read("coreos_2515_dmesg_bond_definitely_down.txt"))
+    assert [(e["netdev"], e["carrier"], e["bond"], e["monotonic_seconds"]) for e in result["events"]] == [
+        ("eno50", "down", "bond0", 1202.718785), ("ens3f1", "down", "bond1", 1203.422721),
+        ("ens3f0", "down", "bond1", 1203.445599), ("bond1", "down", None, 1203.467563)]
+    assert result["netdevs"]["bond1"]["losses"] == 1
+    assert result["notes"] == []
+
+
+def test_repeated_link_up_and_link_not_ready_note():
+    result = parse_carrier_events(read("coreos_2374_dmesg_bond_link_up_repeated_not_ready.txt"))
+    assert result["netdevs"] == {"enp0s20f0": {"down": 0, "up": 6, "losses": 0, "last": "up"}}
+    assert result["notes"] == [{"line": 4, "text": "[   26.606606] IPv6: ADDRCONF(NETDEV_UP): bond0: link is not ready",
+                                "reason": "a link message this filter does not read"}]
+
+
+def test_printk_dropped_prefix_and_a_pending_bond_down():
+    result = parse_carrier_events(read("coreos_2508_console_printk_dropped_bond_down.txt"))
+    assert brief(result) == [(1, "enp1s0f0", "down", "bonding")]
+    assert result["events"][0]["monotonic_seconds"] == 737.350162
+
+
+def test_syslog_with_level_word_and_daemon_noise():
+    result = parse_carrier_events(read("sonic_7310_syslog_igb_link_down_among_daemons.txt"))
+    assert brief(result) == [(2, "eth0", "down", "driver")]
+    event = result["events"][0]
+    assert (event["time"], event["host"], event["monotonic_seconds"], event["pci_address"]) == (
+        "Apr  9 21:05:38.106121", "str-s6100-acs-4", 10601.214044, "0000:00:14.0")
+    assert event["message"] == "igb 0000:00:14.0 eth0: igb: eth0 NIC Link is Down"
+    assert result["records"] == 5 and result["notes"] == []
+
+
+def test_openwrt_logread_flaps_count_losses():
+    result = parse_carrier_events(read("openwrt_17351_logread_link_flaps_prompt.txt"))
+    assert [e["carrier"] for e in result["events"]] == ["down", "up", "down", "up", "down"]
+    assert result["netdevs"] == {"lan": {"down": 3, "up": 2, "losses": 3, "last": "down"}}
+    assert result["events"][0]["pci_address"] is None  # mdio-bus:1f is not a PCI address
+    assert result["notes"][0]["reason"] == "a shell prompt"
+
+
+def test_ixgbe_up_then_down():
+    result = parse_carrier_events(read("pfring_293_syslog_ixgbe_up_down.txt"))
+    assert brief(result) == [(1, "eth11", "up", "driver"), (2, "eth11", "down", "driver")]
+    assert result["netdevs"]["eth11"]["losses"] == 1
+
+
+def test_kmsg_records_without_carrier_changes():
+    result = parse_carrier_events(read("gpud_kmsg_peermem_no_carrier.log"))
+    # Eight records, the last one gpud's test marker without a newline; none is a carrier change and
+    # none speaks of a link, so there is nothing to note either.
+    assert result["events"] == []
+    assert (result["lines"], result["records"], result["notes"]) == (8, 8, [])
+
+
+def test_demo_kernel_log_of_the_flapping_port(tmp_path):
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(tmp_path))
+    result = parse_carrier_events((tmp_path / "v100-node-02/saved/kernel.log").read_text())
+    assert result["netdevs"] == {"ibp94s0f0": {"down": 3, "up": 6, "losses": 3, "last": "up"}}
+    assert {e["source"] for e in result["events"]} == {"networkd", "addrconf"}
+    assert result["events"][0]["time"] == "2026-11-24T21:14:07+0000"
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("mlx4_en: eth2: Link Down", ("eth2", "down", "driver")),
+    ("mlx5_core 0000:b1:00.0 ens12f0np0: Link down", ("ens12f0np0", "down", "driver")),
+    ("bond0: (slave ens12f0np0): link status definitely down, disabling slave", ("ens12f0np0", "down", "bonding")),
+    ("IPv6: ADDRCONF(NETDEV_CHANGE): ib0: link becomes ready", ("ib0", "up", "addrconf")),
+    ("<6>[  5.1] mlx5_core 0000:3b:00.0 enp59s0f0np0: Link up", None),
+])
+def test_bare_messages(line, expected):
+    result = parse_carrier_events([line])
+    if expected is None:
+        assert result["events"] == [] and result["notes"][0]["reason"] == "not a log record"
+    else:
+        assert brief(result) == [(1,) + expected]
+
+
+def test_empty_input_and_bad_types():
+    assert parse_carrier_events("") == {"events": [], "netdevs": {}, "notes": [], "lines": 0, "records": 0}
+    with pytest.raises(HealthTextError, match="parse_carrier_events: expected a string or a list of strings, got int"):
+        parse_carrier_events(42)
+    with pytest.raises(HealthTextError, match="a list holding dict"):
+        parse_carrier_events(["ok", {}])
+
+
+# --------------------------------------------------------------------------- rdma system
+
+
+@pytest.mark.parametrize("name, mode", [
+    ("spiderpool_sriov_shared_comment_prompt_indented.txt", "shared"),
+    ("spiderpool_sriov_exclusive_comment_prompt_indented.txt", "exclusive"),
+])
+def test_rdma_system_real_outputs(name, mode):
+    text = (FIXTURES / "cmd/rdma_system" / name).read_text(encoding="utf-8")
+    assert parse_rdma_system(text) == {"netns_mode": mode, "copy_on_fork": True, "privileged_qkey": None}
+
+
+def test_rdma_system_forms():
+    assert parse_rdma_system("netns shared") == {"netns_mode": "shared", "copy_on_fork": None, "privileged_qkey": None}
+    assert parse_rdma_system(["netns exclusive privileged-qkey off copy-on-fork on"]) == {
+        "netns_mode": "exclusive", "copy_on_fork": True, "privileged_qkey": False}
+    assert parse_rdma_system('{"netns":"shared","privileged-qkey":false,"copy-on-fork":true}') == {
+        "netns_mode": "shared", "copy_on_fork": True, "privileged_qkey": False}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "no 'netns shared' or 'netns exclusive' line"),
+    ("link mlx5_0/1 state ACTIVE", "line 1 is not rdma system output: 'link mlx5_0/1 state ACTIVE'"),
+    ("{broken", "starts like JSON but is not JSON"),
+    ('{"netns": "global"}', "no netns of shared or exclusive"),
+])
+def test_rdma_system_errors(text, message):
+    with pytest.raises(HealthTextError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        parse_rdma_system(text)
