@@ -73,7 +73,8 @@ def test_filter_names():
     assert sorted(FILTERS) == sorted("parse_%s" % tool for tool in PARSERS)
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*/*.txt")), ids=lambda p: "%s/%s" % (p.parent.name, p.name))
+@pytest.mark.parametrize("path", sorted(p for p in FIXTURES.glob("*/*.txt") if p.parent.name in PARSERS),
+                         ids=lambda p: "%s/%s" % (p.parent.name, p.name))
 def test_filters_return_what_the_parsers_return(path):
     tool = path.parent.name
     text = path.read_text(encoding="utf-8")

@@ -37,7 +37,7 @@ parse_ibv_devinfo = PARSERS["ibv_devinfo"]
 parse_rdma_link = PARSERS["rdma_link"]
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "cmd"
-FIXTURE_FILES = sorted(FIXTURES.glob("*/*.txt"))
+FIXTURE_FILES = sorted(p for p in FIXTURES.glob("*/*.txt") if p.parent.name in PARSERS)
 TOOL_NAMES = {"ibstat": "ibstat", "ibstatus": "ibstatus", "ibv_devinfo": "ibv_devinfo",
               "ibdev2netdev": "ibdev2netdev", "rdma_link": "rdma link"}
 

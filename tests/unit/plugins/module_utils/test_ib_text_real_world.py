@@ -20,7 +20,7 @@ import pytest
 from ansible_collections.rdma.node.plugins.module_utils._ib_text import PARSERS, IbTextError
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "cmd"
-FIXTURE_FILES = sorted(FIXTURES.glob("*/*.txt"))
+FIXTURE_FILES = sorted(p for p in FIXTURES.glob("*/*.txt") if p.parent.name in PARSERS)
 COMMANDS = {"ibstat": "ibstat", "ibstatus": "ibstatus", "ibv_devinfo": "ibv_devinfo -v",
             "ibdev2netdev": "ibdev2netdev -v", "rdma_link": "rdma link show"}
 TOOL_NAMES = {"ibstat": "ibstat", "ibstatus": "ibstatus", "ibv_devinfo": "ibv_devinfo",
