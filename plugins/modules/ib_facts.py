@@ -374,34 +374,15 @@ ansible_facts:
                 ipv6: ["fe80::e42:a1ff:fe65:3a9e"]
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdma.node.plugins.module_utils._files import take_read_warnings
-from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
-from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import add_health_facts, resolve_subsets
-
-SUBSET_CHOICES = ["all", "ports", "counters", "pcie", "gpudirect", "locality", "roce"]
+from ansible_collections.rdma.node.plugins.module_utils._ib_collect import IB_OPTIONS, collect_ib
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec={
-            "sysfs_root": {"type": "path", "default": "/sys"},
-            "proc_root": {"type": "path", "default": "/proc"},
-            "gather_subset": {"type": "list", "elements": "str", "choices": SUBSET_CHOICES, "default": ["ports"]},
-        },
-        supports_check_mode=True,
-    )
-    root = module.params["sysfs_root"]
-    if not os.path.isdir(root):
-        module.fail_json(msg="sysfs_root %s is not a directory; expected the path of a sysfs tree such as /sys" % root)
-    facts, warnings = gather(root)
-    subsets = resolve_subsets(module.params["gather_subset"])
-    if subsets != {"ports"}:
-        add_health_facts(facts, root, subsets, module.params["proc_root"])
-    for warning in warnings + take_read_warnings():
+    module = AnsibleModule(argument_spec=IB_OPTIONS, supports_check_mode=True)
+    facts, warnings = collect_ib(module)
+    for warning in warnings:
         module.warn(warning)
     module.exit_json(changed=False, ansible_facts={"rdma": facts})
 
