@@ -63,6 +63,11 @@ options:
     type: str
     choices: [present, absent]
     default: present
+  backup:
+    description:
+      - Keep a copy of the previous drop-in (timestamped, next to it) when it changes or is removed.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - rdma.node.attributes
   - rdma.node.attributes.files
@@ -182,6 +187,16 @@ restart_required:
   description: Whether the drop-in changed, so the unit must be restarted for its processes to get the limits.
   returned: always
   type: bool
+created:
+  description: Whether the drop-in did not exist before and was (or would be in check mode) written.
+  returned: always
+  type: bool
+  sample: true
+backup_file:
+  description: The backup of the previous drop-in.
+  returned: when O(backup=true) and an existing drop-in changed or was removed
+  type: str
+  sample: /etc/systemd/system/containerd.service.d/50-rdma-node-limits.conf.12345.2026-01-02@03:04:05~
 diff:
   description: The drop-in before and after.
   returned: in diff mode
@@ -224,6 +239,7 @@ def main():
             root=dict(type="path", default="/"),
             daemon_reload=dict(type="bool", default=True),
             state=dict(type="str", choices=["present", "absent"], default="present"),
+            backup=dict(type="bool", default=False),
         ),
         required_if=[("state", "present", ("limits",))],
         supports_check_mode=True,
@@ -250,14 +266,18 @@ def main():
     )
 
     result = dict(changed=changed, path=path, unit=unit, limits=limits, daemon_reloaded=False,
-                  restart_required=changed, effective={})
+                  restart_required=changed, effective={}, created=before is None and after is not None)
     if module._diff:
         result["diff"] = dict(before=before or "", after=after or "", before_header=path, after_header=path)
     if changed and not module.check_mode:
         if after is None:
+            if params["backup"]:
+                result["backup_file"] = module.backup_local(path)
             remove_file(module, path, remove_empty_parent=True)
         else:
-            write_atomically(module, path, after, mode=0o644, make_parent=True)
+            backup_file = write_atomically(module, path, after, backup=params["backup"], mode=0o644, make_parent=True)
+            if backup_file:
+                result["backup_file"] = backup_file
 
     report = analyze(root, unit, filename, directives, after)
     for key in ("unit_file", "dropins", "overridden_by", "also_set_in", "masked_by"):
