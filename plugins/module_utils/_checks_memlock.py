@@ -58,6 +58,9 @@ def _changed(result):
 
 
 def _written(params, found, subject, what):
+    # After a rollback the file is back as it was: the rolled_back finding says what was put back.
+    if params.get("rollback"):
+        return
     prefix = "Check mode: would write " if params.get("check_mode") else "Wrote "
     found.info(subject, prefix + what + ".")
 
@@ -69,7 +72,7 @@ def _limits_text(params):
     return text
 
 
-@check(ROLE, "spec_written", params=("spec", "memlock", "nofile", "check_mode"))
+@check(ROLE, "spec_written", params=("spec", "rollback", "memlock", "nofile", "check_mode"))
 def spec_written(facts, params, found):
     """The base runtime spec was written (check mode: would be)."""
     spec = _result(params, "spec")
@@ -78,7 +81,7 @@ def spec_written(facts, params, found):
         _written(params, found, spec["path"], "the base runtime spec %s%s with %s" % (spec["path"], source, _limits_text(params)))
 
 
-@check(ROLE, "runtimes_pointed", params=("config", "spec_path", "check_mode"))
+@check(ROLE, "runtimes_pointed", params=("config", "rollback", "spec_path", "check_mode"))
 def runtimes_pointed(facts, params, found):
     """containerd's CRI runtimes were pointed at the spec (check mode: would be)."""
     config = _result(params, "config")
@@ -90,7 +93,7 @@ def runtimes_pointed(facts, params, found):
         _written(params, found, config["path"], what)
 
 
-@check(ROLE, "dropin_written", params=("dropin", "check_mode"))
+@check(ROLE, "dropin_written", params=("dropin", "rollback", "check_mode"))
 def dropin_written(facts, params, found):
     """containerd's systemd drop-in was written (check mode: would be)."""
     dropin = _result(params, "dropin")
@@ -177,6 +180,25 @@ def rolled_back(facts, params, found):
         if not isinstance(rollback, dict):
             raise CheckError("rollback: expected the role's description of the rollback, got %r" % (rollback,))
         found.critical(params["unit"], rollback_message(rollback), "running with the new limits", rollback.get("cause"))
+
+
+@check(ROLE, "remediation_failed", params=("failure",))
+def remediation_failed(facts, params, found):
+    """The role itself failed on the host before it could check and publish (playbooks/site.yml reports it)."""
+    failure = params.get("failure")
+    if failure:
+        host = failure.get("host") or "this node"
+        found.critical(host, "The memlock remediation failed on %s in the task '%s': %s The rollout stops here." % (
+            host, failure.get("task") or "?", " ".join(str(failure.get("msg") or "no message").split())), "remediated", "failed")
+
+
+@check(ROLE, "rollout_stopped", params=("stopped_by",))
+def rollout_stopped(facts, params, found):
+    """The rollout stopped at a failed host of an earlier batch, so the remediation did not run here."""
+    stopped_by = params.get("stopped_by") or []
+    if stopped_by:
+        found.warning("node_remediation", "The memlock remediation did not run on this node: the rollout stopped after it failed on %s."
+                      % ", ".join(stopped_by), "remediated", "not run")
 
 
 @check(ROLE, "containerd_not_running", reads=FACTS, params=("unit",))
@@ -326,6 +348,8 @@ def pod_restart_required(facts, params, found):
 @summary(ROLE, reads=FACTS, params=("memlock", "nofile", "check_mode", "spec", "config", "dropin", "restart", "rollback"))
 def memlock_summary(facts, params, findings):
     """What changed, whether containerd restarted or was rolled back, what it and the test container run with, the pods to recreate."""
+    if params.get("memlock") is None:  # only the failure checks of playbooks/site.yml ran: nothing to sum up
+        return {}
     gathered = facts["rdma_memlock"]
     containerd = gathered.get("containerd") or {}
     rollback = params.get("rollback")

@@ -263,7 +263,8 @@ def rollback(cause, **values):
 def test_rolled_back_when_containerd_did_not_come_back():
     result = run(facts(), rollback=rollback("containerd_not_back"), restart={"ran": True}, **CHANGES)
     assert [f for f in found(result) if f[1] != "info"] == [("rolled_back", "critical", UNIT)]
-    assert "containerd_restarted" not in [f[0] for f in found(result)]
+    # The files are back as they were: only the rollback speaks of them.
+    assert found(result) == [("rolled_back", "critical", UNIT)]
     assert message(result, "rolled_back") == (
         "containerd did not come back after the memlock change on gpu-07: the restart failed: Unable to restart service "
         "containerd.service: Job for containerd.service failed containerd said: containerd: load required plugin "
@@ -314,3 +315,17 @@ def test_without_the_facts_only_the_change_checks_run():
     result = evaluate_role("node_remediation", {}, dict(PARAMS, rollback=rollback("change_failed")), subject="gpu-07")
     assert found(result) == [("rolled_back", "critical", UNIT)]
     assert {s["check"] for s in result["status"]["skipped_checks"]} >= {"containerd_not_running", "probe_ok", "pod_restart_required"}
+
+
+def test_site_reports_a_failed_role_and_a_stopped_rollout():
+    failed = evaluate_role("node_remediation", {}, {"failure": {"host": "gpu-07", "task": "Stop when containerd is not installed",
+                                                               "msg": "containerd is not installed on gpu-07."}},
+                           subject="gpu-07", only=["remediation_failed"])
+    assert found(failed) == [("remediation_failed", "critical", "gpu-07")]
+    assert message(failed, "remediation_failed") == ("The memlock remediation failed on gpu-07 in the task 'Stop when containerd is not "
+                                                     "installed': containerd is not installed on gpu-07. The rollout stops here.")
+    stopped = evaluate_role("node_remediation", {}, {"stopped_by": ["gpu-07"]}, subject="gpu-08", only=["rollout_stopped"])
+    assert found(stopped) == [("rollout_stopped", "warning", "node_remediation")]
+    assert message(stopped, "rollout_stopped") == ("The memlock remediation did not run on this node: the rollout stopped after it "
+                                                   "failed on gpu-07.")
+    assert stopped["status"]["ok"] is True
