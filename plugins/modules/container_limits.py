@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: container_limits
 short_description: Read the locked-memory and open-files limits that containerd and its containers really run with
-version_added: 0.2.0
+version_added: 0.1.0
 author: rdma.node developers (!UNKNOWN)
 description:
   - Reads, in one call, what the processes of a node actually got, not what a file says. It reads containerd's
@@ -274,7 +274,7 @@ def main():
 
     probing = bool(params["probe_spec"])
     reader = Reader(
-        run=lambda argv: module.run_command(argv),
+        run=module.run_command,
         ctr=module.get_bin_path("ctr", required=probing),
         address=params["address"],
         systemctl=module.get_bin_path("systemctl"),

@@ -318,9 +318,8 @@ def test_without_the_facts_only_the_change_checks_run():
 
 
 def test_site_reports_a_failed_role_and_a_stopped_rollout():
-    failed = evaluate_role("node_remediation", {}, {"failure": {"host": "gpu-07", "task": "Stop when containerd is not installed",
-                                                               "msg": "containerd is not installed on gpu-07."}},
-                           subject="gpu-07", only=["remediation_failed"])
+    failure = {"host": "gpu-07", "task": "Stop when containerd is not installed", "msg": "containerd is not installed on gpu-07."}
+    failed = evaluate_role("node_remediation", {}, {"failure": failure}, subject="gpu-07", only=["remediation_failed"])
     assert found(failed) == [("remediation_failed", "critical", "gpu-07")]
     assert message(failed, "remediation_failed") == ("The memlock remediation failed on gpu-07 in the task 'Stop when containerd is not "
                                                      "installed': containerd is not installed on gpu-07. The rollout stops here.")
