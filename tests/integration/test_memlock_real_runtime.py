@@ -505,3 +505,62 @@ def test_systemd_limits_in_a_read_only_directory(unit_root):
     result = ansible_module("systemd_limits", dict(args, state="absent"), wrapper=read_only(dropin.parent))
     assert result["msg"] == "Cannot remove %s: Read-only file system." % dropin
     assert dropin.read_bytes() == content
+
+
+# --------------------------------------------------------------------------------------------------
+# container_limits: what containerd's containers and a test container really got
+# --------------------------------------------------------------------------------------------------
+
+
+def test_container_limits_reads_running_pods_and_runs_the_probe(tmp_path, rootfs, private_containerd):
+    """A pod started from a 64 KiB spec, one from the 4 MiB spec, a sandbox, and the module's own test container."""
+    sleep = os.path.realpath("/bin/sleep")
+    shutil.copy2(sleep, rootfs / "bin/sleep")
+    spec = tmp_path / "spec.json"
+    ansible_module("oci_rlimits", {"path": str(spec), "rlimits": [
+        {"type": "MEMLOCK", "soft": "4M", "hard": "4M"}, {"type": "NOFILE", "soft": NOFILE_FOR_RUNS, "hard": NOFILE_FOR_RUNS}]})
+    ctr = [tool("ctr"), "--address", private_containerd, "--namespace", "k8s.io"]
+    pods = {"old-sandbox": ("65536", "sandbox", "ib-bench-0"), "old-bench": ("65536", "container", "ib-bench-0"),
+            "new-bench": (str(FOUR_MIB), "container", "ib-bench-1")}
+    for name, (memlock, kind, pod) in pods.items():
+        config = container_config(spec, rootfs, name)
+        del config["linux"]["cgroupsPath"]
+        config["process"]["args"] = ["/bin/sleep", "300"]
+        config["process"]["rlimits"] = [{"type": "RLIMIT_MEMLOCK", "soft": int(memlock), "hard": int(memlock)}]
+        (tmp_path / (name + ".json")).write_text(json.dumps(config))
+        subprocess.run(ctr + ["run", "-d", "--label", "io.cri-containerd.kind=" + kind, "--label", "io.kubernetes.pod.name=" + pod,
+                              "--label", "io.kubernetes.pod.namespace=rdma-jobs", "--label", "io.kubernetes.container.name=bench",
+                              "--config", str(tmp_path / (name + ".json")), name], check=True, capture_output=True, timeout=60)
+
+    result = ansible_module("container_limits", {
+        "address": private_containerd, "namespaces": ["k8s.io", "default"], "expected_memlock": "4M",
+        "probe_spec": str(spec), "probe_rootfs": str(rootfs), "probe_command": ["/bin/sh", "-c", PROBE], "probe_timeout": 30})
+    assert result.get("changed") is False, result
+    facts = result["ansible_facts"]["rdma_memlock"]
+    assert facts["namespaces"] == ["k8s.io"] and facts["socket"] is True and facts["containers_error"] is None
+    seen = {c["id"]: (c["memlock"]["soft"], (c["labels"] or {}).get("kind")) for c in facts["containers"]}
+    # The container that already has 4 MiB is listed without its labels (not read: nothing to recreate).
+    assert seen == {"old-sandbox": ("65536", "sandbox"), "old-bench": ("65536", "container"), "new-bench": (str(FOUR_MIB), None)}
+    probe = facts["probe"]
+    assert (probe["ran"], probe["rc"], probe["source"], probe["error"]) == (True, 0, "rootfs", None), probe
+    assert probe["memlock"] == {"soft": str(FOUR_MIB), "hard": str(FOUR_MIB)}
+    assert probe["nofile"] == {"soft": str(NOFILE_FOR_RUNS), "hard": str(NOFILE_FOR_RUNS)}
+    # The test container and its namespace are gone; the pods still run.
+    probe_ns = subprocess.run([tool("ctr"), "--address", private_containerd, "namespaces", "ls", "--quiet"],
+                              capture_output=True, text=True, check=True).stdout.split()
+    assert probe_ns == ["k8s.io"]
+    tasks = subprocess.run(ctr + ["tasks", "ls"], capture_output=True, text=True, check=True).stdout
+    assert sorted(line.split()[0] for line in tasks.splitlines()[1:]) == ["new-bench", "old-bench", "old-sandbox"]
+
+    unlimited = tmp_path / "unlimited.json"
+    ansible_module("oci_rlimits", {"path": str(unlimited), "rlimits": [
+        {"type": "MEMLOCK", "soft": "unlimited", "hard": "unlimited"}, {"type": "NOFILE", "soft": NOFILE_FOR_RUNS, "hard": NOFILE_FOR_RUNS}]})
+    result = ansible_module("container_limits", {"address": private_containerd, "namespaces": [], "probe_spec": str(unlimited),
+                                                 "probe_rootfs": str(rootfs)})
+    probe = result["ansible_facts"]["rdma_memlock"]["probe"]
+    if not has_cap_sys_resource():
+        assert probe["ran"] is True and probe["rc"] != 0 and probe["memlock"] is None
+        assert "error setting rlimit type 8: operation not permitted" in probe["error"]
+    left = subprocess.run([tool("ctr"), "--address", private_containerd, "--namespace", "rdma-node-probe", "containers", "ls", "--quiet"],
+                          capture_output=True, text=True, check=True).stdout
+    assert left.strip() == ""

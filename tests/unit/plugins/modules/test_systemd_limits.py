@@ -204,3 +204,25 @@ def test_socket_unit_gets_a_socket_section(run_module, tmp_path):
     path = tmp_path / "etc/systemd/system/docker.socket.d/50-rdma-node-limits.conf"
     assert result["path"] == str(path)
     assert path.read_text().splitlines()[1:] == ["[Socket]", "LimitNOFILE=1024"]
+
+
+def test_created_and_backup(run_module, root):
+    path = dropin(root)
+    first = run_module(systemd_limits, args(root, backup=True), check_mode=True)
+    assert first["created"] is True and "backup_file" not in first and not path.exists()
+
+    first = run_module(systemd_limits, args(root, backup=True))
+    assert first["created"] is True and "backup_file" not in first  # nothing to back up yet
+    again = run_module(systemd_limits, args(root, backup=True))
+    assert again["changed"] is False and again["created"] is False and "backup_file" not in again
+
+    changed = run_module(systemd_limits, args(root, limits={"MEMLOCK": "64M"}, backup=True))
+    assert changed["changed"] is True and changed["created"] is False
+    assert open(changed["backup_file"]).read() == EXPECTED
+    assert os.path.dirname(changed["backup_file"]) == str(path.parent)
+    # systemd reads only *.conf from the drop-in directory, so the backup never applies.
+    assert not changed["backup_file"].endswith(".conf")
+
+    removed = run_module(systemd_limits, args(root, state="absent", backup=True))
+    assert removed["changed"] is True and removed["created"] is False and not path.exists()
+    assert "LimitMEMLOCK=64M" in open(removed["backup_file"]).read()
