@@ -24,6 +24,7 @@ description:
   - Needs only the Python standard library on the node.
 author: rdma.node developers (!UNKNOWN)
 extends_documentation_fragment:
+  - rdma.node.facts_options.driver
   - rdma.node.attributes
   - rdma.node.attributes.facts
 attributes:
@@ -33,42 +34,6 @@ attributes:
     support: none
   facts:
     support: full
-options:
-  root:
-    description:
-      - The directory that stands for C(/). Every file is read under it (C(proc/modules),
-        C(lib/modules), C(boot), C(etc/default/grub), C(sys/module), C(dev/infiniband)).
-      - Point it at a copy of a node's files, or at a simulated node, to read that instead.
-      - Commands still run on the managed node. Set O(run_tools=false) or give O(dkms_status_file)
-        and O(ofed_info_file) to keep a simulated node's facts apart from the real host.
-    type: path
-    default: /
-  dkms_modules:
-    description:
-      - DKMS module names of interest. RV(ansible_facts.rdma_driver.dkms.relevant) shows each of them by kernel.
-      - MLNX_OFED registers V(mlnx-ofed-kernel) and, depending on the options it was installed with,
-        V(knem), V(xpmem), V(iser), V(isert), V(srp), V(kernel-mft-dkms). The NVIDIA driver
-        (which builds C(nvidia_peermem)) registers V(nvidia).
-    type: list
-    elements: str
-    default: [mlnx-ofed-kernel]
-  dkms_status_file:
-    description:
-      - Read saved C(dkms status) output from this file on the managed node instead of running dkms.
-      - Standard error mixed in (C(2>&1)) is fine; C(Error!) and C(Warning:) lines are kept as such.
-      - The path is not put under O(root). A file that cannot be read fails the module.
-    type: path
-  ofed_info_file:
-    description:
-      - Read saved C(ofed_info -s) output from this file on the managed node instead of running it.
-      - The path is not put under O(root). A file that cannot be read fails the module.
-    type: path
-  run_tools:
-    description:
-      - Whether to run C(dkms) and C(ofed_info) when no saved output is given for them.
-      - With V(false), a tool without a saved output counts as not installed.
-    type: bool
-    default: true
 notes:
   - Installed kernels are the releases in C(lib/modules) (and C(usr/lib/modules)) that have the
     kernel itself, a C(kernel/) module tree or a C(vmlinuz), plus every C(boot/vmlinuz-RELEASE).

@@ -21,6 +21,7 @@ description:
   - Needs only the Python standard library on the node.
 author: rdma.node developers (!UNKNOWN)
 extends_documentation_fragment:
+  - rdma.node.facts_options.ib
   - rdma.node.attributes
   - rdma.node.attributes.facts
 attributes:
@@ -30,36 +31,6 @@ attributes:
     support: none
   facts:
     support: full
-options:
-  sysfs_root:
-    description:
-      - The directory that stands for C(/sys).
-      - Point it at a copy of a node's sysfs (or a simulated tree) to read that instead.
-    type: path
-    default: /sys
-  proc_root:
-    description:
-      - The directory that stands for C(/proc). The V(gpudirect) subset reads the kernel release in
-        C(sys/kernel/osrelease) and the NVIDIA driver's C(driver/nvidia/version) there, the V(roce)
-        subset the netdevs' addresses in C(net/if_inet6), C(net/fib_trie) and C(net/route).
-    type: path
-    default: /proc
-  gather_subset:
-    description:
-      - Which facts to gather. V(ports) (devices, ports, netdevs, summary) is always gathered and
-        costs what ib_facts always cost; every other subset adds files to read.
-      - V(counters) adds the port counters to every port in RV(ansible_facts.rdma.ports).
-      - V(pcie) adds RV(ansible_facts.rdma.pcie), the PCIe link of each RDMA device.
-      - V(locality) adds RV(ansible_facts.rdma.gpus) and RV(ansible_facts.rdma.locality). It lists
-        C(bus/pci/devices), so it reads two files for every PCI function of the node.
-      - V(gpudirect) adds RV(ansible_facts.rdma.gpudirect).
-      - V(roce) adds RV(ansible_facts.rdma.roce), the netns mode and the GID table of every Ethernet
-        port.
-      - V(all) gathers every subset.
-    type: list
-    elements: str
-    choices: [all, ports, counters, pcie, gpudirect, locality, roce]
-    default: [ports]
 notes:
   - Port states are normalised to the kernel's names (V(ACTIVE), V(DOWN), V(INIT), V(ARMED)). Physical
     states use the names C(ibstat) prints (V(LinkUp), V(Polling), V(Disabled)). The numeric code wins

@@ -1,0 +1,80 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The options of the fact gatherers, shared by ib_facts, driver_facts and node_facts (one node call)."""
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    IB = r"""
+options:
+  sysfs_root:
+    description:
+      - The directory that stands for C(/sys).
+      - Point it at a copy of a node's sysfs (or a simulated tree) to read that instead.
+    type: path
+    default: /sys
+  proc_root:
+    description:
+      - The directory that stands for C(/proc). The V(gpudirect) subset reads the kernel release in
+        C(sys/kernel/osrelease) and the NVIDIA driver's C(driver/nvidia/version) there, the V(roce)
+        subset the netdevs' addresses in C(net/if_inet6), C(net/fib_trie) and C(net/route).
+    type: path
+    default: /proc
+  gather_subset:
+    description:
+      - Which facts to gather. V(ports) (devices, ports, netdevs, summary) is always gathered and
+        costs what ib_facts always cost; every other subset adds files to read.
+      - V(counters) adds the port counters to every port in RV(ansible_facts.rdma.ports).
+      - V(pcie) adds RV(ansible_facts.rdma.pcie), the PCIe link of each RDMA device.
+      - V(locality) adds RV(ansible_facts.rdma.gpus) and RV(ansible_facts.rdma.locality). It lists
+        C(bus/pci/devices), so it reads two files for every PCI function of the node.
+      - V(gpudirect) adds RV(ansible_facts.rdma.gpudirect).
+      - V(roce) adds RV(ansible_facts.rdma.roce), the netns mode and the GID table of every Ethernet
+        port.
+      - V(all) gathers every subset.
+    type: list
+    elements: str
+    choices: [all, ports, counters, pcie, gpudirect, locality, roce]
+    default: [ports]
+"""
+
+    DRIVER = r"""
+options:
+  root:
+    description:
+      - The directory that stands for C(/). Every file is read under it (C(proc/modules),
+        C(lib/modules), C(boot), C(etc/default/grub), C(sys/module), C(dev/infiniband)).
+      - Point it at a copy of a node's files, or at a simulated node, to read that instead.
+      - Commands still run on the managed node. Set O(run_tools=false) or give O(dkms_status_file)
+        and O(ofed_info_file) to keep a simulated node's facts apart from the real host.
+    type: path
+    default: /
+  dkms_modules:
+    description:
+      - DKMS module names of interest. RV(ansible_facts.rdma_driver.dkms.relevant) shows each of them by kernel.
+      - MLNX_OFED registers V(mlnx-ofed-kernel) and, depending on the options it was installed with,
+        V(knem), V(xpmem), V(iser), V(isert), V(srp), V(kernel-mft-dkms). The NVIDIA driver
+        (which builds C(nvidia_peermem)) registers V(nvidia).
+    type: list
+    elements: str
+    default: [mlnx-ofed-kernel]
+  dkms_status_file:
+    description:
+      - Read saved C(dkms status) output from this file on the managed node instead of running dkms.
+      - Standard error mixed in (C(2>&1)) is fine; C(Error!) and C(Warning:) lines are kept as such.
+      - The path is not put under O(root). A file that cannot be read fails the module.
+    type: path
+  ofed_info_file:
+    description:
+      - Read saved C(ofed_info -s) output from this file on the managed node instead of running it.
+      - The path is not put under O(root). A file that cannot be read fails the module.
+    type: path
+  run_tools:
+    description:
+      - Whether to run C(dkms) and C(ofed_info) when no saved output is given for them.
+      - With V(false), a tool without a saved output counts as not installed.
+    type: bool
+    default: true
+"""
