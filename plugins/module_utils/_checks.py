@@ -30,7 +30,7 @@ import importlib
 import os
 import traceback
 
-from ansible_collections.rdma.node.plugins.module_utils._findings import SEVERITIES, FindingError, finding, tally
+from ansible_collections.rdma.node.plugins.module_utils._findings import SEVERITIES, FindingError, finding, plain, tally
 
 PREFIX = "_checks_"
 _CHECKS = {}
@@ -204,4 +204,4 @@ def evaluate(role, facts, params=None, subject="host", only=None, skip=None):
     if extra is not None and not _missing(facts, extra.reads):
         added = _run(extra, facts, params, (findings,)) or {}
         status.update({k: v for k, v in added.items() if k not in status})
-    return {"findings": findings, "status": status}
+    return {"findings": findings, "status": plain(status, "status of %s" % role)}

@@ -25,18 +25,27 @@ class FindingError(ValueError):
     """A finding that does not have the one shape; the message says which field is wrong."""
 
 
-def _plain(value, where):
-    """``value`` as JSON carries it: lists for tuples and sets, ``None`` for a float that is not a number."""
-    if value is None or isinstance(value, (bool, int, str)):
+def plain(value, where="value"):
+    """``value`` as JSON carries it, in plain Python types: lists for tuples and sets, ``None`` for a
+    float that is not a number, and ``str``/``int``/``dict``/``list`` for their subclasses. The last
+    matters at fleet scale: ansible-core tags values that come from templates (subclasses of str,
+    int...), and a fact cache decodes every tagged value again on each task of each host."""
+    if value is None or type(value) in (bool, int, str):
         return value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, str):
+        return str(value)
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return float(value) if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(k): _plain(v, where) for k, v in value.items()}
+        return {str(k): plain(v, where) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v, where) for v in value]
+        return [plain(v, where) for v in value]
     if isinstance(value, (set, frozenset)):
-        return sorted(_plain(v, where) for v in value)
+        return sorted(plain(v, where) for v in value)
     raise FindingError("%s: expected a JSON value (text, number, list, mapping or null), got %s" % (where, type(value).__name__))
 
 
@@ -51,8 +60,8 @@ def finding(role, check, severity, subject, message, expected=None, actual=None)
         raise FindingError("finding subject of %s.%s: expected the name of what it is about, got %r" % (role, check, subject))
     where = "finding %s.%s" % (role, check)
     return {
-        "role": role, "check": check, "severity": severity, "subject": str(subject), "message": " ".join(message.split()),
-        "expected": _plain(expected, where + " expected"), "actual": _plain(actual, where + " actual"),
+        "role": str(role), "check": str(check), "severity": str(severity), "subject": str(subject), "message": " ".join(message.split()),
+        "expected": plain(expected, where + " expected"), "actual": plain(actual, where + " actual"),
     }
 
 
