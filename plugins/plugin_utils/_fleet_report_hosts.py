@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Read what the report needs out of Ansible's hostvars (live, or loaded from a fact cache).
+
+Only the variables the report reads are pulled out of each host's variables, and they are turned
+into plain Python data at once: hostvars are lazy and their values carry ansible-core's tags, which
+would make every later step (the report, its renderings) slower at fleet scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible_collections.rdma.node.plugins.module_utils._findings import plain
+from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import registered_roles
+from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report import build_report, failing_hosts
+
+# The variables of a host the report reads besides the roles' findings and status.
+HOST_KEYS = ("group_names", "ansible_facts")
+
+
+def names(value, what):
+    """``value`` as a list of host names, or ValueError naming ``what``."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise ValueError("expected %s as a list of names, got %r" % (what, value))
+    return [str(v) for v in value]
+
+
+def host_variables(hostvars, name, wanted):
+    """The ``wanted`` variables of host ``name``, as plain data ({} for a host hostvars does not know)."""
+    try:
+        host_vars = hostvars[name]
+    except Exception:  # hostvars raises for a host outside the inventory (an implicit localhost)
+        return {}
+    return {key: plain(host_vars.get(key), "%s of %s" % (key, name)) for key in wanted if key in host_vars}
+
+
+def report_from_hostvars(host_names, hostvars, title="RDMA fleet report", sources=None, cluster_hosts=("localhost",)):
+    """The report structure for ``host_names`` plus ``failing_hosts``.
+
+    ``sources`` are the roles whose ``<role>_findings``/``<role>_status`` are read (default: every role
+    of the check registry); ``cluster_hosts`` are where cluster-scope roles (k8s_rdma) ran.
+    """
+    host_names = names(host_names, "the host names")
+    if not isinstance(hostvars, Mapping) and not hasattr(hostvars, "__getitem__"):
+        raise ValueError("expected hostvars")
+    sources = tuple(names(sources, "sources") if sources else registered_roles())
+    wanted = HOST_KEYS + tuple(s + suffix for s in sources for suffix in ("_findings", "_status"))
+    hosts = {name: host_variables(hostvars, name, wanted) for name in host_names}
+    extra = [host_variables(hostvars, name, wanted) for name in names(list(cluster_hosts or ()), "cluster_hosts") if name not in hosts]
+    report = build_report(hosts, sources, title=title, cluster_vars=extra)
+    report["failing_hosts"] = failing_hosts(report)
+    return report
