@@ -1,0 +1,228 @@
+"""What the main job costs at fleet scale, against merely reaching the hosts.
+
+Builds an inventory of N simulated GPU nodes on this machine (local connection), shaped like the demo
+inventory: the demo's four hardware profiles (inventories/demo/hardware.yml) are built once as node
+roots, and every simulated host's node root is a symlink to the root of its profile. Then, for each N
+and forks setting, it times side by side, alternating in rounds so that they share the machine's noise:
+
+* ``ping``: a play that runs ``ansible.builtin.ping`` on every host, the cost of reaching them;
+* ``ib_inventory``: the ``rdma.node.ib_inventory`` playbook;
+* ``site``: the ``rdma.node.site`` playbook without remediation, filling a jsonfile fact cache
+  (it exits 2 because some hosts fail their checks; the JSON report must have been written);
+* ``report``: the ``rdma.node.fleet_report`` playbook from that fact cache alone, gathering nothing.
+
+ansible-playbook runs as an operator runs it: default stdout callback (its output goes to a file),
+no retry files. Prints a Markdown table of the medians, their ratios to ``ping`` and, per forks
+setting, t(largest N)/t(smallest N). Usage::
+
+    python benchmarks/bench_fleet.py [--hosts 100,200,1000] [--forks default,50] [--rounds 3]
+                                     [--only ping,site] [--json FILE] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import sysfs_tree  # noqa: E402  (tools/)
+from testpaths import COLLECTIONS_ROOT  # noqa: E402  (tests/)
+
+DEMO = ROOT / "inventories" / "demo"
+BIN = Path(sys.executable).parent
+JOBS = ("ping", "ib_inventory", "site", "report")
+# ansible-playbook exits 2 when hosts failed: the demo profiles plant faults, so the checking jobs must.
+ACCEPTED_RC = {"ping": (0,), "ib_inventory": (0, 2), "site": (0, 2), "report": (0,)}
+
+PING_PLAYBOOK = """\
+---
+- name: Reach every host
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Ping
+      ansible.builtin.ping:
+"""
+
+
+def group_of(profile):
+    """The demo's group of a hardware profile: v100-node-01 is in ib-v100."""
+    return "ib-" + profile.split("-", 1)[0]
+
+
+def build_fleet(base, host_counts):
+    """Node roots of the demo profiles, and one inventory per host count whose hosts point at them."""
+    profiles = sysfs_tree.build_hardware_file(str(DEMO / "hardware.yml"), str(base / "profiles"))
+    inventories = {}
+    for count in host_counts:
+        directory = base / ("fleet-%d" % count)
+        nodes = directory / ".nodes"
+        shutil.rmtree(directory, ignore_errors=True)
+        nodes.mkdir(parents=True)
+        groups = {}
+        for index in range(count):
+            profile = profiles[index % len(profiles)]
+            host = "%s-%04d" % (profile.split("-", 1)[0] + "-node", index + 1)
+            (nodes / host).symlink_to(base / "profiles" / profile, target_is_directory=True)
+            groups.setdefault(group_of(profile), {})[host] = None
+        inventory = {"all": {"children": {group: {"hosts": hosts} for group, hosts in groups.items()}}}
+        (directory / "hosts.yml").write_text("---\n" + yaml.safe_dump(inventory, sort_keys=False))
+        shutil.copytree(DEMO / "group_vars", directory / "group_vars")
+        all_vars = yaml.safe_load((directory / "group_vars/all.yml").read_text())
+        all_vars["ansible_python_interpreter"] = sys.executable  # the venv's, without templating per host
+        (directory / "group_vars/all.yml").write_text("---\n" + yaml.safe_dump(all_vars, sort_keys=False))
+        inventories[count] = directory
+    (base / "ping.yml").write_text(PING_PLAYBOOK)
+    return inventories
+
+
+def environment(base, forks):
+    env = dict(os.environ)
+    for name in list(env):
+        if name.startswith("ANSIBLE_") and name != "ANSIBLE_NOCOLOR":
+            del env[name]  # only what this benchmark sets, not the caller's configuration
+    env.update({
+        "ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS_ROOT),
+        "ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS": "ignore",
+        "ANSIBLE_RETRY_FILES_ENABLED": "0",
+        "ANSIBLE_LOCAL_TEMP": str(base / "tmp"),
+        "ANSIBLE_HOME": str(base / "ansible-home"),
+    })
+    if forks != "default":
+        env["ANSIBLE_FORKS"] = str(forks)
+    return env
+
+
+def command(job, base, inventory):
+    """argv and extra environment of one job on one inventory."""
+    cache = {"ANSIBLE_CACHE_PLUGIN": "jsonfile", "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(inventory / "fact-cache")}
+    playbook = {
+        "ping": [str(base / "ping.yml")],
+        "ib_inventory": ["rdma.node.ib_inventory"],
+        "site": ["rdma.node.site", "-e", "fleet_report_dir=%s" % (inventory / "site-report")],
+        "report": ["rdma.node.fleet_report", "-e", "fleet_report_dir=%s" % (inventory / "cached-report")],
+    }[job]
+    extra = cache if job in ("site", "report") else {}
+    return [str(BIN / "ansible-playbook"), "-i", str(inventory / "hosts.yml"), *playbook], extra
+
+
+def run_job(job, base, inventory, forks, log):
+    argv, extra = command(job, base, inventory)
+    env = environment(base, forks)
+    env.update(extra)
+    report = inventory / ("site-report" if job == "site" else "cached-report") / "fleet-report.json"
+    if job in ("site", "report") and report.exists():
+        report.unlink()
+    with open(log, "w", encoding="utf-8") as output:
+        start = time.perf_counter()
+        proc = subprocess.run(argv, stdout=output, stderr=subprocess.STDOUT, env=env, check=False)
+        elapsed = time.perf_counter() - start
+    if proc.returncode not in ACCEPTED_RC[job]:
+        raise SystemExit("%s on %s failed with rc %d; its output is in %s" % (job, inventory.name, proc.returncode, log))
+    if job in ("site", "report"):
+        hosts = json.loads(report.read_text())["totals"]["hosts"] if report.exists() else None
+        expected = int(inventory.name.split("-")[1])
+        if hosts != expected:
+            raise SystemExit("%s on %s wrote no report of %d hosts (%s); see %s" % (job, inventory.name, expected, report, log))
+    return elapsed
+
+
+def measure(options, base, inventories):
+    """{(hosts, forks): {job: [seconds, ...]}}, rounds alternating the jobs of each setting."""
+    times = {}
+    for count, inventory in inventories.items():
+        for forks in options.forks:
+            if forks == "default" and count in options.skip_default_forks_at:
+                continue
+            setting = times.setdefault((count, forks), {job: [] for job in options.only})
+            for round_number in range(options.rounds):
+                for job in options.only:
+                    log = base / "logs" / ("%s-%d-%s-%d.log" % (job, count, forks, round_number))
+                    log.parent.mkdir(exist_ok=True)
+                    seconds = run_job(job, base, inventory, forks, log)
+                    setting[job].append(seconds)
+                    print("%5d hosts  forks %-7s  round %d  %-12s %8.1f s" % (count, forks, round_number + 1, job, seconds),
+                          file=sys.stderr, flush=True)
+    return times
+
+
+def table(times, jobs):
+    lines = ["| hosts | forks | " + " | ".join(jobs) + " | " + " | ".join("%s / ping" % j for j in jobs if j != "ping") + " |"]
+    lines.append("|---:|---|" + "---:|" * (len(jobs) + len(jobs) - 1))
+    medians = {key: {job: statistics.median(values) for job, values in setting.items()} for key, setting in times.items()}
+    for (count, forks), median in sorted(medians.items(), key=lambda item: (str(item[0][1]), item[0][0])):
+        cells = ["%.1f s" % median[job] for job in jobs]
+        if "ping" in jobs:
+            cells += ["%.2f" % (median[job] / median["ping"]) for job in jobs if job != "ping"]
+        lines.append("| %d | %s | %s |" % (count, forks, " | ".join(cells)))
+    scaling = []
+    for forks in sorted({forks for _, forks in medians}, key=str):
+        counts = sorted(count for count, setting_forks in medians if setting_forks == forks)
+        if len(counts) > 1:
+            small, large = medians[(counts[0], forks)], medians[(counts[-1], forks)]
+            scaling.append("forks %s, t(%d)/t(%d): %s" % (forks, counts[-1], counts[0], ", ".join(
+                "%s %.2f" % (job, large[job] / small[job]) for job in jobs)))
+    return "\n".join(lines), scaling, medians
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--hosts", default="100,200,1000", help="comma-separated host counts")
+    parser.add_argument("--forks", default="default,50", help="comma-separated: 'default' (ansible's 5) or a number")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", default=",".join(JOBS), help="comma-separated subset of " + ", ".join(JOBS))
+    parser.add_argument("--skip-default-forks-at", default="",
+                        help="host counts at which the default forks setting is not measured (e.g. 1000: ~20 min a site run)")
+    parser.add_argument("--json", help="also write the raw times and medians to this file")
+    parser.add_argument("--keep", help="build the fleet in this directory and keep it (logs, reports, fact caches)")
+    options = parser.parse_args(argv)
+    options.forks = [f.strip() for f in options.forks.split(",") if f.strip()]
+    options.only = [j.strip() for j in options.only.split(",") if j.strip()]
+    options.skip_default_forks_at = {int(n) for n in options.skip_default_forks_at.split(",") if n.strip()}
+    unknown = sorted(set(options.only) - set(JOBS))
+    if unknown:
+        parser.error("--only: unknown job(s) %s; expected some of %s" % (", ".join(unknown), ", ".join(JOBS)))
+    if "report" in options.only and "site" not in options.only:
+        parser.error("--only: the report job reads the fact cache that the site job fills; add site")
+    host_counts = sorted({int(n) for n in options.hosts.split(",") if n.strip()})
+
+    if options.keep:
+        base = Path(options.keep).resolve()
+        base.mkdir(parents=True, exist_ok=True)
+        context = None
+    else:
+        context = tempfile.TemporaryDirectory(prefix="rdma-node-fleet-")
+        base = Path(context.name)
+    try:
+        (base / "tmp").mkdir(exist_ok=True)
+        inventories = build_fleet(base, host_counts)
+        times = measure(options, base, inventories)
+    finally:
+        if context is not None:
+            context.cleanup()
+    markdown, scaling, medians = table(times, options.only)
+    print(markdown)
+    for line in scaling:
+        print("\n" + line if line is scaling[0] else line)
+    if options.json:
+        with open(options.json, "w", encoding="utf-8") as handle:
+            json.dump({"rounds": options.rounds, "times": {"%d/%s" % key: value for key, value in times.items()},
+                       "medians": {"%d/%s" % key: value for key, value in medians.items()}}, handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
