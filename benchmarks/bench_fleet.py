@@ -128,8 +128,11 @@ def run_job(job, base, inventory, forks, log):
         report.unlink()
     with open(log, "w", encoding="utf-8") as output:
         start = time.perf_counter()
-        proc = subprocess.run(argv, stdout=output, stderr=subprocess.STDOUT, env=env, check=False)
+        proc = subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, env=env)  # pylint: disable=consider-using-with
+        # wait4 gives the CPU time of ansible-playbook and every process it waited for (workers, modules).
+        _pid, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode not in ACCEPTED_RC[job]:
         raise SystemExit("%s on %s failed with rc %d; its output is in %s" % (job, inventory.name, proc.returncode, log))
     if job in ("site", "report"):
@@ -137,11 +140,11 @@ def run_job(job, base, inventory, forks, log):
         expected = int(inventory.name.split("-")[1])
         if hosts != expected:
             raise SystemExit("%s on %s wrote no report of %d hosts (%s); see %s" % (job, inventory.name, expected, report, log))
-    return elapsed
+    return elapsed, usage.ru_utime + usage.ru_stime
 
 
 def measure(options, base, inventories):
-    """{(hosts, forks): {job: [seconds, ...]}}, rounds alternating the jobs of each setting."""
+    """{(hosts, forks): {job: [(wall seconds, CPU seconds), ...]}}, rounds alternating the jobs of each setting."""
     times = {}
     for count, inventory in inventories.items():
         for forks in options.forks:
@@ -152,30 +155,36 @@ def measure(options, base, inventories):
                 for job in options.only:
                     log = base / "logs" / ("%s-%d-%s-%d.log" % (job, count, forks, round_number))
                     log.parent.mkdir(exist_ok=True)
-                    seconds = run_job(job, base, inventory, forks, log)
-                    setting[job].append(seconds)
-                    print("%5d hosts  forks %-7s  round %d  %-12s %8.1f s" % (count, forks, round_number + 1, job, seconds),
-                          file=sys.stderr, flush=True)
+                    wall, cpu = run_job(job, base, inventory, forks, log)
+                    setting[job].append((wall, cpu))
+                    print("%5d hosts  forks %-7s  round %d  %-12s %8.1f s wall %8.1f s CPU  (load %.1f)"
+                          % (count, forks, round_number + 1, job, wall, cpu, os.getloadavg()[0]), file=sys.stderr, flush=True)
     return times
 
 
-def table(times, jobs):
-    lines = ["| hosts | forks | " + " | ".join(jobs) + " | " + " | ".join("%s / ping" % j for j in jobs if j != "ping") + " |"]
-    lines.append("|---:|---|" + "---:|" * (len(jobs) + len(jobs) - 1))
-    medians = {key: {job: statistics.median(values) for job, values in setting.items()} for key, setting in times.items()}
+def medians_of(times, which):
+    """{(hosts, forks): {job: median}} of the wall (0) or CPU (1) seconds."""
+    return {key: {job: statistics.median(run[which] for run in runs) for job, runs in setting.items()}
+            for key, setting in times.items()}
+
+
+def table(times, jobs, which):
+    """A Markdown table of the medians and their ratios to ping, and t(largest N)/t(smallest N) per forks."""
+    medians = medians_of(times, which)
+    ratio_jobs = [job for job in jobs if job != "ping"] if "ping" in jobs else []
+    lines = ["| hosts | forks | " + " | ".join(jobs) + "".join(" | %s / ping" % job for job in ratio_jobs) + " |",
+             "|---:|---|" + "---:|" * (len(jobs) + len(ratio_jobs))]
     for (count, forks), median in sorted(medians.items(), key=lambda item: (str(item[0][1]), item[0][0])):
-        cells = ["%.1f s" % median[job] for job in jobs]
-        if "ping" in jobs:
-            cells += ["%.2f" % (median[job] / median["ping"]) for job in jobs if job != "ping"]
+        cells = ["%.1f s" % median[job] for job in jobs] + ["%.2f" % (median[job] / median["ping"]) for job in ratio_jobs]
         lines.append("| %d | %s | %s |" % (count, forks, " | ".join(cells)))
-    scaling = []
     for forks in sorted({forks for _, forks in medians}, key=str):
         counts = sorted(count for count, setting_forks in medians if setting_forks == forks)
         if len(counts) > 1:
             small, large = medians[(counts[0], forks)], medians[(counts[-1], forks)]
-            scaling.append("forks %s, t(%d)/t(%d): %s" % (forks, counts[-1], counts[0], ", ".join(
+            lines.append("")
+            lines.append("forks %s, t(%d)/t(%d): %s" % (forks, counts[-1], counts[0], ", ".join(
                 "%s %.2f" % (job, large[job] / small[job]) for job in jobs)))
-    return "\n".join(lines), scaling, medians
+    return "\n".join(lines)
 
 
 def main(argv=None):
@@ -213,14 +222,16 @@ def main(argv=None):
     finally:
         if context is not None:
             context.cleanup()
-    markdown, scaling, medians = table(times, options.only)
-    print(markdown)
-    for line in scaling:
-        print("\n" + line if line is scaling[0] else line)
+    print("Wall clock, median of %d round(s):\n" % options.rounds)
+    print(table(times, options.only, 0))
+    print("\nCPU time of ansible-playbook and its workers and modules (user + system), median:\n")
+    print(table(times, options.only, 1))
     if options.json:
         with open(options.json, "w", encoding="utf-8") as handle:
-            json.dump({"rounds": options.rounds, "times": {"%d/%s" % key: value for key, value in times.items()},
-                       "medians": {"%d/%s" % key: value for key, value in medians.items()}}, handle, indent=2)
+            json.dump({"rounds": options.rounds,
+                       "runs": {"%d/%s" % key: value for key, value in times.items()},
+                       "median_wall": {"%d/%s" % key: value for key, value in medians_of(times, 0).items()},
+                       "median_cpu": {"%d/%s" % key: value for key, value in medians_of(times, 1).items()}}, handle, indent=2)
     return 0
 
 

@@ -110,6 +110,11 @@ class _JsonRun:
         return [{"name": task["task"]["name"], "play": play["play"]["name"], "hosts": task["hosts"]}
                 for play in self.data["plays"] for task in play["tasks"]]
 
+    def failed_results(self, host) -> list:
+        """``(task name, result)`` of every task that failed on ``host``, in order."""
+        return [(task["name"], task["hosts"][host]) for task in self.tasks
+                if host in task["hosts"] and (task["hosts"][host].get("failed") or task["hosts"][host].get("unreachable"))]
+
     def facts(self, host) -> dict:
         """The host's facts in the fact cache this run used."""
         if self.fact_cache is None:
