@@ -57,7 +57,7 @@ class FactCache:
     def _plugin(self):
         from ansible.plugins.loader import cache_loader  # controller code, imported only when a test reads
 
-        return cache_loader.get("ansible.builtin.jsonfile", _uri=str(self.path), _prefix="")
+        return cache_loader.get("jsonfile", _uri=str(self.path), _prefix="")  # short name: no collection loader in pytest
 
     def hosts(self) -> list:
         return sorted(self._plugin().keys()) if self.path.is_dir() else []
