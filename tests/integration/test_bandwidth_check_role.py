@@ -20,7 +20,7 @@ import time
 import pytest
 import sysfs_tree
 
-from playbook import run_playbook
+from harness import run_playbook
 from testpaths import COLLECTION_ROOT, FIXTURES
 
 INVENTORY = str(COLLECTION_ROOT / "inventories/demo/hosts.yml")

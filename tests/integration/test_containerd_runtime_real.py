@@ -12,22 +12,19 @@ pytest's temporary directory. ``config dump`` starts no daemon and writes nothin
 from __future__ import annotations
 
 import base64
-import json
 import os
 import shutil
 import stat
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
-import ansible_collections.rdma.node as collection
 from ansible_collections.rdma.node.plugins.plugin_utils import _containerd_config as cc
+from harness import LOCALHOST, run_playbook
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "containerd" / "config_toml"
-COLLECTIONS_ROOT = Path(list(collection.__path__)[0]).parents[2]
 CONTAINERD = shutil.which("containerd") or "/usr/bin/containerd"
 SPEC_PATH = "/etc/containerd/rdma-spec.json"
 V2_RUNTIMES = ("plugins", "io.containerd.grpc.v1.cri", "containerd", "runtimes")
@@ -76,33 +73,17 @@ def containerd_label() -> str:
 
 
 def run_play(tmp_path: Path, tasks: list, wrapper: list | None = None) -> list:
-    """Run ``tasks`` on localhost (each registered, errors ignored); return their results in order."""
-    results = tmp_path / "results.json"
+    """Run ``tasks`` on localhost (errors ignored); return their results in order."""
     remote_tmp = tmp_path / "remote-tmp"
     remote_tmp.mkdir(exist_ok=True)
-    play_tasks = [dict(task, register="__r%d" % i, ignore_errors=True) for i, task in enumerate(tasks)]
-    play_tasks.append({
-        "name": "Save the results",
-        "ansible.builtin.copy": {"content": "{{ [%s] | to_json }}" % ", ".join("__r%d" % i for i in range(len(tasks))),
-                                 "dest": str(results)},
-        "check_mode": False, "diff": False,
-    })
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(json.dumps([{
-        "hosts": "localhost", "gather_facts": False,
-        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
-        "tasks": play_tasks,
-    }]))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_ROOT), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
-               ANSIBLE_REMOTE_TMP=str(remote_tmp), ANSIBLE_LOCAL_TEMP=str(tmp_path / "local-tmp"))
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(playbook)]
-    proc = subprocess.run((wrapper or []) + command, cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    names = ["task %d" % index for index in range(len(tasks))]
+    play = [{"name": "containerd_runtime on localhost", "hosts": "localhost", "gather_facts": False,
+             "tasks": [dict(task, name=name, ignore_errors=True) for name, task in zip(names, tasks)]}]
+    run = run_playbook(play, inventory=LOCALHOST, cwd=tmp_path, wrapper=wrapper or (), timeout=300,
+                       env={"ANSIBLE_REMOTE_TMP": str(remote_tmp), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "local-tmp")})
+    assert run.rc == 0, run.stdout[-3000:] + run.stderr
     assert list(remote_tmp.iterdir()) == []  # the transferred candidates went with Ansible's temp dir
-    return json.loads(results.read_text())
+    return [run.result(name, "localhost") for name in names]
 
 
 def task(path: Path, **options) -> dict:

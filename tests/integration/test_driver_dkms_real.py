@@ -20,18 +20,17 @@ two runs of this file from sharing the DKMS tree at the same time.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from ansible.plugins.loader import cache_loader
 
-from testpaths import COLLECTION_ROOT, FIXTURES
+import harness
+from harness import LOCAL_HOST_VARS, FactCache
+from testpaths import FIXTURES
 
 DKMS_NAME = "rdma-node-selftest"
 DKMS_VERSION = "1.0"
@@ -40,7 +39,6 @@ SOURCE_DIR = Path("/usr/src") / ("%s-%s" % (DKMS_NAME, DKMS_VERSION))
 MOK_FILES = [Path("/var/lib/dkms/mok.key"), Path("/var/lib/dkms/mok.pub")]
 LOCK_FILE = "/tmp/rdma-node-dkms-selftest.lock"
 DRIVER = FIXTURES / "driver"
-VENV_BIN = Path(sys.executable).parent
 
 DUMMY_SOURCES = {
     "dkms.conf": (
@@ -129,14 +127,6 @@ def headers_kernel():
             lock.close()
 
 
-@pytest.fixture(scope="module")
-def collections_path(tmp_path_factory):
-    root = tmp_path_factory.mktemp("collections")
-    (root / "ansible_collections/rdma").mkdir(parents=True)
-    (root / "ansible_collections/rdma/node").symlink_to(COLLECTION_ROOT)
-    return str(root)
-
-
 def node_root(tmp_path, running, installed, boots_next):
     """A node's / for the role: the healthy fixture's modules and devices, with the given kernels.
 
@@ -163,47 +153,15 @@ def node_root(tmp_path, running, installed, boots_next):
     return root
 
 
-def run_playbook(tmp_path, collections_path, hosts, playbook="rdma.node.driver_verify", check=False, extra_vars=None):
-    """Run a playbook on local hosts; return (process, per-host stats, per-host cached facts)."""
-    inventory = {"all": {"vars": {
-        "ansible_connection": "local",
-        "ansible_python_interpreter": sys.executable,
-    }, "hosts": hosts}}
-    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
-    cache = tmp_path / "fact-cache"
-    if cache.exists():
-        shutil.rmtree(str(cache))
-    env = dict(
-        os.environ,
-        PATH="%s:%s" % (VENV_BIN, os.environ.get("PATH", "")),
-        ANSIBLE_COLLECTIONS_PATH=collections_path,
-        ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
-        ANSIBLE_CACHE_PLUGIN="ansible.builtin.jsonfile",
-        ANSIBLE_CACHE_PLUGIN_CONNECTION=str(cache),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_RETRY_FILES_ENABLED="0",
-        ANSIBLE_PIPELINING="1",
-        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
-    )
-    argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(tmp_path / "inventory.json"), playbook]
-    if check:
-        argv.append("--check")
-    if extra_vars:
-        argv += ["-e", json.dumps(extra_vars)]
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=300, check=False)
-    try:
-        output = json.loads(proc.stdout)
-    except ValueError:
-        raise AssertionError("ansible-playbook printed no JSON (rc %d): %s %s" % (proc.returncode, proc.stdout, proc.stderr))
-    return proc, output["stats"], {host: cached_facts(cache, host) for host in hosts}
-
-
-def cached_facts(cache, host):
-    """A host's facts as a later job reads them: through Ansible's jsonfile fact cache plugin."""
-    plugin = cache_loader.get("jsonfile", _uri=str(cache), _prefix="")
-    if host not in plugin.keys():
-        return {}
-    return json.loads(json.dumps(plugin.get(host)))  # plain JSON types, as a report job would see
+def run_playbook(tmp_path, hosts, playbook="rdma.node.driver_verify", check=False, extra_vars=None):
+    """Run a playbook on local hosts with a fresh jsonfile fact cache; return (the run, per-host stats,
+    per-host cached facts as a later job reads them)."""
+    cache = FactCache(tmp_path / "fact-cache")
+    cache.clear()
+    run = harness.run_playbook(playbook, inventory={"all": {"vars": LOCAL_HOST_VARS, "hosts": hosts}},
+                               extra_vars=extra_vars, check=check, fact_cache=cache, cwd=str(tmp_path),
+                               env={"ANSIBLE_PIPELINING": "1", "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp")}, timeout=300)
+    return run, run.stats, {host: run.facts(host) for host in hosts}
 
 
 def finding(check, severity, subject, message, expected=None, actual=None):
@@ -214,7 +172,7 @@ def finding(check, severity, subject, message, expected=None, actual=None):
 # --- real dkms ---------------------------------------------------------------------------------
 
 
-def test_next_boot_kernel_without_a_dkms_build_is_reported(headers_kernel, collections_path, tmp_path):
+def test_next_boot_kernel_without_a_dkms_build_is_reported(headers_kernel, tmp_path):
     kernel = headers_kernel
     newer = other_kernel(kernel, +1)
     dkms("add", DKMS_SPEC)
@@ -223,9 +181,9 @@ def test_next_boot_kernel_without_a_dkms_build_is_reported(headers_kernel, colle
 
     root = node_root(tmp_path, running=kernel, installed=[kernel, newer], boots_next=newer)
     host = {"gpu-node-07": {"driver_verify_facts_root": str(root), "driver_verify_dkms_modules": [DKMS_NAME]}}
-    proc, stats, facts = run_playbook(tmp_path, collections_path, host)
+    run, stats, facts = run_playbook(tmp_path, host)
 
-    assert proc.returncode == 2, proc.stderr
+    assert run.rc == 2, run.stderr
     assert stats["gpu-node-07"]["failures"] == 1
     driver = facts["gpu-node-07"]["rdma_driver"]
     assert driver["running_kernel"] == kernel
@@ -246,7 +204,7 @@ def test_next_boot_kernel_without_a_dkms_build_is_reported(headers_kernel, colle
     }
 
 
-def test_the_filter_reads_the_real_dkms_status(headers_kernel, collections_path, tmp_path):
+def test_the_filter_reads_the_real_dkms_status(headers_kernel, tmp_path):
     playbook = tmp_path / "parse.yml"
     playbook.write_text(
         "- hosts: all\n  gather_facts: false\n  tasks:\n"
@@ -254,8 +212,8 @@ def test_the_filter_reads_the_real_dkms_status(headers_kernel, collections_path,
         "    - ansible.builtin.set_fact:\n        parsed: \"{{ status.stdout | rdma.node.parse_dkms_status }}\"\n"
         "        raw: \"{{ status.stdout_lines }}\"\n        cacheable: true\n"
     )
-    proc, _stats, facts = run_playbook(tmp_path, collections_path, {"controller": {}}, playbook=str(playbook))
-    assert proc.returncode == 0, proc.stdout[-2000:]
+    run, _stats, facts = run_playbook(tmp_path, {"controller": {}}, playbook=str(playbook))
+    assert run.rc == 0, run.stdout[-2000:]
     parsed = facts["controller"]["parsed"]
     assert parsed["notes"] == [] and parsed["errors"] == []
     assert len(parsed["modules"]) == len([line for line in facts["controller"]["raw"] if line.strip()])
@@ -263,7 +221,7 @@ def test_the_filter_reads_the_real_dkms_status(headers_kernel, collections_path,
     assert [(i["version"], i["kernel"], i["state"]) for i in ours] == [(DKMS_VERSION, headers_kernel, "installed")]
 
 
-def test_remediation_builds_for_real_and_check_mode_runs_nothing(headers_kernel, collections_path, tmp_path):
+def test_remediation_builds_for_real_and_check_mode_runs_nothing(headers_kernel, tmp_path):
     kernel = headers_kernel
     older = other_kernel(kernel, -1)  # running, no headers: DKMS cannot build for it
     if our_status_lines():
@@ -289,8 +247,8 @@ def test_remediation_builds_for_real_and_check_mode_runs_nothing(headers_kernel,
         expected="installed")
 
     # Check mode: the findings say what would run, and dkms is not touched.
-    proc, _stats, facts = run_playbook(tmp_path, collections_path, host, check=True)
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    run, _stats, facts = run_playbook(tmp_path, host, check=True)
+    assert run.rc == 0, run.stdout[-3000:]
     assert facts["gpu-node-08"]["driver_verify_findings"] == [
         missing_running,
         missing_next,
@@ -302,8 +260,8 @@ def test_remediation_builds_for_real_and_check_mode_runs_nothing(headers_kernel,
     assert our_status_lines() == [DKMS_SPEC + ": added"]
 
     # Apply: the kernel with headers gets a real build; the one without fails and says why.
-    proc, stats, facts = run_playbook(tmp_path, collections_path, host)
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    run, stats, facts = run_playbook(tmp_path, host)
+    assert run.rc == 0, run.stdout[-3000:]
     assert stats["gpu-node-08"]["changed"] >= 1
     assert our_status_lines() == ["%s, %s, x86_64: installed" % (DKMS_SPEC, kernel)]
     assert (Path("/lib/modules") / kernel / "updates/dkms/rdma_node_selftest.ko").is_file()
@@ -370,9 +328,9 @@ PINNED_FINDINGS = [
 ]
 
 
-def test_simulated_fleet_findings_and_the_fail_switch(collections_path, tmp_path):
-    proc, stats, facts = run_playbook(tmp_path, collections_path, SIMULATED_HOSTS)
-    assert proc.returncode == 2, proc.stderr
+def test_simulated_fleet_findings_and_the_fail_switch(tmp_path):
+    run, stats, facts = run_playbook(tmp_path, SIMULATED_HOSTS)
+    assert run.rc == 2, run.stderr
     assert {host: s["failures"] for host, s in stats.items()} == {"v100-healthy": 0, "v100-upgraded": 1, "a100-pinned": 0}
 
     assert facts["v100-healthy"]["driver_verify_findings"] == []
@@ -389,17 +347,19 @@ def test_simulated_fleet_findings_and_the_fail_switch(collections_path, tmp_path
     assert facts["a100-pinned"]["driver_verify_status"]["ok"] is True
 
     # Report only: the same findings, no host fails.
-    proc, stats, facts = run_playbook(
-        tmp_path, collections_path, SIMULATED_HOSTS, extra_vars={"driver_verify_fail_on_findings": False})
-    assert proc.returncode == 0, proc.stderr
+    run, stats, facts = run_playbook(
+        tmp_path, SIMULATED_HOSTS, extra_vars={"driver_verify_fail_on_findings": False})
+    assert run.rc == 0, run.stderr
     assert all(s["failures"] == 0 for s in stats.values())
     assert facts["v100-upgraded"]["driver_verify_findings"] == UPGRADED_FINDINGS
 
 
-def test_bad_variables_are_rejected_before_any_task(collections_path, tmp_path):
+def test_bad_variables_are_rejected_before_any_task(tmp_path):
     hosts = {"typo-node": _simulated("debian_healthy", driver_verify_gpudirect="perhaps")}
-    proc, stats, facts = run_playbook(tmp_path, collections_path, hosts)
-    assert proc.returncode == 2
+    run, stats, facts = run_playbook(tmp_path, hosts)
+    assert run.rc == 2
     assert stats["typo-node"]["failures"] == 1
-    assert "driver_verify_gpudirect" in proc.stdout and "perhaps" in proc.stdout
+    ((task, result),) = run.failed_results("typo-node")
+    assert "Validating arguments against arg spec" in task
+    assert "driver_verify_gpudirect" in result["msg"] and "perhaps" in result["msg"]
     assert "rdma_driver" not in facts["typo-node"]

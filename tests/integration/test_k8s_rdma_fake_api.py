@@ -19,22 +19,19 @@ their own fake servers: an operator version whose CRD has no spec.tolerations, a
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 
+import harness
 from fake_k8s_api.server import FakeKubeApi
 from sysfs_tree import build_host
-from testpaths import COLLECTION_ROOT, FIXTURES
+from testpaths import FIXTURES
 
-VENV_BIN = Path(sys.executable).parent
 K8S_FIXTURES = FIXTURES / "k8s"
 MOFED = "network.nvidia.com/operator.mofed.wait"
 POLICY = "/apis/mellanox.com/v1alpha1/nicclusterpolicies/nic-cluster-policy"
@@ -202,39 +199,20 @@ class FakeOperator:
 
 
 def run_playbook(ctx, playbook, extra_vars, check=False, inventory=None):
-    """Run ansible-playbook; return (process, stats, localhost's result variables, the requests sent)."""
+    """Run ansible-playbook; return the run, its stats, localhost's result variables, the requests sent."""
     ctx["api"].clear_log()
-    env = dict(
-        os.environ,
-        PATH="%s:%s" % (VENV_BIN, os.environ.get("PATH", "")),
-        ANSIBLE_COLLECTIONS_PATH=ctx["collections"],
-        ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
-        ANSIBLE_SHOW_CUSTOM_STATS="1",
-        ANSIBLE_CACHE_PLUGIN="ansible.builtin.jsonfile",
-        ANSIBLE_CACHE_PLUGIN_CONNECTION=str(ctx["cache"]),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_RETRY_FILES_ENABLED="0",
-        ANSIBLE_PIPELINING="1",
-        ANSIBLE_LOCAL_TEMP=str(ctx["tmp"] / "ansible-tmp"),
-        # kubernetes.core keeps its discovery cache in the temp directory: keep it in ours.
-        TMPDIR=str(ctx["tmp"]),
-    )
-    argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory or ctx["inventory"]), str(playbook),
-            "-e", json.dumps(dict({"k8s_rdma_kubeconfig": str(ctx["kubeconfig"])}, **extra_vars))]
-    if check:
-        argv.append("--check")
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=str(ctx["tmp"]), env=env, timeout=180, check=False)
-    try:
-        output = json.loads(proc.stdout)
-    except ValueError:
-        raise AssertionError("ansible-playbook printed no JSON (rc %d): %s %s" % (proc.returncode, proc.stdout, proc.stderr))
+    run = harness.run_playbook(
+        str(playbook), inventory=inventory or ctx["inventory"], check=check, fact_cache=ctx["cache"], cwd=str(ctx["tmp"]),
+        extra_vars=dict({"k8s_rdma_kubeconfig": str(ctx["kubeconfig"])}, **extra_vars), timeout=180,
+        env={"ANSIBLE_PIPELINING": "1", "ANSIBLE_LOCAL_TEMP": str(ctx["tmp"] / "ansible-tmp"),
+             # kubernetes.core keeps its discovery cache in the temp directory: keep it in ours.
+             "TMPDIR": str(ctx["tmp"])})
     facts = {}
-    for play in output["plays"]:
-        for task in play["tasks"]:
-            result = task["hosts"].get("localhost") or {}
-            facts.update(result.get("ansible_facts") or {})
-    return {"proc": proc, "stats": output["stats"], "output": output, "facts": facts,
-            "requests": ctx["api"].recorded(), "global_stats": output.get("global_custom_stats") or {}}
+    for task in run.tasks:
+        result = task["hosts"].get("localhost") or {}
+        facts.update(result.get("ansible_facts") or {})
+    return {"run": run, "stats": run.stats, "output": run.data, "facts": facts,
+            "requests": ctx["api"].recorded(), "global_stats": run.custom_stats}
 
 
 def failed_messages(run):
@@ -287,9 +265,6 @@ def ctx(tmp_path_factory):
     for host, spec in HARDWARE.items():
         trees[host] = tmp / "sysfs" / host
         build_host(str(trees[host]), spec)
-    collections = tmp / "collections"
-    (collections / "ansible_collections" / "rdma").mkdir(parents=True)
-    (collections / "ansible_collections" / "rdma" / "node").symlink_to(COLLECTION_ROOT)
     api = FakeKubeApi(nodes=cluster_nodes(), policies=[seed_policy()]).start()
     try:
         kubeconfig = tmp / "kubeconfig"
@@ -302,7 +277,7 @@ def ctx(tmp_path_factory):
             "- name: The cluster side\n  ansible.builtin.import_playbook: rdma.node.k8s_rdma\n"
         )
         yield {
-            "tmp": tmp, "api": api, "kubeconfig": kubeconfig, "collections": str(collections),
+            "tmp": tmp, "api": api, "kubeconfig": kubeconfig,
             "cache": tmp / "fact-cache", "gather_playbook": gather,
             "inventory": write_inventory(tmp / "inventory.json", trees),
         }
@@ -327,7 +302,7 @@ def check_run(ctx):
 @pytest.fixture(scope="module")
 def apply_run(ctx, check_run):
     """Applying, facts from the fact cache only, waiting for the fake operator to clear mofed.wait."""
-    assert check_run["proc"].returncode == 0
+    assert check_run["run"].rc == 0
     operator = FakeOperator(ctx["api"], {"v100-node-02": "rdma/rdma_v100", "a100-node-01": "rdma/rdma_a100"})
     with operator:
         run = run_playbook(ctx, "rdma.node.k8s_rdma", dict(ROLE_VARS, k8s_rdma_wait_mofed=True,
@@ -339,7 +314,7 @@ def apply_run(ctx, check_run):
 
 @pytest.fixture(scope="module")
 def second_run(ctx, apply_run):
-    assert apply_run["proc"].returncode == 0
+    assert apply_run["run"].rc == 0
     return run_playbook(ctx, "rdma.node.k8s_rdma", ROLE_VARS)
 
 
@@ -347,7 +322,7 @@ def second_run(ctx, apply_run):
 
 
 def test_check_mode_sends_only_reads_and_dry_runs(check_run):
-    assert check_run["proc"].returncode == 0, failed_messages(check_run)
+    assert check_run["run"].rc == 0, failed_messages(check_run)
     assert not [r for r in check_run["requests"] if r["unknown"]], "requests the fake does not serve"
     writes = [r for r in check_run["requests"] if r["method"] != "GET"]
     assert writes, "the dry runs are sent in check mode too"
@@ -436,7 +411,7 @@ def test_facts_of_the_same_run_feed_the_device_plugin_config(check_run):
 
 
 def test_apply_dry_runs_each_patch_before_sending_it(apply_run):
-    assert apply_run["proc"].returncode == 0, failed_messages(apply_run)
+    assert apply_run["run"].rc == 0, failed_messages(apply_run)
     assert not [r for r in apply_run["requests"] if r["unknown"]]
     sent = [(r["path"], r["query"].get("dryRun") == ["All"]) for r in apply_run["requests"] if r["method"] == "PATCH"]
     status_paths = ["/api/v1/nodes/v100-node-01/status"]
@@ -503,7 +478,7 @@ def test_apply_waits_for_mofed_and_reports_the_recovery(apply_run):
 
 
 def test_second_run_sends_no_patch(second_run):
-    assert second_run["proc"].returncode == 0, failed_messages(second_run)
+    assert second_run["run"].rc == 0, failed_messages(second_run)
     assert [r for r in second_run["requests"] if r["method"] != "GET"] == []
     assert second_run["facts"]["k8s_rdma_findings"] == []
     assert second_run["stats"]["localhost"]["changed"] == 0
@@ -524,7 +499,7 @@ def test_operator_without_spec_tolerations_and_mofed_timeout(ctx):
             "k8s_rdma_mofed_wait_interval": 1, "k8s_rdma_mofed_wait_timeout": 1})
         elapsed = time.monotonic() - started
         stored = api.policy("nic-cluster-policy")
-    assert run["proc"].returncode == 2, "k8s_rdma_fail_on_findings fails the run"
+    assert run["run"].rc == 2, "k8s_rdma_fail_on_findings fails the run"
     assert [(p["path"], p["query"]) for p in patches(run)] == [(POLICY, {"dryRun": ["All"]})]
     assert "tolerations" not in stored["spec"]
     (dropped,) = findings(run, "tolerations_not_supported", "critical")
@@ -554,7 +529,7 @@ def test_bad_input_fails_before_anything_is_sent(ctx):
         before = (api.policy("nic-cluster-policy"), [api.node(n) for n in sorted(api.nodes)])
         run = run_playbook(own, "rdma.node.k8s_rdma", dict(ROLE_VARS, k8s_rdma_remove_stale_resources=["memory"]))
         after = (api.policy("nic-cluster-policy"), [api.node(n) for n in sorted(api.nodes)])
-    assert run["proc"].returncode == 2
+    assert run["run"].rc == 2
     (message,) = failed_messages(run)
     assert message.endswith("rdma.node.k8s_stale_resource_patches: k8s_rdma_remove_stale_resources: 'memory' is not an "
                             "extended resource (DOMAIN/NAME such as nvidia.com/hostdev); built-in resources like cpu, "

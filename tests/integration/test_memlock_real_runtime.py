@@ -24,7 +24,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -38,10 +37,8 @@ from ansible_collections.rdma.node.plugins.module_utils._rlimits import (
     normalize_systemd_limits,
 )
 from ansible_collections.rdma.node.plugins.module_utils._systemd_dropin import render_dropin
-from ansible_collections.rdma.node.plugins.modules import oci_rlimits
+from harness import run_module
 
-COLLECTIONS_ROOT = Path(oci_rlimits.__file__).parents[5]
-ANSIBLE = Path(sys.executable).with_name("ansible")
 PACKAGED_UNIT = Path("/lib/systemd/system/containerd.service")
 FOUR_MIB = 4 * 1024 * 1024
 # The hard RLIMIT_NOFILE of this machine is 20000, so the 1048576 floor cannot be applied for real
@@ -58,30 +55,7 @@ def tool(name: str) -> str:
 
 def ansible_module(name: str, args: dict, check: bool = False, diff: bool = False, wrapper=()) -> dict:
     """Run ``rdma.node.<name>`` on localhost through the ansible CLI; return the host's result."""
-    cmd = list(wrapper) + [
-        str(ANSIBLE), "localhost", "-c", "local",
-        "-e", "ansible_python_interpreter=%s" % sys.executable,
-        "-m", "rdma.node.%s" % name, "-a", json.dumps(args),
-    ]
-    if check:
-        cmd.append("--check")
-    if diff:
-        cmd.append("--diff")
-    env = dict(
-        os.environ,
-        ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_ROOT),
-        ANSIBLE_STDOUT_CALLBACK="json",
-        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_LOCALHOST_WARNING="0",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
-    )
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180, check=False)
-    try:
-        data = json.loads(proc.stdout)
-    except ValueError:
-        raise AssertionError("ansible printed no JSON (rc %d): %s %s" % (proc.returncode, proc.stdout, proc.stderr))
-    return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return run_module("rdma.node.%s" % name, args, check=check, diff=diff, wrapper=wrapper, timeout=180).result
 
 
 def read_only(directory: Path) -> list:

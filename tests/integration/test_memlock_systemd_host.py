@@ -16,23 +16,18 @@ once per machine, then reused while its inputs are unchanged).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
-from ansible_collections.rdma.node.plugins.modules import systemd_limits
+import harness
 from testpaths import COLLECTION_ROOT
 
-COLLECTIONS_ROOT = Path(systemd_limits.__file__).parents[5]
-ANSIBLE = Path(sys.executable).with_name("ansible")
 UNIT = "rdma-probe.service"
 DROPIN = "/etc/systemd/system/rdma-probe.service.d/50-rdma-node-limits.conf"
 # The molecule scenarios' host image (Debian 12, systemd as PID 1, the real containerd): built once
@@ -92,18 +87,10 @@ def sh(env, name, script):
 
 
 def run_module(env, name, args, check=False):
-    cmd = [str(ANSIBLE), "all", "-i", name + ",", "-c", "containers.podman.podman",
-           "-e", "ansible_python_interpreter=/usr/bin/python3",
-           "-m", "rdma.node.systemd_limits", "-a", json.dumps(args)]
-    if check:
-        cmd.append("--check")
-    env = dict(env, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_ROOT), ANSIBLE_STDOUT_CALLBACK="json",
-               ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180, check=False)
-    try:
-        return json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"][name]
-    except (ValueError, KeyError):
-        raise AssertionError("ansible failed (rc %d): %s %s" % (proc.returncode, proc.stdout, proc.stderr))
+    """rdma.node.systemd_limits in the container ``name`` over the podman connection; the host's result."""
+    return harness.run_module("rdma.node.systemd_limits", args, host=name, check=check, env=env, timeout=180,
+                              host_vars={"ansible_connection": "containers.podman.podman",
+                                         "ansible_python_interpreter": "/usr/bin/python3"}).result
 
 
 def show(env, name, *props):

@@ -14,7 +14,7 @@ import pytest
 import sysfs_tree
 
 from browser import count_near, rendered_dom, screenshot
-from playbook import run_playbook
+from harness import FactCache, run_playbook
 from testpaths import COLLECTION_ROOT
 
 INVENTORY = str(COLLECTION_ROOT / "inventories/demo/hosts.yml")
@@ -44,8 +44,7 @@ def demo(tmp_path_factory):
 @pytest.fixture(scope="module")
 def site_run(demo):
     cache = demo["base"] / "fact-cache"
-    run = run_playbook("rdma.node.site", *demo["args"], "-e", "fleet_report_dir=%s/report" % demo["base"],
-                       env={"ANSIBLE_CACHE_PLUGIN": "jsonfile", "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(cache)})
+    run = run_playbook("rdma.node.site", *demo["args"], "-e", "fleet_report_dir=%s/report" % demo["base"], fact_cache=cache)
     report = json.loads((demo["base"] / "report/fleet-report.json").read_text())
     return run, report
 
@@ -89,7 +88,7 @@ def test_ib_inventory_fail_switch(demo):
     assert message == "1 critical RDMA port finding(s) on v100-node-02: mlx5_1/1 is DOWN (Polling); expected ACTIVE"
     reporting = run_playbook("playbooks/ib_inventory.yml", *demo["args"], "-e", "ib_inventory_fail_on_findings=false")
     assert (reporting.rc, reporting.failed_hosts) == (0, [])
-    stats = reporting.data["global_custom_stats"]["rdma_ib_inventory"]
+    stats = reporting.custom_stats["rdma_ib_inventory"]
     assert stats["v100-node-02"] == {"ok": False, "findings": ["mlx5_1/1 is DOWN (Polling); expected ACTIVE"]}
     assert stats["a100-node-01"] == {"ok": True, "findings": []}
 
@@ -97,10 +96,9 @@ def test_ib_inventory_fail_switch(demo):
 def test_report_job_reads_the_fact_cache_alone(demo, site_run):
     """A separate job, no gathering, no checks: the same report from the jsonfile cache."""
     cache = demo["base"] / "fact-cache"
-    cached_hosts = sorted(p.name.split("_", 1)[1] for p in cache.iterdir())  # files are <prefix>_<host>
-    assert cached_hosts == ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
+    assert FactCache(cache).hosts() == ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
     run = run_playbook("playbooks/fleet_report.yml", "-i", INVENTORY, "-e", "fleet_report_dir=%s/cached-report" % demo["base"],
-                       env={"ANSIBLE_CACHE_PLUGIN": "jsonfile", "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(cache)})
+                       fact_cache=cache)
     assert run.rc == 0, run.stderr
     cached = json.loads((demo["base"] / "cached-report/fleet-report.json").read_text())
     assert findings_of(cached) == findings_of(site_run[1])

@@ -1,8 +1,14 @@
-"""Shared helpers for module unit tests: run a real module main() and capture its result."""
+"""Shared helpers for module unit tests: run a real module main() and capture its result.
+
+Unit tests run in process: a test that starts ansible or ansible-playbook belongs in
+tests/integration (through tests/harness.py), and fails here.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 from ansible.module_utils import _internal as module_internal
@@ -50,3 +56,23 @@ def run_module(capsys, monkeypatch):
         return ModuleResult(json.loads(out))
 
     return _run
+
+
+ANSIBLE_COMMANDS = frozenset(("ansible", "ansible-playbook", "ansible-pull", "ansible-console"))
+
+
+@pytest.fixture(autouse=True)
+def no_ansible_processes(monkeypatch):
+    """Fail a unit test that starts Ansible: subprocess.run, check_output and Popen all go through Popen."""
+    real_popen = subprocess.Popen
+
+    class UnitTestPopen(real_popen):  # pylint: disable=too-few-public-methods
+        def __init__(self, args, *rest, **kwargs):
+            words = args.split() if isinstance(args, (str, bytes)) else [args] if isinstance(args, os.PathLike) else list(args)
+            started = [os.path.basename(os.fsdecode(word)) for word in words if isinstance(word, (str, bytes, os.PathLike))]
+            if ANSIBLE_COMMANDS.intersection(started):
+                pytest.fail("unit tests run in process; this one starts %s: move it to tests/integration "
+                            "and run Ansible through tests/harness.py" % " ".join(map(str, words)), pytrace=False)
+            super().__init__(args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", UnitTestPopen)

@@ -1,19 +1,15 @@
-"""The rdma.node.parse_carrier_events and parse_rdma_system filters: Ansible's own string types, clear errors,
-and a run through a real playbook."""
+"""The rdma.node.parse_carrier_events and parse_rdma_system filters: Ansible's own string types and clear
+errors. A run through a real playbook: tests/integration/test_filters_through_ansible.py."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible.parsing.yaml.objects import AnsibleUnicode
 
 from ansible_collections.rdma.node.plugins.filter.health import FilterModule, parse_carrier_events, parse_rdma_system
-from testpaths import COLLECTIONS_ROOT, FIXTURES
+from testpaths import FIXTURES
 
 
 def test_filters_are_registered():
@@ -39,30 +35,3 @@ def test_carrier_errors_are_filter_errors(data, message):
 def test_rdma_system_error_is_a_filter_error():
     with pytest.raises(AnsibleFilterError, match="parse_rdma_system: line 1 is not rdma system output: 'hello'"):
         parse_rdma_system("hello")
-
-
-def test_filters_in_a_playbook(tmp_path):
-    playbook = tmp_path / "play.yml"
-    playbook.write_text("""
-- hosts: localhost
-  gather_facts: false
-  tasks:
-    - ansible.builtin.set_fact:
-        losses: "{{ (lookup('file', log) | rdma.node.parse_carrier_events).netdevs.lan.losses }}"
-        mode: "{{ lookup('file', system) | rdma.node.parse_rdma_system }}"
-    - ansible.builtin.copy:
-        content: "{{ {'losses': losses, 'mode': mode} | to_json }}"
-        dest: "{{ out }}"
-""")
-    out = tmp_path / "out.json"
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_ROOT))
-    proc = subprocess.run(
-        [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-         "-e", "ansible_python_interpreter=" + sys.executable,
-         "-e", "log=" + str(FIXTURES / "cmd/kernel_log/openwrt_17351_logread_link_flaps_prompt.txt"),
-         "-e", "system=" + str(FIXTURES / "cmd/rdma_system/spiderpool_sriov_exclusive_comment_prompt_indented.txt"),
-         "-e", "out=" + str(out), str(playbook)],
-        capture_output=True, text=True, env=env, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert json.loads(out.read_text()) == {
-        "losses": 3, "mode": {"netns_mode": "exclusive", "copy_on_fork": True, "privileged_qkey": None}}

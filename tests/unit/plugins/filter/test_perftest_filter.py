@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -69,49 +66,3 @@ def test_bad_input(value, message):
     with pytest.raises(AnsibleFilterError) as err:
         parse_perftest(value)
     assert err.value.message == message
-
-
-def test_through_ansible_playbook(tmp_path):
-    """The filter by its FQCN in a real play, on a fixture copied next to the playbook."""
-    collections_root = Path(perftest_filter.__file__).parents[5]
-    fixture = tmp_path / "loopback.txt"
-    fixture.write_bytes((FIXTURES / "seed_ib_write_bw_loopback_report_gbits_mlx5_1_a100.txt").read_bytes())
-    playbook = tmp_path / "play.yml"
-    playbook.write_text("""
-- hosts: localhost
-  gather_facts: false
-  vars:
-    parsed: "{{ lookup('ansible.builtin.file', 'loopback.txt') | rdma.node.parse_perftest }}"
-  tasks:
-    - name: The A100 loopback of the write-up
-      ansible.builtin.assert:
-        that:
-          - parsed.bw_average_gbps == 183.61
-          - parsed.results | length == 1
-          - parsed.results[0].msg_rate_mpps == 0.350214
-          - parsed.sides == 2 and parsed.sides_agree
-          - parsed.failure is none
-          - parsed.device == 'mlx5_1'
-    - name: A bad input fails with the filter's sentence
-      block:
-        - name: Parse a number
-          ansible.builtin.debug:
-            msg: "{{ 42 | rdma.node.parse_perftest }}"
-        - name: Not reached
-          ansible.builtin.fail:
-            msg: the filter accepted 42
-      rescue:
-        - name: The sentence
-          ansible.builtin.assert:
-            that:
-              - "'rdma.node.parse_perftest expects perftest output' in ansible_failed_result.msg"
-""")
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections_root), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "local"))
-    proc = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
-         "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook)],
-        capture_output=True, text=True, env=env, timeout=120, check=False, cwd=str(tmp_path),
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "failed=0" in proc.stdout and "rescued=1" in proc.stdout

@@ -5,66 +5,44 @@
 
 The action plugin runs for real (controller side), calls the real node module and the real
 ansible.builtin.copy. These tests use validate=false, so they need no containerd; validation with
-the real containerd is in tests/integration/test_containerd_runtime_real.py.
+the real containerd is in tests/integration/test_containerd_runtime_real.py, the node module's own
+inspection in tests/unit/plugins/modules/test_containerd_runtime.py.
 """
 
 from __future__ import annotations
 
 import base64
 import difflib
-import json
 import os
 import re
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-import ansible_collections.rdma.node as collection
-from ansible_collections.rdma.node.plugins.modules import containerd_runtime as module
 from ansible_collections.rdma.node.plugins.plugin_utils import _containerd_config as cc
+from harness import LOCALHOST, run_playbook
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "containerd" / "config_toml"
-COLLECTIONS_ROOT = Path(list(collection.__path__)[0]).parents[2]
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "containerd" / "config_toml"
 KEY_LINE = re.compile(r"^[ \t]*base_runtime_spec[ \t]*=")
 
 
 def run_play(tmp_path: Path, tasks: list, play_vars: dict | None = None) -> list:
-    """Run ``tasks`` on localhost (each registered, errors ignored); return their results in order."""
-    results = tmp_path / "results.json"
+    """Run ``tasks`` on localhost (errors ignored); return their results in order."""
     remote_tmp = tmp_path / "remote-tmp"
     remote_tmp.mkdir(exist_ok=True)
-    play_tasks = []
-    for index, task in enumerate(tasks):
-        play_tasks.append(dict(task, register="__r%d" % index, ignore_errors=True))
-    play_tasks.append({
-        "name": "Save the results",
-        "ansible.builtin.copy": {
-            "content": "{{ [%s] | to_json }}" % ", ".join("__r%d" % i for i in range(len(tasks))),
-            "dest": str(results),
-        },
-        "check_mode": False,
-        "diff": False,
-    })
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(json.dumps([{
-        "hosts": "localhost", "gather_facts": False,
-        "vars": dict({"ansible_connection": "local", "ansible_python_interpreter": sys.executable}, **(play_vars or {})),
-        "tasks": play_tasks,
-    }]))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_ROOT), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
-               ANSIBLE_REMOTE_TMP=str(remote_tmp), ANSIBLE_LOCAL_TEMP=str(tmp_path / "local-tmp"))
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(playbook)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-                          check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    names = ["task %d" % index for index in range(len(tasks))]
+    play = [{
+        "name": "containerd_runtime on localhost", "hosts": "localhost", "gather_facts": False,
+        "vars": play_vars or {},
+        "tasks": [dict(task, name=name, ignore_errors=True) for name, task in zip(names, tasks)],
+    }]
+    run = run_playbook(play, inventory=LOCALHOST, cwd=tmp_path,
+                       env={"ANSIBLE_REMOTE_TMP": str(remote_tmp), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "local-tmp")})
+    assert run.rc == 0, run.stdout[-3000:] + run.stderr
     # The candidate files the plugin transferred are gone with Ansible's temporary directory.
     assert list(remote_tmp.iterdir()) == []
-    return json.loads(results.read_text())
+    return [run.result(name, "localhost") for name in names]
 
 
 def fixture_copy(tmp_path: Path, name: str, mode: int = 0o640) -> Path:
@@ -202,73 +180,3 @@ def test_bad_input_fails_with_one_sentence_and_changes_nothing(tmp_path):
     for name, data in files.items():
         assert (etc / name).read_bytes() == data, name
     assert sorted(os.listdir(etc)) == sorted(list(files) + ["a-directory.toml"])  # no backup, no temp file
-
-
-# ------------------------------------------------------------------------------------------------
-# The node half: the module's read-only inspection (stdlib only), run as a module
-# ------------------------------------------------------------------------------------------------
-
-def test_node_module_reads_the_file_and_checks_the_spec(run_module, tmp_path):
-    config = fixture_copy(tmp_path, "kind-fork_v2_runc_base_runtime_spec.toml")
-    good, bad, array = tmp_path / "good.json", tmp_path / "bad.json", tmp_path / "array.json"
-    good.write_text('{"ociVersion": "1.0.2-dev", "process": {"rlimits": []}}')
-    bad.write_text('{"ociVersion": ')
-    array.write_text("[]")
-    statuses = {}
-    for spec in (good, bad, array, tmp_path / "missing.json"):
-        result = run_module(module, {"path": str(config), "base_runtime_spec": str(spec)}, check_mode=True)
-        assert result["changed"] is False
-        node = result["node"]
-        assert node["content"] == config.read_text() and node["exists"] is True
-        assert node["directory_exists"] is True and node["directory_writable"] is True
-        statuses[spec.name] = node["spec_status"]
-    assert statuses == {
-        "good.json": "ok",
-        "bad.json": "not valid JSON (Expecting value: line 1 column 16 (char 15))",
-        "array.json": "not a JSON object",
-        "missing.json": "missing",
-    }
-
-
-def test_node_module_skips_containerd_and_spec_without_validation(run_module, tmp_path):
-    config = fixture_copy(tmp_path, "kind-fork_v2_runc_base_runtime_spec.toml")
-    result = run_module(module, {"path": str(config), "base_runtime_spec": "/nonexistent.json", "validate": False})
-    assert result["node"]["spec_status"] is None
-    assert "containerd" not in result["node"] and "default_config" not in result["node"]
-
-
-def test_node_module_reports_a_missing_file(run_module, tmp_path):
-    result = run_module(module, {"path": str(tmp_path / "nodir" / "config.toml"), "state": "absent"})
-    assert result["node"]["exists"] is False and result["node"]["content"] is None
-    assert result["node"]["directory_exists"] is False
-
-
-def test_a_crash_on_the_node_is_reported_with_its_reason():
-    from ansible_collections.rdma.node.plugins.action import containerd_runtime as action
-
-    crashed = {"failed": True, "msg": "MODULE FAILURE: No start of json char found\nSee stdout/stderr for the exact error",
-               "module_stderr": "Traceback (most recent call last):\n  File \"x\", line 1\nMemoryError: out of memory\n",
-               "rc": 1}
-    assert action._node_failure(crashed) == "rdma.node.containerd_runtime failed on the node: MemoryError: out of memory"
-    assert action._node_failure({"failed": True, "msg": "/etc/x is a FIFO (named pipe), not a regular file."}) == \
-        "/etc/x is a FIFO (named pipe), not a regular file."
-    assert action._node_failure({"failed": True, "rc": 137}) == \
-        "rdma.node.containerd_runtime failed on the node without a message (rc 137)."
-
-
-def test_a_file_that_keeps_changing_fails_visibly_after_the_last_attempt():
-    # The plan and write steps are replaced by stand-ins: every write finds the file changed.
-    from ansible.errors import AnsibleActionFail
-
-    from ansible_collections.rdma.node.plugins.action import containerd_runtime as action
-
-    attempts = []
-    plugin = action.ActionModule.__new__(action.ActionModule)
-    plugin._plan = lambda args, task_vars: ({"path": "/etc/containerd/config.toml"}, "new", {
-        "path": "/etc/containerd/config.toml", "sha256": "abc"})
-    plugin._write = lambda path, text, backup, digest, task_vars: attempts.append(digest)
-    with pytest.raises(AnsibleActionFail) as caught:
-        plugin._containerd_runtime({"backup": False}, {})
-    assert len(attempts) == action._CAS_ATTEMPTS == 10
-    assert str(caught.value).startswith(
-        "/etc/containerd/config.toml kept changing on the node while this task edited it (10 attempts")

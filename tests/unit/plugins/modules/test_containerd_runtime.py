@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node half of rdma.node.containerd_runtime: the module's read-only inspection (stdlib only), run
+in process. The action plugin through ansible-playbook: tests/integration/test_containerd_runtime_action.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.rdma.node.plugins.modules import containerd_runtime as module
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "containerd" / "config_toml"
+
+
+def fixture_copy(tmp_path: Path, name: str, mode: int = 0o640) -> Path:
+    target = tmp_path / "etc" / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes((FIXTURES / name).read_bytes())
+    target.chmod(mode)
+    return target
+
+
+def test_node_module_reads_the_file_and_checks_the_spec(run_module, tmp_path):
+    config = fixture_copy(tmp_path, "kind-fork_v2_runc_base_runtime_spec.toml")
+    good, bad, array = tmp_path / "good.json", tmp_path / "bad.json", tmp_path / "array.json"
+    good.write_text('{"ociVersion": "1.0.2-dev", "process": {"rlimits": []}}')
+    bad.write_text('{"ociVersion": ')
+    array.write_text("[]")
+    statuses = {}
+    for spec in (good, bad, array, tmp_path / "missing.json"):
+        result = run_module(module, {"path": str(config), "base_runtime_spec": str(spec)}, check_mode=True)
+        assert result["changed"] is False
+        node = result["node"]
+        assert node["content"] == config.read_text() and node["exists"] is True
+        assert node["directory_exists"] is True and node["directory_writable"] is True
+        statuses[spec.name] = node["spec_status"]
+    assert statuses == {
+        "good.json": "ok",
+        "bad.json": "not valid JSON (Expecting value: line 1 column 16 (char 15))",
+        "array.json": "not a JSON object",
+        "missing.json": "missing",
+    }
+
+
+def test_node_module_skips_containerd_and_spec_without_validation(run_module, tmp_path):
+    config = fixture_copy(tmp_path, "kind-fork_v2_runc_base_runtime_spec.toml")
+    result = run_module(module, {"path": str(config), "base_runtime_spec": "/nonexistent.json", "validate": False})
+    assert result["node"]["spec_status"] is None
+    assert "containerd" not in result["node"] and "default_config" not in result["node"]
+
+
+def test_node_module_reports_a_missing_file(run_module, tmp_path):
+    result = run_module(module, {"path": str(tmp_path / "nodir" / "config.toml"), "state": "absent"})
+    assert result["node"]["exists"] is False and result["node"]["content"] is None
+    assert result["node"]["directory_exists"] is False
+
+
+def test_a_crash_on_the_node_is_reported_with_its_reason():
+    from ansible_collections.rdma.node.plugins.action import containerd_runtime as action
+
+    crashed = {"failed": True, "msg": "MODULE FAILURE: No start of json char found\nSee stdout/stderr for the exact error",
+               "module_stderr": "Traceback (most recent call last):\n  File \"x\", line 1\nMemoryError: out of memory\n",
+               "rc": 1}
+    assert action._node_failure(crashed) == "rdma.node.containerd_runtime failed on the node: MemoryError: out of memory"
+    assert action._node_failure({"failed": True, "msg": "/etc/x is a FIFO (named pipe), not a regular file."}) == \
+        "/etc/x is a FIFO (named pipe), not a regular file."
+    assert action._node_failure({"failed": True, "rc": 137}) == \
+        "rdma.node.containerd_runtime failed on the node without a message (rc 137)."
+
+
+def test_a_file_that_keeps_changing_fails_visibly_after_the_last_attempt():
+    # The plan and write steps are replaced by stand-ins: every write finds the file changed.
+    from ansible.errors import AnsibleActionFail
+
+    from ansible_collections.rdma.node.plugins.action import containerd_runtime as action
+
+    attempts = []
+    plugin = action.ActionModule.__new__(action.ActionModule)
+    plugin._plan = lambda args, task_vars: ({"path": "/etc/containerd/config.toml"}, "new", {
+        "path": "/etc/containerd/config.toml", "sha256": "abc"})
+    plugin._write = lambda path, text, backup, digest, task_vars: attempts.append(digest)
+    with pytest.raises(AnsibleActionFail) as caught:
+        plugin._containerd_runtime({"backup": False}, {})
+    assert len(attempts) == action._CAS_ATTEMPTS == 10
+    assert str(caught.value).startswith(
+        "/etc/containerd/config.toml kept changing on the node while this task edited it (10 attempts")
