@@ -8,6 +8,10 @@ Why an action and not a filter: one task per host does the whole job that took a
 ``ansible_facts`` (kept as host facts, so a fact cache holds them for a later report job) and
 ``ansible_stats`` (what ``set_stats`` publishes, for AWX) at once, and it runs on the controller,
 where the checks of operators (JMESPath) have their library. Fleet scale counts tasks per host.
+
+For the same reason it can run the gather module itself (``gather``): a role that reads one node call
+and then evaluates costs one task per host instead of two, and the facts it gathered are kept like
+the module's own.
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ ARGUMENT_SPEC = {
     "only": {"type": "list", "elements": "str", "default": []},
     "skip": {"type": "list", "elements": "str", "default": []},
     "publish": {"type": "bool", "default": True},
+    "gather": {"type": "dict", "options": {
+        "module": {"type": "str", "required": True},
+        "args": {"type": "dict", "default": {}},
+    }},
 }
 
 
@@ -34,13 +42,15 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
     _supports_async = False
-    _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
-        facts = args["facts"] if args["facts"] is not None else task_vars.get("ansible_facts") or {}
+        gathered = {}
+        if args["gather"]:
+            gathered = self._gather(args["gather"], task_vars, result)
+        facts = args["facts"] if args["facts"] is not None else dict(task_vars.get("ansible_facts") or {}, **gathered)
         subject = args["subject"] or task_vars.get("inventory_hostname") or "localhost"
         try:
             evaluated = evaluate_role(args["role"], facts, args["params"], subject, args["only"], args["skip"])
@@ -50,7 +60,7 @@ class ActionModule(ActionBase):
         result.update({
             "changed": False,
             "msg": evaluated["status"]["summary"],
-            "ansible_facts": {role + "_findings": evaluated["findings"], role + "_status": evaluated["status"]},
+            "ansible_facts": dict(gathered, **{role + "_findings": evaluated["findings"], role + "_status": evaluated["status"]}),
         })
         if args["publish"]:
             result["ansible_stats"] = {
@@ -59,3 +69,18 @@ class ActionModule(ActionBase):
                 "aggregate": True,
             }
         return result
+
+    def _gather(self, gather, task_vars, result):
+        """Run the gather module on the node; its facts, or the task fails with the module's message."""
+        if not gather["module"].startswith("rdma.node."):
+            raise AnsibleActionFail("rdma.node.evaluate: gather.module must be one of the collection's fact modules "
+                                    "(rdma.node.ib_facts, rdma.node.node_facts...), got %r" % gather["module"])
+        try:
+            gathered = self._execute_module(module_name=gather["module"], module_args=gather["args"], task_vars=task_vars)
+        finally:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        if gathered.get("warnings"):
+            result.setdefault("warnings", []).extend(gathered["warnings"])
+        if gathered.get("failed"):
+            raise AnsibleActionFail("rdma.node.evaluate: %s: %s" % (gather["module"], gathered.get("msg", "failed on the node")))
+        return gathered.get("ansible_facts") or {}

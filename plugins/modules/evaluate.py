@@ -21,7 +21,7 @@ description:
     C(rdma_<role>), a mapping of the subject to C(status) and C(findings), aggregated over the hosts."
   - A check whose facts are missing (a fact subset that was not gathered) is not run; the status
     lists it under C(skipped_checks) with the facts it lacked.
-  - Runs on the controller; nothing is sent to the node.
+  - Runs on the controller; nothing is sent to the node, unless O(gather) names a fact module to run there first.
 author: rdma.node developers (!UNKNOWN)
 options:
   role:
@@ -57,6 +57,20 @@ options:
     description: V(false) keeps the facts but publishes nothing in the run's custom stats.
     type: bool
     default: true
+  gather:
+    description:
+      - Run this fact module of the collection on the node first, in the same task, and check the facts
+        it returns (kept as host facts too). At fleet scale this saves a task on every host.
+    type: dict
+    suboptions:
+      module:
+        description: The module, V(rdma.node.ib_facts), V(rdma.node.driver_facts) or V(rdma.node.node_facts).
+        type: str
+        required: true
+      args:
+        description: Its arguments.
+        type: dict
+        default: {}
 extends_documentation_fragment:
   - rdma.node.attributes
   - rdma.node.attributes.facts
@@ -82,6 +96,14 @@ EXAMPLES = r"""
       expected_ports:
         - {count: 1, any_of: [mlx5_0/1, mlx5_1/1], link_layer: InfiniBand, min_rate_gbps: 200}
       allowed_down_ports: [mlx5_0/1, mlx5_1/1]
+
+- name: Gather the ports and check them, in one task
+  rdma.node.evaluate:
+    role: ib_inventory
+    gather:
+      module: rdma.node.ib_facts
+    params:
+      expected_ports: [{port: mlx5_0/1, min_rate_gbps: 100}]
 
 - name: Show the summary line
   ansible.builtin.debug:

@@ -84,13 +84,16 @@ def test_site_fails_exactly_the_faulty_hosts(site_run):
 def test_ib_inventory_fail_switch(demo):
     failing = run_playbook("rdma.node.ib_inventory", *demo["args"])
     assert (failing.rc, failing.failed_hosts) == (2, ["v100-node-02"])
-    message = failing.task_results("Fail the host when a critical finding remains")["v100-node-02"]["msg"]
-    assert message == "1 critical RDMA port finding(s) on v100-node-02: mlx5_1/1 is DOWN (Polling); expected ACTIVE"
+    message = failing.task_results("fail the host when asked to and a critical one remains")["v100-node-02"]["msg"]
+    assert message == "ib_inventory on v100-node-02: 1 critical: mlx5_1/1 is DOWN (Polling); expected ACTIVE"
     reporting = run_playbook("playbooks/ib_inventory.yml", *demo["args"], "-e", "ib_inventory_fail_on_findings=false")
     assert (reporting.rc, reporting.failed_hosts) == (0, [])
+    # One shape for every role: {host: {status, findings}}, the findings whole, the status counted in Python.
     stats = reporting.custom_stats["rdma_ib_inventory"]
-    assert stats["v100-node-02"] == {"ok": False, "findings": ["mlx5_1/1 is DOWN (Polling); expected ACTIVE"]}
-    assert stats["a100-node-01"] == {"ok": True, "findings": []}
+    assert sorted(stats) == ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
+    assert [(f["check"], f["severity"], f["subject"]) for f in stats["v100-node-02"]["findings"]] == [("port_down", "critical", "mlx5_1/1")]
+    assert (stats["v100-node-02"]["status"]["ok"], stats["v100-node-02"]["status"]["critical"]) == (False, 1)
+    assert stats["a100-node-01"]["findings"] == [] and stats["a100-node-01"]["status"]["ok"] is True
 
 
 def test_report_job_reads_the_fact_cache_alone(demo, site_run):
