@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.rdma.node.plugins.plugin_utils._fleet_artifact import DEFAULT_MAX_BYTES, fleet_artifact as _fleet_artifact
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report import DEFAULT_SOURCES, build_report
 
 # The variables of a host the report reads; nothing else is pulled out of hostvars.
@@ -30,6 +31,15 @@ def fleet_report_data(host_names, hostvars, title="RDMA fleet report", sources=N
     return build_report(hosts, title=title, sources=sources)
 
 
+def fleet_artifact(report, report_dir=None, files=None, upload_url=None, max_bytes=DEFAULT_MAX_BYTES):
+    """Return the ``rdma_fleet`` summary of ``report`` for AWX's artifacts, at most ``max_bytes`` of JSON."""
+    location = {"dir": report_dir or None, "files": list(files or []), "upload_url": upload_url or None}
+    try:
+        return _fleet_artifact(report, location, int(max_bytes))
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("rdma.node.fleet_artifact: %s" % exc)
+
+
 class FilterModule:
     def filters(self):
-        return {"fleet_report_data": fleet_report_data}
+        return {"fleet_report_data": fleet_report_data, "fleet_artifact": fleet_artifact}
