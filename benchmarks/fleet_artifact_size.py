@@ -18,8 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import conftest  # noqa: E402,F401  (makes the working tree importable as ansible_collections.rdma.node)
 from synthetic_fleet import role_stats, synthetic_hostvars  # noqa: E402
+from testpaths import COLLECTIONS_ROOT  # noqa: E402
+
+sys.path.insert(0, str(COLLECTIONS_ROOT))  # the working tree as ansible_collections.rdma.node
 
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_artifact import DEFAULT_MAX_BYTES, fleet_artifact  # noqa: E402
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report import build_report  # noqa: E402

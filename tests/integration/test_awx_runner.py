@@ -107,8 +107,8 @@ def run_job(pdd, ident, playbook, *args, fact_cache_from=()):
     proc = subprocess.run(["bash", "-o", "pipefail", "-c", pipeline], capture_output=True, text=True, env=env, timeout=600, check=False)
     artifacts = pdd / "artifacts" / ident
     assert (artifacts / "status").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    events = [json.loads(p.read_text()) for p in sorted((artifacts / "job_events").glob("*.json"),
-                                                         key=lambda p: int(p.name.split("-", 1)[0]))]
+    event_files = sorted((artifacts / "job_events").glob("*.json"), key=lambda p: int(p.name.split("-", 1)[0]))
+    events = [json.loads(p.read_text()) for p in event_files]
     return int((artifacts / "rc").read_text()), (artifacts / "status").read_text(), events, job_dir
 
 
