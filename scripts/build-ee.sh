@@ -28,6 +28,12 @@ if ! podman image exists "$BASE-$base_hash"; then
   debootstrap --variant=minbase bookworm "$WORK/rootfs" >/dev/null
   chroot "$WORK/rootfs" apt-get update -qq
   chroot "$WORK/rootfs" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-pip >/dev/null
+  # ansible-builder runs `python3 -m ensurepip`, which Debian leaves out of its system Python (it is
+  # in python3-venv, disabled there); pip is already there from python3-pip, so the module only has to say so.
+  mkdir -p "$WORK/rootfs/usr/lib/python3.11/ensurepip"
+  : > "$WORK/rootfs/usr/lib/python3.11/ensurepip/__init__.py"
+  printf 'import sys\nimport pip  # noqa: F401 (python3-pip provides it)\nsys.exit(0)\n' \
+    > "$WORK/rootfs/usr/lib/python3.11/ensurepip/__main__.py"
   cat > "$WORK/rootfs/usr/local/bin/apt-dnf" <<'SH'
 #!/bin/sh
 # dnf's words for apt-get, for ansible-builder's scripts: install -y PKG..., clean all.
@@ -50,8 +56,7 @@ ansible-galaxy collection build --output-path "$WORK/checkout/build" "$ROOT" >/d
 mv "$WORK/checkout/build"/rdma-node-*.tar.gz "$WORK/checkout/build/rdma-node.tar.gz"
 
 # 3. The build context; kubernetes.core from the installed ansible package (it carries MANIFEST.json).
-k8s_core=$(python3 -c 'import ansible_collections.kubernetes.core as m, os; print(os.path.dirname(m.__file__))' 2>/dev/null \
-  || python -c 'import ansible_collections.kubernetes.core as m, os; print(os.path.dirname(m.__file__))')
+k8s_core=$(python -c 'import ansible_collections.kubernetes.core as m; print(list(m.__path__)[0])')
 cp -r "$k8s_core" "$WORK/checkout/build/kubernetes.core"
 python - "$WORK/checkout/meta" <<'PY'
 import sys, yaml
