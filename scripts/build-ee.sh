@@ -22,7 +22,7 @@ start=$(date +%s)
 
 # 1. Base image. ansible-builder's scripts call "$PKGMGR install -y ..." and "$PKGMGR clean all" (dnf's
 # words): a small wrapper gives apt-get the same words.
-base_hash=$(sha256sum "$0" | cut -c1-12)
+base_hash=$(sed -n '/^# 1. Base image/,/^podman tag/p' "$0" | sha256sum | cut -c1-12)
 if ! podman image exists "$BASE-$base_hash"; then
   log "debootstrap of the base image"
   debootstrap --variant=minbase bookworm "$WORK/rootfs" >/dev/null
@@ -34,6 +34,9 @@ if ! podman image exists "$BASE-$base_hash"; then
   : > "$WORK/rootfs/usr/lib/python3.11/ensurepip/__init__.py"
   printf 'import sys\nimport pip  # noqa: F401 (python3-pip provides it)\nsys.exit(0)\n' \
     > "$WORK/rootfs/usr/lib/python3.11/ensurepip/__main__.py"
+  # pip inside the build reaches the package index through whatever this machine trusts (a proxy's CA).
+  cp /etc/ssl/certs/ca-certificates.crt "$WORK/rootfs/etc/ssl/certs/ca-certificates.crt"
+  printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n' > "$WORK/rootfs/etc/pip.conf"
   cat > "$WORK/rootfs/usr/local/bin/apt-dnf" <<'SH'
 #!/bin/sh
 # dnf's words for apt-get, for ansible-builder's scripts: install -y PKG..., clean all.
@@ -55,18 +58,29 @@ cp -r "$ROOT/meta" "$WORK/checkout/meta"
 ansible-galaxy collection build --output-path "$WORK/checkout/build" "$ROOT" >/dev/null
 mv "$WORK/checkout/build"/rdma-node-*.tar.gz "$WORK/checkout/build/rdma-node.tar.gz"
 
-# 3. The build context; kubernetes.core from the installed ansible package (it carries MANIFEST.json).
+# 3. The build context; kubernetes.core from the installed ansible package: its directory holds
+# MANIFEST.json and FILES.json, so a tar of it is a collection artifact that ansible-galaxy installs,
+# once FILES.json lists only what the package ships (it leaves out .github and the like).
 k8s_core=$(python -c 'import ansible_collections.kubernetes.core as m; print(list(m.__path__)[0])')
-cp -r "$k8s_core" "$WORK/checkout/build/kubernetes.core"
+cp -r "$k8s_core" "$WORK/kubernetes.core"
+find "$WORK/kubernetes.core" -name __pycache__ -prune -exec rm -rf {} +
+python - "$WORK/kubernetes.core" <<'PY'
+import json, os, sys
+root = sys.argv[1]
+files = json.load(open(os.path.join(root, "FILES.json")))
+files["files"] = [f for f in files["files"] if f["name"] == "." or os.path.lexists(os.path.join(root, f["name"]))]
+json.dump(files, open(os.path.join(root, "FILES.json"), "w"))
+PY
+tar -czf "$WORK/checkout/build/kubernetes-core.tar.gz" -C "$WORK/kubernetes.core" --transform "s,^\./,," .
 python - "$WORK/checkout/meta" <<'PY'
 import sys, yaml
 meta = sys.argv[1]
 ee = yaml.safe_load(open(meta + "/execution-environment.yml"))
-ee["additional_build_files"].append({"src": "../build/kubernetes.core", "dest": "collections"})
+ee["additional_build_files"].append({"src": "../build/kubernetes-core.tar.gz", "dest": "collections"})
 yaml.safe_dump(ee, open(meta + "/execution-environment.yml", "w"))
 galaxy = yaml.safe_load(open(meta + "/ee-galaxy-requirements.yml"))
 galaxy["collections"] = [c for c in galaxy["collections"] if c["name"] != "kubernetes.core"]
-galaxy["collections"].append({"name": "collections/kubernetes.core", "type": "dir"})
+galaxy["collections"].append({"name": "collections/kubernetes-core.tar.gz", "type": "file"})
 yaml.safe_dump(galaxy, open(meta + "/ee-galaxy-requirements.yml", "w"))
 PY
 ansible-builder create -f "$WORK/checkout/meta/execution-environment.yml" --context "$WORK/context" --output-filename Containerfile >/dev/null
