@@ -24,6 +24,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.rdma.node.plugins.filter.report_page import fleet_report_page_json
+from ansible_collections.rdma.node.plugins.plugin_utils._fleet_artifact import DEFAULT_MAX_BYTES, fleet_artifact
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report_hosts import report_from_hostvars
 
 FORMATS = {"json": "fleet-report.json", "markdown": "fleet-report.md", "html": "fleet-report.html"}
@@ -36,7 +37,19 @@ ARGUMENT_SPEC = {
     "title": {"type": "str", "default": "RDMA fleet report"},
     "sources": {"type": "list", "elements": "str"},
     "cluster_hosts": {"type": "list", "elements": "str", "default": ["localhost"]},
+    "upload_url": {"type": "str"},
+    "artifact_max_bytes": {"type": "int", "default": DEFAULT_MAX_BYTES},
 }
+# This collection's root; an installed copy has a MANIFEST.json and is replaced on upgrade.
+COLLECTION_ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def inside_installed_collection(directory, root=COLLECTION_ROOT):
+    """Whether ``directory`` lies in an installed copy of the collection (a report there is lost on upgrade)."""
+    if not os.path.isfile(os.path.join(root, "MANIFEST.json")):
+        return False
+    real = os.path.realpath(directory)
+    return real == root or real.startswith(root + os.sep)
 
 
 def _write(path, text):
@@ -82,6 +95,10 @@ class ActionModule(ActionBase):
         except (TypeError, ValueError) as exc:
             raise AnsibleActionFail("rdma.node.write_fleet_report: %s" % exc) from None
         directory = args["dir"]
+        if inside_installed_collection(directory):
+            raise AnsibleActionFail("rdma.node.write_fleet_report: dir %s is inside the installed collection %s, which an upgrade "
+                                    "replaces; expected a directory outside it (in AWX, a persistent volume mounted into the "
+                                    "execution environment)." % (directory, COLLECTION_ROOT))
         try:
             os.makedirs(directory, exist_ok=True)
         except OSError as exc:
@@ -105,9 +122,15 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("rdma.node.write_fleet_report: %s cannot be written (%s)." % (
                 exc.filename or directory, exc.strerror or exc)) from None
         totals = report["totals"]
+        try:
+            summary = fleet_artifact(report, {"dir": directory, "files": [os.path.basename(f) for f in files],
+                                              "upload_url": args["upload_url"] or None}, args["artifact_max_bytes"])
+        except ValueError as exc:
+            raise AnsibleActionFail("rdma.node.write_fleet_report: artifact_max_bytes: %s" % exc) from None
         result.update({
             "changed": False,
             "files": files,
+            "file_names": [os.path.basename(f) for f in files],
             "dir": directory,
             "totals": totals,
             "schema_version": report["schema_version"],
@@ -115,7 +138,8 @@ class ActionModule(ActionBase):
             "msg": "%d hosts: %d critical, %d warning, %d ok, %d without data. Report: %s" % (
                 totals["hosts"], totals["critical"], totals["warning"], totals["ok"], totals["no_data"], ", ".join(files) or "no file"),
             "ansible_stats": {
-                "data": {"rdma_fleet_report": dict(totals, dir=directory, schema_version=report["schema_version"])},
+                "data": {"rdma_fleet_report": dict(totals, dir=directory, schema_version=report["schema_version"]),
+                         "rdma_fleet": summary},
                 "per_host": False, "aggregate": True,
             },
         })

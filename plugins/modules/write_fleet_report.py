@@ -19,7 +19,9 @@ description:
     Jinja on plain data; the report never becomes a fact, so a thousand-host play does not carry it
     through its later tasks.
   - Returns the totals, the files and the hosts with a critical finding, and publishes
-    C(rdma_fleet_report) (totals, directory, schema version) in the run's custom stats.
+    C(rdma_fleet_report) (totals, directory, schema version) and C(rdma_fleet) (the summary sized for
+    AWX's artifacts, see O(artifact_max_bytes)) in the run's custom stats.
+  - Refuses a directory inside an installed copy of the collection, which an upgrade replaces.
   - Run it once (C(run_once)); it needs no connection to any host.
 author: rdma.node developers (!UNKNOWN)
 options:
@@ -51,6 +53,16 @@ options:
     type: list
     elements: str
     default: [localhost]
+  upload_url:
+    description: Where the files are uploaded, if they are (by the role's next task); recorded in C(rdma_fleet).
+    type: str
+  artifact_max_bytes:
+    description:
+      - The size, in bytes of compact JSON, of the C(rdma_fleet) summary published in the run's custom stats
+        (AWX keeps it as the job's artifacts). When the findings do not fit, info findings, then the ok hosts'
+        names, then warnings, then the least bad hosts are left out, and the summary says what was.
+    type: int
+    default: 65536
 extends_documentation_fragment:
   - rdma.node.attributes
 attributes:
@@ -76,6 +88,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+file_names:
+  description: The names of the files written, in O(dir).
+  returned: always
+  type: list
+  elements: str
+  sample: [fleet-report.json]
 files:
   description: The files written.
   returned: always
