@@ -24,6 +24,7 @@ from testpaths import COLLECTIONS_ROOT  # noqa: E402
 sys.path.insert(0, str(COLLECTIONS_ROOT))  # the working tree as ansible_collections.rdma.node
 
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_artifact import DEFAULT_MAX_BYTES, fleet_artifact  # noqa: E402
+from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import registered_roles
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report import build_report  # noqa: E402
 
 
@@ -38,7 +39,7 @@ def main():
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     hosts = synthetic_hostvars(args.hosts)
-    report = build_report(hosts, generated_at="2026-11-25T00:00:00Z")
+    report = build_report(hosts, registered_roles(), generated_at="2026-11-25T00:00:00Z")
     unlimited = fleet_artifact(report, {"dir": "/var/lib/rdma-node/reports"}, 10 ** 9)
     summary = fleet_artifact(report, {"dir": "/var/lib/rdma-node/reports"}, args.budget)
     figures = {

@@ -116,8 +116,9 @@ def test_markdown_report(demo, site_run):
     assert "| v100-node-01 | ib-v100 | OK | 2/2 | 100 Gb/s | 6.1.0-27-amd64 / 6.1.0-27-amd64 | MLNX_OFED_LINUX-23.10-1.1.9.0 | - | - |" in text
     assert "| mlx5_1/1 | DOWN | Polling | 10 | >= 100 | InfiniBand | ibp94s0f1 (Down) | down |" in text
     assert "| `driver_verify/dkms_missing_next_boot` | 1 | 0 | 0 | 1 |" in text
-    # The demo's facts have no PCIe link yet: the HCA table says so instead of leaving the cell empty.
-    assert "| mlx5_1 | MT4119 | 16.35.2000 | MT_0000000008 | unknown |" in text
+    # site.yml gathers the PCIe links: v100-node-01's shared link trained at x8 of x16, the others at their maximum.
+    assert "| mlx5_1 | MT4119 | 16.35.2000 | MT_0000000008 | Gen3 x8 of Gen3 x16 |" in text
+    assert "| mlx5_1 | MT4119 | 16.35.2000 | MT_0000000008 | Gen3 x16 of Gen3 x16 |" in text
     assert not re.search(r"\|[ \t]*\|", text)  # no blank cell anywhere
 
 
@@ -127,7 +128,8 @@ def test_html_report_renders_the_host_table(demo, site_run, tmp_path):
     rows = re.findall(r'<tr class="host (critical|warning|ok|no_data)" data-host="([^"]+)">', dom)
     assert rows == [("critical", "a100-node-02"), ("critical", "v100-node-02"), ("ok", "a100-node-01"), ("ok", "v100-node-01")]
     assert '<div class="port down"' in dom and "mlx5_1/1 DOWN Polling 10/100 ibp94s0f1 (Down)" in dom
-    assert '<b>mlx5_0</b> MT4123 fw 20.39.1002 MT_0000000223 PCIe <span class="unknown">unknown</span>' in dom
+    assert '<b>mlx5_0</b> MT4123 fw 20.39.1002 MT_0000000223 PCIe Gen4 x16 of Gen4 x16' in dom
+    assert '<b>mlx5_1</b> MT4119 fw 16.35.2000 MT_0000000008 PCIe <span class="below">Gen3 x8</span> of Gen3 x16' in dom
     assert '<span class="differs" title="the next boot changes the kernel">6.1.0-28-amd64</span>' in dom
     width, height, pixels = screenshot(page, str(tmp_path / "report.png"))
     assert (width, height) == (1300, 900)

@@ -67,6 +67,16 @@ def playbook_defaults(text):
     return found
 
 
+def _included_roles(tasks):
+    """Role names of include_role/import_role tasks, in blocks too."""
+    for task in tasks or []:
+        for key in ("ansible.builtin.include_role", "include_role", "ansible.builtin.import_role", "import_role"):
+            if isinstance(task.get(key), dict):
+                yield task[key]["name"].rsplit(".", 1)[-1]
+        for part in ("block", "rescue", "always"):
+            yield from _included_roles(task.get(part))
+
+
 def playbook_scope(playbook, seen=None):
     """Roles and playbook defaults of ``playbooks/<name>``, following import_playbook."""
     seen = seen if seen is not None else set()
@@ -77,6 +87,8 @@ def playbook_scope(playbook, seen=None):
     for play in yaml.safe_load(text):
         for entry in play.get("roles") or []:
             roles.add((entry["role"] if isinstance(entry, dict) else entry).rsplit(".", 1)[-1])
+        for section in ("pre_tasks", "tasks", "post_tasks"):
+            roles.update(_included_roles(play.get(section)))
         imported = play.get("ansible.builtin.import_playbook") or play.get("import_playbook")
         if imported and (path.parent / imported) not in seen:
             sub_roles, sub_defaults = playbook_scope((path.parent / imported).relative_to(COLLECTION_ROOT).as_posix(), seen)

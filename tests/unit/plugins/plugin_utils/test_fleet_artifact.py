@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.rdma.node.plugins.filter.report import fleet_artifact as fleet_artifact_filter
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_artifact import fleet_artifact
+from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import registered_roles
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report import build_report
 from synthetic_hostvars import synthetic_hostvars
 
@@ -21,7 +22,7 @@ def compact_size(document):
 
 @pytest.fixture(scope="module")
 def large_report():
-    return build_report(synthetic_hostvars(1000), generated_at="2026-11-25T00:00:00Z")
+    return build_report(synthetic_hostvars(1000), registered_roles(), generated_at="2026-11-25T00:00:00Z")
 
 
 def counts(report):
@@ -33,7 +34,7 @@ def counts(report):
 
 
 def test_small_fleet_is_summarised_completely():
-    report = build_report(synthetic_hostvars(8, seed=3), generated_at="2026-11-25T00:00:00Z")
+    report = build_report(synthetic_hostvars(8, seed=3), registered_roles(), generated_at="2026-11-25T00:00:00Z")
     summary = fleet_artifact(report, LOCATION)
     assert summary["schema"] == 1 and summary["complete"] is True
     assert summary["omitted"] == {"hosts": 0, "findings": {"critical": 0, "warning": 0, "info": 0}}
@@ -104,6 +105,6 @@ def test_bad_input_is_one_sentence():
 
 
 def test_filter_fills_the_location():
-    report = build_report(synthetic_hostvars(2, seed=1))
+    report = build_report(synthetic_hostvars(2, seed=1), registered_roles())
     summary = fleet_artifact_filter(report, report_dir="/r", files=["fleet-report.md"], upload_url="")
     assert summary["report"] == {"dir": "/r", "files": ["fleet-report.md"], "upload_url": None}
