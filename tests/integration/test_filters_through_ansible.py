@@ -61,11 +61,18 @@ PARSE_TASKS = [
          "rdma_link": "{{ lookup('ansible.builtin.file', fixtures ~ '/%s') | rdma.node.parse_rdma_link }}" % SAMPLES["rdma_link"],
      }}},
     {"name": "Use the results the way a role would", "ansible.builtin.assert": {"that": [
-        "(parsed.ibstat | selectattr('device', 'eq', 'mlx4_1') | selectattr('port', 'eq', 2) | first).lid == 4",
-        "parsed.ibstat | selectattr('state', 'eq', 'ACTIVE') | list | length == 4",
-        "parsed.ibdev2netdev | selectattr('netdev_state', 'eq', 'Up') | map(attribute='device') | list == ['mlx5_bond_0']",
-        "parsed.rdma_link | map(attribute='netdevs') | flatten == ['enp4s0f0np0', 'enp4s0f1np1']",
+        "(parsed.ibstat.ports | selectattr('device', 'eq', 'mlx4_1') | selectattr('port', 'eq', 2) | first).lid == 4",
+        "parsed.ibstat.ports | selectattr('state', 'eq', 'ACTIVE') | list | length == 4",
+        "parsed.ibdev2netdev.ports | selectattr('netdev_state', 'eq', 'Up') | map(attribute='device') | list == ['mlx5_bond_0']",
+        "parsed.rdma_link.ports | map(attribute='netdevs') | flatten == ['enp4s0f0np0', 'enp4s0f1np1']",
     ]}},
+    {"name": "Read a messy paste: keep the ports, note the rest",
+     "ansible.builtin.set_fact": {"messy": "{{ messy_ibstat | rdma.node.parse_ibstat }}"}},
+    {"name": "Refuse the same paste with strict", "block": [
+        {"name": "Parse strictly", "ansible.builtin.debug": {"msg": "{{ messy_ibstat | rdma.node.parse_ibstat(strict=true) }}"}},
+    ], "rescue": [
+        {"name": "Keep the strict refusal", "ansible.builtin.debug": {"var": "ansible_failed_result.msg"}},
+    ]},
     {"name": "Return the parsed samples", "ansible.builtin.debug": {"var": "parsed"}},
 ]
 REFUSE_TASKS = [
@@ -80,11 +87,25 @@ REFUSE_TASKS = [
 ]
 
 
+# How people paste: the prompt and the command line, a comment, an ibwarn line, a redaction, CRLF, and
+# the ssh session's last line, which strict refuses.
+MESSY_IBSTAT = ("[root@gpu-node01 ~]# ibstat mlx4_0\r\n# first CA only\r\n"
+                "ibwarn: [4711] umad_get_port: port 1 not found\r\nCA 'mlx4_0'\r\n\tCA type: MT4099\r\n[snip]\r\n"
+                "\tPort 1:\r\n\t\tState: Active\r\n\t\tRate: 56\r\nConnection to gpu-node01 closed.\r\n")
+
+
 def test_playbook_resolves_the_ib_parsers_by_fqcn():
-    run = run_playbook(local_play(PARSE_TASKS + REFUSE_TASKS), inventory=LOCALHOST, extra_vars={"fixtures": str(CMD)})
+    run = run_playbook(local_play(PARSE_TASKS + REFUSE_TASKS), inventory=LOCALHOST,
+                       extra_vars={"fixtures": str(CMD), "messy_ibstat": MESSY_IBSTAT})
     assert run.rc == 0, run.stderr
     assert run.stats["localhost"]["failures"] == 0
-    assert run.stats["localhost"]["rescued"] == len(WRONG_SAMPLES)
+    assert run.stats["localhost"]["rescued"] == len(WRONG_SAMPLES) + 1
+    messy = run.result("Read a messy paste: keep the ports, note the rest", "localhost")["ansible_facts"]["messy"]
+    assert messy == PARSERS["ibstat"](MESSY_IBSTAT)
+    assert [(p["device"], p["port"], p["state"], p["rate_gbps"]) for p in messy["ports"]] == [("mlx4_0", 1, "ACTIVE", 56.0)]
+    assert messy["notes"], "the ibwarn line and the redaction are noted"
+    strict = run.result("Keep the strict refusal", "localhost")["ansible_failed_result.msg"]
+    assert "parse_ibstat: line 10 is not ibstat output: 'Connection to gpu-node01 closed.'" in strict
     parsed = run.result("Return the parsed samples", "localhost")["parsed"]
     for tool, sample in SAMPLES.items():
         assert parsed[tool] == PARSERS[tool]((CMD / sample).read_text(encoding="utf-8")), tool
