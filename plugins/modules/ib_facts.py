@@ -55,11 +55,37 @@ options:
       - V(gpudirect) adds RV(ansible_facts.rdma.gpudirect).
       - V(roce) adds RV(ansible_facts.rdma.roce), the netns mode and the GID table of every Ethernet
         port.
-      - V(all) gathers every subset.
+      - V(kernel_log) adds RV(ansible_facts.rdma.kernel_log), the carrier losses of the RDMA netdevs
+        in the kernel log window, read from O(kernel_log_file) or from C(journalctl) on the node.
+      - V(all) gathers every subset but V(kernel_log), the only one that runs a command.
     type: list
     elements: str
-    choices: [all, ports, counters, pcie, gpudirect, locality, roce]
+    choices: [all, ports, counters, pcie, gpudirect, locality, roce, kernel_log]
     default: [ports]
+  counters_interval:
+    description:
+      - With the V(counters) subset, V(0) reads the counters once. A positive number of seconds keeps
+        that read as RV(ansible_facts.rdma.counters_earlier), waits, and reads the counters again, so
+        one call yields a delta and a rate.
+    type: float
+    default: 0
+  counters_resample_root:
+    description:
+      - The sysfs tree the second counter read of O(counters_interval) uses; default O(sysfs_root).
+      - For a saved or simulated node whose later state is a second tree.
+    type: path
+  kernel_log_file:
+    description:
+      - With the V(kernel_log) subset, a file of saved kernel log text (C(journalctl -k -o short-iso),
+        C(dmesg), syslog) to read instead of running C(journalctl) on the node.
+      - A file is judged as of its newest record with an ISO time stamp, so a copy reads the same later.
+    type: path
+  kernel_log_window_hours:
+    description:
+      - With the V(kernel_log) subset, how many hours of the kernel log count. Without O(kernel_log_file),
+        C(journalctl -o short-iso --since -<N>h) reads the kernel's and systemd-networkd's messages of that window.
+    type: int
+    default: 24
 notes:
   - Port states are normalised to the kernel's names (V(ACTIVE), V(DOWN), V(INIT), V(ARMED)). Physical
     states use the names C(ibstat) prints (V(LinkUp), V(Polling), V(Disabled)). The numeric code wins
@@ -339,6 +365,53 @@ ansible_facts:
             peermem_missing: [neither nvidia_peermem nor nv_peer_mem is loaded]
             dma_buf_ready: false
             dma_buf_missing: [the NVIDIA kernel module is proprietary, DMA-BUF needs the open one]
+        counters_time:
+          description: With the V(counters) subset, when the counters were read (seconds since the epoch; the later read with O(counters_interval)).
+          type: float
+          returned: when the counters subset is gathered
+          sample: 1764034512.27
+        counters_earlier:
+          description:
+            - With a positive O(counters_interval), the first read of the error counters (the IBTA
+              PortCounters of C(ports/N/counters)) by C(device/port), and when it was taken. The
+              ports' C(counters) hold the second read.
+          type: dict
+          returned: when counters_interval is positive
+          sample:
+            time: 1764034502.26
+            ports:
+              mlx5_1/1: {symbol_error: 1873, link_downed: 0}
+        counters_interval_seconds:
+          description: With a positive O(counters_interval), the seconds between the two reads.
+          type: float
+          returned: when counters_interval is positive
+          sample: 10.01
+        kernel_log:
+          description:
+            - With the V(kernel_log) subset, the carrier changes of the RDMA netdevs (and of the slaves of
+              an RDMA bond, counted for the bond) in the window, parsed on the node by the same parser as
+              the M(rdma.node.parse_carrier_events#filter) filter.
+            - C(netdevs) has per RDMA netdev the counts C(down), C(up), C(losses) (transitions into
+              down), the C(last) carrier and the C(port) (C(device/port)) it belongs to.
+            - C(events) holds the newest 50 events (C(events_total) counts them all). C(window_applied)
+              is V(false) for a saved file whose records carry no ISO time stamp (all of it counts);
+              C(since)/C(until) bound a saved file's window. C(error) says why C(journalctl) gave nothing.
+          type: dict
+          returned: when the kernel_log subset is gathered
+          sample:
+            source: journalctl
+            window_hours: 24
+            window_applied: true
+            since: null
+            until: null
+            lines: 5120
+            records: 5120
+            netdevs:
+              ibp94s0f0: {down: 3, up: 3, losses: 3, last: up, port: mlx5_0/1}
+            events:
+              - {netdev: ibp94s0f0, rdma_netdev: ibp94s0f0, carrier: down, time: "2026-11-24T21:14:07+0000",
+                 source: networkd, message: "ibp94s0f0: Lost carrier"}
+            events_total: 6
         roce:
           description:
             - With the V(roce) subset, the RDMA network-namespace mode and the RoCE GID table.
