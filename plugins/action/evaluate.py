@@ -26,6 +26,7 @@ ARGUMENT_SPEC = {
     "only": {"type": "list", "elements": "str", "default": []},
     "skip": {"type": "list", "elements": "str", "default": []},
     "publish": {"type": "bool", "default": True},
+    "custom_checks": {"type": "list", "elements": "dict", "default": []},
 }
 
 
@@ -43,7 +44,7 @@ class ActionModule(ActionBase):
         facts = args["facts"] if args["facts"] is not None else task_vars.get("ansible_facts") or {}
         subject = args["subject"] or task_vars.get("inventory_hostname") or "localhost"
         try:
-            evaluated = evaluate_role(args["role"], facts, args["params"], subject, args["only"], args["skip"])
+            evaluated = evaluate_role(args["role"], facts, args["params"], subject, args["only"], args["skip"], args["custom_checks"])
         except _checks.CheckError as exc:
             raise AnsibleActionFail("rdma.node.evaluate: %s" % exc) from None
         role = args["role"]
