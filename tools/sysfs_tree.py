@@ -391,7 +391,8 @@ def build_driver_side(root: str, driver: dict) -> None:
             "Open Kernel Module for x86_64" if open_module else "x86_64 Kernel Module", nvidia["version"]))
     if driver.get("memory_peers"):
         os.makedirs(os.path.join(root, "sys/kernel/mm/memory_peers"), exist_ok=True)
-    tree.write("saved/kernel.log", driver.get("kernel_log"))
+    # A node without kernel_log has a quiet log: an empty file, which node_health reads like any saved log.
+    tree.write("saved/kernel.log", (driver.get("kernel_log") or "").rstrip("\n"))
     tree.write("saved/dkms-status.txt", (driver.get("dkms") or "").rstrip("\n"))
     tree.write("saved/ofed_info.txt", driver.get("ofed"))
 

@@ -22,7 +22,7 @@ Parameters, without the ``node_health_`` prefix:
 * ``gpudirect``: ``auto`` (judge nodes that have NVIDIA GPUs), ``required`` or ``off``;
 * ``locality_link_layers``: the link layers of the HCAs that carry GPU traffic;
 * ``roce_netns_mode``: the RDMA netns mode the device plugin expects (empty: not checked);
-* ``memlock``: the locked-memory limit containers need (``unlimited`` or bytes, ``64K``...).
+* ``memlock_wanted``: the locked-memory limit containers need (``unlimited`` or bytes, ``64K``...).
 """
 
 from __future__ import annotations
@@ -101,10 +101,14 @@ def counter_deltas(rdma, previous):
     seconds = float(now["time"]) - float(earlier["time"])
     if seconds <= 0:
         return {}
+    # A counter at its maximum no longer counts: its "rise" is only the way up to the ceiling.
+    saturated = {port_name(p): set(p.get("counters_saturated") or []) for p in _ports_with_counters(rdma)}
     deltas = {}
     for name, counters in now["ports"].items():
         before = earlier["ports"].get(name) or {}
         for counter, value in counters.items():
+            if counter in saturated.get(name, ()):
+                continue
             old = before.get(counter)
             if isinstance(old, int) and not isinstance(old, bool) and value >= old:
                 deltas.setdefault(name, {})[counter] = (old, value, seconds)
@@ -281,12 +285,12 @@ def gpudirect(facts, params, found):
         found.info("gpudirect", "GPUDirect RDMA is ready via %s." % " and ".join(paths), "a working path", paths)
         return
     missing = {"peer memory": state.get("peermem_missing") or [], "DMA-BUF": state.get("dma_buf_missing") or []}
-    found.critical("gpudirect", "GPUDirect RDMA has no working path: peer memory needs %s; DMA-BUF needs %s." % (
-        _needs(missing["peer memory"]), _needs(missing["DMA-BUF"])), "peer memory or DMA-BUF", missing)
+    found.critical("gpudirect", "GPUDirect RDMA has no working path. Peer memory: %s. DMA-BUF: %s." % (
+        _lacks(missing["peer memory"]), _lacks(missing["DMA-BUF"])), "peer memory or DMA-BUF", missing)
 
 
-def _needs(reasons):
-    return "what is missing is unknown" if not reasons else "; ".join(reasons).replace("; ", ", and ")
+def _lacks(reasons):
+    return "not ready, for a reason the facts do not give" if not reasons else "; ".join(reasons)
 
 
 def _compute_hcas(rdma, layers):
@@ -363,10 +367,10 @@ def _below(pair, wanted):
     return low
 
 
-@check(ROLE, "effective_memlock", reads=("rdma_memlock",), params=("memlock",))
+@check(ROLE, "effective_memlock", reads=("rdma_memlock",), params=("memlock_wanted",))
 def effective_memlock(facts, params, found):
     """containerd's process or a new container has a lower locked-memory limit than RDMA needs (read-only; the fix is node_remediation)."""
-    wanted = _rlimit(params.get("memlock") or "unlimited", "node_health_memlock")
+    wanted = _rlimit(params.get("memlock_wanted") or "unlimited", "node_health_memlock_wanted")
     limits = facts["rdma_memlock"]
     containerd = limits.get("containerd") or {}
     if containerd.get("pid") and containerd.get("memlock"):

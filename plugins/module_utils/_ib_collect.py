@@ -42,7 +42,7 @@ def collect_ib(module):
         add_health_facts(facts, root, subsets, module.params["proc_root"])
     if "counters" in subsets:
         _resample_counters(module, facts)
-    if KERNEL_LOG in subsets:
+    if KERNEL_LOG in module.params["gather_subset"]:
         facts[KERNEL_LOG] = _kernel_log(module, facts, root)
     return facts, warnings + take_read_warnings()
 
