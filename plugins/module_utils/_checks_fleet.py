@@ -87,6 +87,12 @@ def board_id_drift(facts, params, found):
     _drift(facts, found, "board_id", "board ID")
 
 
+def _kinds_text(kinds):
+    """``MT4125, 7 x MT4129, MT41692``: a host's HCA types, counted."""
+    counted = collections.Counter(kinds)
+    return ", ".join("%d x %s" % (n, kind) if n > 1 else kind for kind, n in sorted(counted.items()))
+
+
 @check(ROLE, "hca_type_drift", reads=FACTS)
 def hca_type_drift(facts, params, found):
     """A host's set of HCA types differs from what most hosts of its inventory group have."""
@@ -103,10 +109,10 @@ def hca_type_drift(facts, params, found):
             if kind == usual or host in reported:
                 continue
             reported.add(host)
-            shown = ", ".join(kind)
+            shown = _kinds_text(kind)
             if usual is None:
                 message = "%s has the HCAs %s, and the hosts of %s are split with no majority." % (host, shown, group)
             else:
                 message = "%s has the HCAs %s where %d of the %d hosts of %s have %s." % (
-                    host, shown, counts[usual], len(kinds), group, ", ".join(usual))
+                    host, shown, counts[usual], len(kinds), group, _kinds_text(usual))
             found.warning(host, message, list(usual) if usual else None, list(kind))
