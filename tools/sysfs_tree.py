@@ -417,6 +417,8 @@ def build_hardware_file(path: str, dest: str) -> list:
             build_host(os.path.join(dest, host, "later", "sys"), spec, later=True)
         if spec.get("driver"):
             build_driver_side(os.path.join(dest, host), spec["driver"])
+        # node_exporter's textfile directory as Debian's prometheus-node-exporter creates it.
+        os.makedirs(os.path.join(dest, host, "var/lib/prometheus/node-exporter"), exist_ok=True)
         if any(netdev.get("ipv4") for netdev in spec.get("netdevs", [])):
             build_addresses(os.path.join(dest, host), spec["netdevs"])
     return sorted(hosts)
