@@ -47,14 +47,14 @@ def test_h100_ports_counters_findings_and_last_run(tmp_path):
     text = render(facts, now=1764034512.5)
     samples, helps, types = parse(text)
     assert helps == set(types)
-    assert types["rdma_node_port_counter"] == "counter" and types["rdma_node_port_state"] == "gauge"
+    assert types["rdma_node_port_total"] == "counter" and types["rdma_node_port_state"] == "gauge"
     assert samples['rdma_node_port_state{device="mlx5_0",link_layer="InfiniBand",port="1"}'] == "4"
     assert samples['rdma_node_port_rate_gbps{device="mlx5_0",link_layer="InfiniBand",port="1"}'] == "400.0"
-    assert samples['rdma_node_port_counter{counter="port_rcv_errors",device="mlx5_0",link_layer="InfiniBand",port="1"}'] == "14"
-    assert samples['rdma_node_port_counter{counter="port_rcv_data_bytes",device="mlx5_0",link_layer="InfiniBand",port="1"}'] == \
+    assert samples['rdma_node_port_total{counter="port_rcv_errors",device="mlx5_0",link_layer="InfiniBand",port="1"}'] == "14"
+    assert samples['rdma_node_port_total{counter="port_rcv_data_bytes",device="mlx5_0",link_layer="InfiniBand",port="1"}'] == \
         "922159499729932"
-    assert samples['rdma_node_port_counter_saturated{counter="link_downed",device="mlx5_1",link_layer="InfiniBand",port="1"}'] == "1"
-    assert samples['rdma_node_port_counter_rate_per_hour{counter="symbol_error",device="mlx5_1",link_layer="InfiniBand",port="1"}'] == \
+    assert samples['rdma_node_port_saturated{counter="link_downed",device="mlx5_1",link_layer="InfiniBand",port="1"}'] == "1"
+    assert samples['rdma_node_port_rise_per_hour{counter="symbol_error",device="mlx5_1",link_layer="InfiniBand",port="1"}'] == \
         "240.0"
     assert samples['rdma_node_findings{check="counter_saturated",role="node_health",severity="warning"}'] == "2"
     assert samples['rdma_node_findings{check="port_down",role="ib_inventory",severity="critical"}'] == "1"
