@@ -166,7 +166,7 @@ def counter_rising(facts, params, found):
 def counter_saturated(facts, params, found):
     """An error counter sits at the maximum of its width: it no longer counts, so rises and rates are blind until it is cleared."""
     for port in _ports_with_counters(facts["rdma"]):
-        saturated = [c for c in port.get("counters_saturated") or []]
+        saturated = list(port.get("counters_saturated") or [])
         if saturated:
             name = port_name(port)
             found.warning(name, "%s: %s at the maximum of %s width and no longer count%s; clear the port's counters "

@@ -390,7 +390,7 @@ ansible_facts:
           description:
             - With the V(kernel_log) subset, the carrier changes of the RDMA netdevs (and of the slaves of
               an RDMA bond, counted for the bond) in the window, parsed on the node by the same parser as
-              the M(rdma.node.parse_carrier_events#filter) filter.
+              the P(rdma.node.parse_carrier_events#filter) filter.
             - C(netdevs) has per RDMA netdev the counts C(down), C(up), C(losses) (transitions into
               down), the C(last) carrier and the C(port) (C(device/port)) it belongs to.
             - C(events) holds the newest 50 events (C(events_total) counts them all). C(window_applied)

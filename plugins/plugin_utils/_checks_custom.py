@@ -23,8 +23,12 @@ from __future__ import annotations
 import json
 import re
 
-import jmespath
-from jmespath.exceptions import JMESPathError
+try:
+    import jmespath
+    from jmespath.exceptions import JMESPathError
+except ImportError:  # the controller lacks it: a clear error when a custom check is used, not at import
+    jmespath = None
+    JMESPathError = ValueError
 
 from ansible_collections.rdma.node.plugins.module_utils._checks import Check, CheckError
 from ansible_collections.rdma.node.plugins.module_utils._findings import SEVERITIES
@@ -37,6 +41,8 @@ _COMPILED = {}
 
 
 def _compile(text, where):
+    if jmespath is None:
+        raise CheckError("%s: the operators' checks need the jmespath library on the controller (pip install jmespath)" % where)
     compiled = _COMPILED.get(text)
     if compiled is None:
         try:
