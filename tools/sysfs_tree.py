@@ -391,7 +391,8 @@ def build_driver_side(root: str, driver: dict) -> None:
             "Open Kernel Module for x86_64" if open_module else "x86_64 Kernel Module", nvidia["version"]))
     if driver.get("memory_peers"):
         os.makedirs(os.path.join(root, "sys/kernel/mm/memory_peers"), exist_ok=True)
-    tree.write("saved/kernel.log", driver.get("kernel_log"))
+    # A node without kernel_log has a quiet log: an empty file, which node_health reads like any saved log.
+    tree.write("saved/kernel.log", (driver.get("kernel_log") or "").rstrip("\n"))
     tree.write("saved/dkms-status.txt", (driver.get("dkms") or "").rstrip("\n"))
     tree.write("saved/ofed_info.txt", driver.get("ofed"))
 
@@ -416,6 +417,8 @@ def build_hardware_file(path: str, dest: str) -> list:
             build_host(os.path.join(dest, host, "later", "sys"), spec, later=True)
         if spec.get("driver"):
             build_driver_side(os.path.join(dest, host), spec["driver"])
+        # node_exporter's textfile directory as Debian's prometheus-node-exporter creates it.
+        os.makedirs(os.path.join(dest, host, "var/lib/prometheus/node-exporter"), exist_ok=True)
         if any(netdev.get("ipv4") for netdev in spec.get("netdevs", [])):
             build_addresses(os.path.join(dest, host), spec["netdevs"])
     return sorted(hosts)

@@ -34,6 +34,7 @@ ARGUMENT_SPEC = {
         "module": {"type": "str", "required": True},
         "args": {"type": "dict", "default": {}},
     }},
+    "custom_checks": {"type": "list", "elements": "dict", "default": []},
 }
 
 
@@ -53,7 +54,7 @@ class ActionModule(ActionBase):
         facts = args["facts"] if args["facts"] is not None else dict(task_vars.get("ansible_facts") or {}, **gathered)
         subject = args["subject"] or task_vars.get("inventory_hostname") or "localhost"
         try:
-            evaluated = evaluate_role(args["role"], facts, args["params"], subject, args["only"], args["skip"])
+            evaluated = evaluate_role(args["role"], facts, args["params"], subject, args["only"], args["skip"], args["custom_checks"])
         except _checks.CheckError as exc:
             raise AnsibleActionFail("rdma.node.evaluate: %s" % exc) from None
         role = args["role"]

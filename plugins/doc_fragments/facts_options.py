@@ -33,11 +33,37 @@ options:
       - V(gpudirect) adds RV(ansible_facts.rdma.gpudirect).
       - V(roce) adds RV(ansible_facts.rdma.roce), the netns mode and the GID table of every Ethernet
         port.
-      - V(all) gathers every subset.
+      - V(kernel_log) adds RV(ansible_facts.rdma.kernel_log), the carrier losses of the RDMA netdevs
+        in the kernel log window, read from O(kernel_log_file) or from C(journalctl) on the node.
+      - V(all) gathers every subset but V(kernel_log), the only one that runs a command.
     type: list
     elements: str
-    choices: [all, ports, counters, pcie, gpudirect, locality, roce]
+    choices: [all, ports, counters, pcie, gpudirect, locality, roce, kernel_log]
     default: [ports]
+  counters_interval:
+    description:
+      - With the V(counters) subset, V(0) reads the counters once. A positive number of seconds keeps
+        that read as RV(ansible_facts.rdma.counters_earlier), waits, and reads the counters again, so
+        one call yields a delta and a rate.
+    type: float
+    default: 0
+  counters_resample_root:
+    description:
+      - The sysfs tree the second counter read of O(counters_interval) uses; default O(sysfs_root).
+      - For a saved or simulated node whose later state is a second tree.
+    type: path
+  kernel_log_file:
+    description:
+      - With the V(kernel_log) subset, a file of saved kernel log text (C(journalctl -k -o short-iso),
+        C(dmesg), syslog) to read instead of running C(journalctl) on the node.
+      - A file is judged as of its newest record with an ISO time stamp, so a copy reads the same later.
+    type: path
+  kernel_log_window_hours:
+    description:
+      - With the V(kernel_log) subset, how many hours of the kernel log count. Without O(kernel_log_file),
+        C(journalctl -o short-iso --since -<N>h) reads the kernel's and systemd-networkd's messages of that window.
+    type: int
+    default: 24
 """
 
     DRIVER = r"""

@@ -165,15 +165,20 @@ def status_line(role, subject, counts, findings):
     return "%s on %s: %s: %s" % (role, subject, numbers, " ".join(f["message"] for f in worst))
 
 
-def evaluate(role, facts, params=None, subject="host", only=None, skip=None):
+def evaluate(role, facts, params=None, subject="host", only=None, skip=None, extra=()):
     """Run ``role``'s checks on one host's ``facts`` with the role's ``params``.
 
     Returns ``{"findings": [...], "status": {...}}``; the status holds the counts (``ok`` is true
     when nothing is critical), the checks that ran, those skipped for missing facts with the facts
     they lacked, the summary line, and what the role's ``@summary`` adds. ``only``/``skip`` take
-    check names (a name that is not a check of the role is an error).
+    check names (a name that is not a check of the role is an error). ``extra`` are ``Check``
+    objects built at run time (the operators' JMESPath checks), run after the registered ones.
     """
     registered = checks(role)
+    clash = sorted({c.name for c in extra} & {c.name for c in registered})
+    if clash:
+        raise CheckError("%s already has a check named %s" % (role, ", ".join(clash)))
+    registered += list(extra)
     if not registered and role not in _SUMMARIES:
         raise CheckError("no checks are registered for the role %r (known: %s)" % (role, ", ".join(roles()) or "none"))
     facts = facts or {}

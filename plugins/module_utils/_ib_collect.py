@@ -7,18 +7,27 @@ health subsets. The module files keep only their documentation."""
 from __future__ import annotations
 
 import os
+import time
 
-from ansible_collections.rdma.node.plugins.module_utils._files import take_read_warnings
+from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes, take_read_warnings
+from ansible_collections.rdma.node.plugins.module_utils._health_collect import error_counters, kernel_log_facts
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
-from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import SUBSETS, add_health_facts, resolve_subsets
+from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import SUBSETS, add_health_facts, port_counters, resolve_subsets
 
-SUBSET_CHOICES = ["all"] + list(SUBSETS)
+# kernel_log is not part of "all": it runs journalctl, where every other subset only reads files.
+KERNEL_LOG = "kernel_log"
+SUBSET_CHOICES = ["all"] + list(SUBSETS) + [KERNEL_LOG]
+KERNEL_LOG_MAX_BYTES = 64 * 1024 * 1024
 
 # The options of the RDMA facts, shared by the modules that gather them.
 IB_OPTIONS = {
     "sysfs_root": {"type": "path", "default": "/sys"},
     "proc_root": {"type": "path", "default": "/proc"},
     "gather_subset": {"type": "list", "elements": "str", "choices": SUBSET_CHOICES, "default": ["ports"]},
+    "counters_interval": {"type": "float", "default": 0},
+    "counters_resample_root": {"type": "path"},
+    "kernel_log_file": {"type": "path"},
+    "kernel_log_window_hours": {"type": "int", "default": 24},
 }
 
 
@@ -31,4 +40,58 @@ def collect_ib(module):
     subsets = resolve_subsets(module.params["gather_subset"])
     if subsets != {"ports"}:
         add_health_facts(facts, root, subsets, module.params["proc_root"])
+    if "counters" in subsets:
+        _resample_counters(module, facts)
+    if KERNEL_LOG in module.params["gather_subset"]:
+        facts[KERNEL_LOG] = _kernel_log(module, facts, root)
     return facts, warnings + take_read_warnings()
+
+
+def _resample_counters(module, facts):
+    """Time stamp the counters; with ``counters_interval`` keep them as the earlier sample, wait, and
+    read them again (from ``counters_resample_root`` when given), so one call yields a delta."""
+    interval = module.params["counters_interval"]
+    if interval < 0:
+        module.fail_json(msg="counters_interval is %s; expected a number of seconds of 0 or more (0: one sample)" % interval)
+    facts["counters_time"] = time.time()
+    if not interval:
+        return
+    again_root = module.params["counters_resample_root"] or module.params["sysfs_root"]
+    if not os.path.isdir(again_root):
+        module.fail_json(msg="counters_resample_root %s is not a directory; expected a sysfs tree such as /sys" % again_root)
+    facts["counters_earlier"] = {"time": facts["counters_time"], "ports": error_counters(facts["ports"])}
+    time.sleep(interval)
+    ib_dir = os.path.join(again_root, "class", "infiniband")
+    for port in facts["ports"]:
+        port.update(port_counters(os.path.join(ib_dir, port["device"], "ports", str(port["port"]))))
+    facts["counters_time"] = time.time()
+    facts["counters_interval_seconds"] = facts["counters_time"] - facts["counters_earlier"]["time"]
+
+
+def _kernel_log(module, facts, root):
+    """Carrier events of the RDMA netdevs in the kernel log window: from ``kernel_log_file``, or
+    from ``journalctl -k`` on the node (which keeps only the window itself)."""
+    hours = module.params["kernel_log_window_hours"]
+    if hours < 1:
+        module.fail_json(msg="kernel_log_window_hours is %s; expected a whole number of hours of 1 or more" % hours)
+    path = module.params["kernel_log_file"]
+    if path:
+        try:
+            data = read_bytes(path, "a saved kernel log", KERNEL_LOG_MAX_BYTES)
+        except FileReadError as exc:  # also FileShapeError: one sentence naming the file
+            module.fail_json(msg="kernel_log_file: %s" % exc)
+        if data is None:
+            module.fail_json(msg="kernel_log_file %s does not exist; expected saved journalctl -k or dmesg output" % path)
+        return kernel_log_facts(data.decode("utf-8", "replace"), facts["netdevs"], root, hours, path, False)
+    journalctl = module.get_bin_path("journalctl")
+    if journalctl is None:
+        return dict(kernel_log_facts("", facts["netdevs"], root, hours, None, True), error="journalctl is not installed")
+    # Kernel messages and systemd-networkd's carrier lines, both in the window, oldest first.
+    argv = [journalctl, "-o", "short-iso", "--no-pager", "--since", "-%dh" % hours, "_TRANSPORT=kernel", "+",
+            "SYSLOG_IDENTIFIER=systemd-networkd"]
+    rc, out, err = module.run_command(argv)
+    result = kernel_log_facts(out if rc == 0 else "", facts["netdevs"], root, hours, "journalctl", True)
+    if rc != 0:
+        last = (err or "").strip().splitlines()
+        result["error"] = "journalctl exited with %d: %s" % (rc, last[-1] if last else "no message")
+    return result

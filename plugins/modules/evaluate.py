@@ -71,6 +71,20 @@ options:
         description: Its arguments.
         type: dict
         default: {}
+  custom_checks:
+    description:
+      - The operators' own checks, run with the role's after them as checks named C(custom_<name>).
+      - Each is a dict with C(name) (letters, digits, C(_)), C(severity) (V(critical), V(warning) or
+        V(info)), C(message), C(expression) (JMESPath over the host's facts, evaluated on the controller
+        with the jmespath library) and optionally C(subject) (JMESPath applied to each element of a
+        list result; default the check's name) and C(reads) (the top-level facts the expression needs,
+        default V([rdma]); a check whose facts are missing is skipped).
+      - A result that JMESPath counts as true is a finding (V(false), V(null), empty strings, lists and
+        objects are false); a list gives one finding per element.
+      - A malformed entry or an expression that does not compile fails the task with one message naming the check.
+    type: list
+    elements: dict
+    default: []
 extends_documentation_fragment:
   - rdma.node.attributes
   - rdma.node.attributes.facts

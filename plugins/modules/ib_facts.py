@@ -310,6 +310,53 @@ ansible_facts:
             peermem_missing: [neither nvidia_peermem nor nv_peer_mem is loaded]
             dma_buf_ready: false
             dma_buf_missing: [the NVIDIA kernel module is proprietary, DMA-BUF needs the open one]
+        counters_time:
+          description: With the V(counters) subset, when the counters were read (seconds since the epoch; the later read with O(counters_interval)).
+          type: float
+          returned: when the counters subset is gathered
+          sample: 1764034512.27
+        counters_earlier:
+          description:
+            - With a positive O(counters_interval), the first read of the error counters (the IBTA
+              PortCounters of C(ports/N/counters)) by C(device/port), and when it was taken. The
+              ports' C(counters) hold the second read.
+          type: dict
+          returned: when counters_interval is positive
+          sample:
+            time: 1764034502.26
+            ports:
+              mlx5_1/1: {symbol_error: 1873, link_downed: 0}
+        counters_interval_seconds:
+          description: With a positive O(counters_interval), the seconds between the two reads.
+          type: float
+          returned: when counters_interval is positive
+          sample: 10.01
+        kernel_log:
+          description:
+            - With the V(kernel_log) subset, the carrier changes of the RDMA netdevs (and of the slaves of
+              an RDMA bond, counted for the bond) in the window, parsed on the node by the same parser as
+              the P(rdma.node.parse_carrier_events#filter) filter.
+            - C(netdevs) has per RDMA netdev the counts C(down), C(up), C(losses) (transitions into
+              down), the C(last) carrier and the C(port) (C(device/port)) it belongs to.
+            - C(events) holds the newest 50 events (C(events_total) counts them all). C(window_applied)
+              is V(false) for a saved file whose records carry no ISO time stamp (all of it counts);
+              C(since)/C(until) bound a saved file's window. C(error) says why C(journalctl) gave nothing.
+          type: dict
+          returned: when the kernel_log subset is gathered
+          sample:
+            source: journalctl
+            window_hours: 24
+            window_applied: true
+            since: null
+            until: null
+            lines: 5120
+            records: 5120
+            netdevs:
+              ibp94s0f0: {down: 3, up: 3, losses: 3, last: up, port: mlx5_0/1}
+            events:
+              - {netdev: ibp94s0f0, rdma_netdev: ibp94s0f0, carrier: down, time: "2026-11-24T21:14:07+0000",
+                 source: networkd, message: "ibp94s0f0: Lost carrier"}
+            events_total: 6
         roce:
           description:
             - With the V(roce) subset, the RDMA network-namespace mode and the RoCE GID table.

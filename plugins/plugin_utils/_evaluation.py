@@ -31,7 +31,10 @@ def registered_roles():
     return _checks.roles()
 
 
-def evaluate_role(role, facts, params=None, subject="host", only=None, skip=None):
-    """``_checks.evaluate`` after loading the checks."""
+def evaluate_role(role, facts, params=None, subject="host", only=None, skip=None, custom_checks=None):
+    """``_checks.evaluate`` after loading the checks, with the operators' JMESPath ``custom_checks``."""
     load_checks()
-    return _checks.evaluate(role, facts, params, subject, only, skip)
+    from ansible_collections.rdma.node.plugins.plugin_utils._checks_custom import build_checks  # needs jmespath: only when used
+
+    extra = build_checks(role, custom_checks) if custom_checks else ()
+    return _checks.evaluate(role, facts, params, subject, only, skip, extra)

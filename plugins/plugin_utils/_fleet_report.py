@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import datetime
 
+from ansible_collections.rdma.node.plugins.module_utils._checks_fleet import ROLE as FLEET_ROLE
 from ansible_collections.rdma.node.plugins.module_utils._findings import tally
+from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 
 # The version of the report's JSON shape; a consumer checks it before reading the rest.
 SCHEMA_VERSION = 2
@@ -144,6 +146,18 @@ def host_entry(name, host_vars, sources, node_findings=None):
     }
 
 
+def fleet_findings(hosts):
+    """``{host: [findings]}`` of the fleet-wide checks (``_checks_fleet``: HCAs that differ from
+    the rest of their inventory group), which need every host's facts at once."""
+    fleet = {name: {"group_names": (host_vars or {}).get("group_names") or [],
+                    "devices": ((host_vars or {}).get("ansible_facts") or {}).get("rdma", {}).get("devices") or {}}
+             for name, host_vars in hosts.items()}
+    by_host = {}
+    for item in evaluate_role(FLEET_ROLE, {"hosts": fleet}, subject="fleet")["findings"]:
+        by_host.setdefault(item["subject"], []).append(item)
+    return by_host
+
+
 def findings_by_check(entries, clusters):
     """Per check (``role``/``check``) that found something: how many findings of each severity, and
     on how many of the reported hosts. A cluster finding about a node counts once, though that node's
@@ -179,6 +193,8 @@ def build_report(hosts, sources, title="RDMA fleet report", generated_at=None, c
     Returns the report structure."""
     clusters = cluster_sections(list(hosts.values()) + list(cluster_vars), sources)
     by_node = _node_findings(clusters)
+    for name, items in fleet_findings(hosts).items():
+        by_node.setdefault(name, []).extend(items)
     entries = [host_entry(name, host_vars or {}, sources, by_node) for name, host_vars in hosts.items()]
     entries.sort(key=lambda h: (STATUS_ORDER[h["status"]], -h["critical"], -h["warning"], h["name"]))
     groups = {}

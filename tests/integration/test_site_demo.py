@@ -21,12 +21,18 @@ INVENTORY = str(COLLECTION_ROOT / "inventories/demo/hosts.yml")
 CRITICAL_RED = (0xC6, 0x28, 0x28)
 OK_GREEN = (0x2E, 0x7D, 0x32)
 
+# Each planted fault of the README's table is exactly one finding on its host; node_health adds one
+# GPUDirect verdict per GPU node (info where a path works).
+GPUDIRECT_READY = ("node_health", "gpudirect", "info", "gpudirect")
 EXPECTED_FINDINGS = {
-    "v100-node-01": [],
-    "v100-node-02": [("ib_inventory", "port_down", "critical", "mlx5_1/1")],
-    "a100-node-01": [],
+    "v100-node-01": [("node_health", "pcie_degraded", "critical", "0000:5e:00"), GPUDIRECT_READY],
+    "v100-node-02": [("ib_inventory", "port_down", "critical", "mlx5_1/1"),
+                     ("node_health", "link_flapping", "critical", "mlx5_0/1"), GPUDIRECT_READY],
+    "a100-node-01": [("node_health", "counter_rising", "critical", "mlx5_1/1"),
+                     ("node_health", "gpudirect", "critical", "gpudirect")],
     "a100-node-02": [("driver_verify", "dkms_missing_next_boot", "critical", "6.1.0-28-amd64"),
-                     ("driver_verify", "dkms_error", "warning", "dkms")],
+                     ("driver_verify", "dkms_error", "warning", "dkms"),
+                     ("fleet_consistency", "firmware_drift", "warning", "a100-node-02"), GPUDIRECT_READY],
 }
 
 
@@ -59,11 +65,27 @@ def findings_of(report):
 def test_every_expected_finding_and_no_other(site_run):
     report = site_run[1]
     assert findings_of(report) == {host: sorted(found) for host, found in EXPECTED_FINDINGS.items()}
-    assert [h["name"] for h in report["hosts"]][:2] == ["a100-node-02", "v100-node-02"]  # worst first
-    assert report["totals"] == {"hosts": 4, "critical": 2, "no_data": 0, "warning": 0, "ok": 2, "findings": 3, "cluster_findings": 0}
+    # worst first: two critical findings, then one with warnings, then one.
+    assert [h["name"] for h in report["hosts"]] == ["a100-node-01", "v100-node-02", "a100-node-02", "v100-node-01"]
+    assert report["totals"] == {"hosts": 4, "critical": 4, "no_data": 0, "warning": 0, "ok": 0, "findings": 11, "cluster_findings": 0}
     assert report["schema_version"] == 2
-    assert [(c["role"], c["check"], c["critical"], c["warning"], c["hosts"]) for c in report["findings_by_check"]] == [
-        ("driver_verify", "dkms_missing_next_boot", 1, 0, 1), ("ib_inventory", "port_down", 1, 0, 1), ("driver_verify", "dkms_error", 0, 1, 1)]
+    assert [(c["role"], c["check"], c["critical"], c["warning"], c["info"], c["hosts"]) for c in report["findings_by_check"]] == [
+        ("node_health", "gpudirect", 1, 0, 3, 4),
+        ("driver_verify", "dkms_missing_next_boot", 1, 0, 0, 1), ("ib_inventory", "port_down", 1, 0, 0, 1),
+        ("node_health", "counter_rising", 1, 0, 0, 1),
+        ("node_health", "link_flapping", 1, 0, 0, 1), ("node_health", "pcie_degraded", 1, 0, 0, 1),
+        ("driver_verify", "dkms_error", 0, 1, 0, 1), ("fleet_consistency", "firmware_drift", 0, 1, 0, 1)]
+
+
+def test_planted_faults_say_what_the_readme_says(site_run):
+    messages = {(h["name"], f["check"]): f["message"] for h in site_run[1]["hosts"] for f in h["findings"]}
+    assert messages[("v100-node-01", "pcie_degraded")].startswith("The PCIe link of mlx5_0, mlx5_1 (0000:5e:00) runs at Gen3 x8, below the Gen3 x16")
+    assert messages[("v100-node-02", "link_flapping")].startswith("mlx5_0/1 is flapping: link_downed rose from 3 to 4 in ")
+    assert messages[("v100-node-02", "link_flapping")].endswith("the kernel log shows 3 carrier losses of ibp94s0f0.")
+    assert "symbol_error rose from 1873 to 2410" in messages[("a100-node-01", "counter_rising")]
+    assert messages[("a100-node-01", "gpudirect")].startswith("GPUDirect RDMA has no working path. Peer memory: neither nvidia_peermem")
+    assert messages[("a100-node-02", "firmware_drift")] == ("a100-node-02: mlx5_1 (MT4123) has firmware 20.37.1014 where 3 of the 4 "
+                                                             "MT4123 HCAs of ib-a100 have 20.39.1002.")
 
 
 def test_uncabled_a100_hca_is_allowed_down(site_run):
@@ -77,8 +99,11 @@ def test_uncabled_a100_hca_is_allowed_down(site_run):
 def test_site_fails_exactly_the_faulty_hosts(site_run):
     run = site_run[0]
     assert run.rc == 2
-    assert run.failed_hosts == ["a100-node-02", "v100-node-02"]
-    assert run.changed_hosts == []
+    assert run.failed_hosts == ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
+    # The one write of the main job: node_health's metrics file in each node's textfile directory.
+    assert run.changed_hosts == ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
+    written = run.task_results("Write the metrics for node_exporter's textfile collector")
+    assert sorted(h for h, r in written.items() if r.get("changed")) == run.changed_hosts
 
 
 def test_ib_inventory_fail_switch(demo):
@@ -110,15 +135,17 @@ def test_report_job_reads_the_fact_cache_alone(demo, site_run):
 
 def test_markdown_report(demo, site_run):
     text = (demo["base"] / "report/fleet-report.md").read_text()
-    assert "**4 hosts**: 2 critical, 0 without data, 0 with warnings, 2 ok; 3 findings." in text
+    assert "**4 hosts**: 4 critical, 0 without data, 0 with warnings, 0 ok; 11 findings." in text
     assert re.search(r"^\| a100-node-02 \| ib-a100 \| CRITICAL \| 2/3 \| 200 Gb/s \| 6\.1\.0-27-amd64 / \*\*6\.1\.0-28-amd64\*\* \(differs\) \| "
                      r"MLNX_OFED_LINUX-23\.10-1\.1\.9\.0 \| - \| this node loses RDMA at its next reboot into 6\.1\.0-28-amd64", text, re.M)
-    assert "| v100-node-01 | ib-v100 | OK | 2/2 | 100 Gb/s | 6.1.0-27-amd64 / 6.1.0-27-amd64 | MLNX_OFED_LINUX-23.10-1.1.9.0 | - | - |" in text
+    assert ("| v100-node-01 | ib-v100 | CRITICAL | 2/2 | 100 Gb/s | 6.1.0-27-amd64 / 6.1.0-27-amd64 | MLNX_OFED_LINUX-23.10-1.1.9.0 | - | "
+            "The PCIe link of mlx5_0, mlx5_1 (0000:5e:00) runs at Gen3 x8") in text
     assert "| mlx5_1/1 | DOWN | Polling | 10 | >= 100 | InfiniBand | ibp94s0f1 (Down) | down |" in text
     assert "| `driver_verify/dkms_missing_next_boot` | 1 | 0 | 0 | 1 |" in text
-    # site.yml gathers the PCIe links: v100-node-01's shared link trained at x8 of x16, the others at their maximum.
-    assert "| mlx5_1 | MT4119 | 16.35.2000 | MT_0000000008 | Gen3 x8 of Gen3 x16 |" in text
-    assert "| mlx5_1 | MT4119 | 16.35.2000 | MT_0000000008 | Gen3 x16 of Gen3 x16 |" in text
+    # node_health gathers the PCIe links: v100-node-01's shared link at x8, v100-node-02's at x16.
+    assert text.count("| mlx5_1 | MT4119 | 16.35.2000 | MT_0000000008 | Gen3 x8 of Gen3 x16 |") == 1
+    assert text.count("| mlx5_1 | MT4119 | 16.35.2000 | MT_0000000008 | Gen3 x16 of Gen3 x16 |") == 1
+    assert "| `node_health/pcie_degraded` | 1 | 0 | 0 | 1 |" in text
     assert not re.search(r"\|[ \t]*\|", text)  # no blank cell anywhere
 
 
@@ -126,10 +153,10 @@ def test_html_report_renders_the_host_table(demo, site_run, tmp_path):
     page = str(demo["base"] / "report/fleet-report.html")
     dom = rendered_dom(page)
     rows = re.findall(r'<tr class="host (critical|warning|ok|no_data)" data-host="([^"]+)">', dom)
-    assert rows == [("critical", "a100-node-02"), ("critical", "v100-node-02"), ("ok", "a100-node-01"), ("ok", "v100-node-01")]
+    assert rows == [("critical", "a100-node-01"), ("critical", "v100-node-02"), ("critical", "a100-node-02"), ("critical", "v100-node-01")]
     assert '<div class="port down"' in dom and "mlx5_1/1 DOWN Polling 10/100 ibp94s0f1 (Down)" in dom
     assert '<b>mlx5_0</b> MT4123 fw 20.39.1002 MT_0000000223 PCIe Gen4 x16 of Gen4 x16' in dom
-    assert '<b>mlx5_1</b> MT4119 fw 16.35.2000 MT_0000000008 PCIe <span class="below">Gen3 x8</span> of Gen3 x16' in dom
+    assert dom.count('<b>mlx5_0</b> MT4119 fw 16.35.2000 MT_0000000008 PCIe <span class="below">Gen3 x8</span> of Gen3 x16') == 1
     assert '<span class="differs" title="the next boot changes the kernel">6.1.0-28-amd64</span>' in dom
     width, height, pixels = screenshot(page, str(tmp_path / "report.png"))
     assert (width, height) == (1300, 900)
@@ -141,6 +168,8 @@ def test_html_report_renders_the_host_table(demo, site_run, tmp_path):
 
 def test_html_report_filters_in_the_browser(demo, site_run):
     dom = rendered_dom(str(demo["base"] / "report/fleet-report.html"), "severity=critical&hide_healthy=1")
-    assert re.findall(r'<tr class="host (\w+)" data-host="([^"]+)">', dom) == [("critical", "a100-node-02"), ("critical", "v100-node-02")]
-    assert '<span id="shown">showing 2 of 4 hosts</span>' in dom
-    assert "1 more hidden by the filter" in dom  # a100-node-02's dkms_error warning
+    assert re.findall(r'<tr class="host (\w+)" data-host="([^"]+)">', dom) == [
+        ("critical", "a100-node-01"), ("critical", "v100-node-02"), ("critical", "a100-node-02"), ("critical", "v100-node-01")]
+    assert '<span id="shown">showing 4 of 4 hosts</span>' in dom
+    # Hidden by the filter: v100-node-02's and v100-node-01's GPUDirect info, a100-node-02's two warnings and its info.
+    assert re.findall(r"(\d+) more hidden by the filter", dom) == ["1", "3", "1"]

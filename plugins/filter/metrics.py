@@ -1,0 +1,30 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Prometheus textfile of a host's RDMA health. The rendering lives in
+``plugin_utils/_metrics.py``; documentation: ``node_health_metrics.yml``."""
+
+from __future__ import annotations
+
+import json
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.rdma.node.plugins.plugin_utils._metrics import render
+
+
+def node_health_metrics(facts, now=None):
+    """A host's ``ansible_facts`` -> the text of node_exporter's ``rdma_node.prom``."""
+    if not isinstance(facts, dict):
+        raise AnsibleFilterError("node_health_metrics: expected the host's ansible_facts (a mapping), got %s" % type(facts).__name__)
+    try:
+        return render(json.loads(json.dumps(facts, default=str)), now)  # Ansible's own types as plain JSON
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("node_health_metrics: %s" % exc) from None
+
+
+class FilterModule:
+    """Prometheus metrics of the RDMA health checks."""
+
+    def filters(self):
+        return {"node_health_metrics": node_health_metrics}

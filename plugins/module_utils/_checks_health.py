@@ -1,0 +1,409 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Checks of the ``node_health`` role: is an RDMA node healthy right now, beyond its ports being up.
+
+They read ``ansible_facts.rdma`` as ``rdma.node.ib_facts`` gathers it with the ``counters``,
+``pcie``, ``gpudirect``, ``locality``, ``roce`` and ``kernel_log`` subsets, ``ansible_facts.rdma_memlock``
+(``rdma.node.container_limits``, read-only). The previous run's counter sample (the ``counter_sample``
+of ``node_health_status``, kept in the fact cache) comes as the parameter ``previous_sample``, not as
+a fact the checks read: a check whose facts are missing is skipped, and a first run must still judge
+the in-run sample and the totals.
+
+Parameters, without the ``node_health_`` prefix:
+
+* ``counter_limits``: ``{counter: total}``; a port whose counter total is above it is a warning
+  (only when there is no earlier sample to compare: with one, ``counter_rising`` judges what
+  happens now, and a total since the last reset mixes old errors with new ones);
+* ``counter_rise_limits``: ``{counter: per hour}``; a rise faster than that is critical, ``0``
+  means any rise;
+* ``carrier_losses_max``: this many carrier losses of a port's netdev in the kernel log window make
+  it a flapping link;
+* ``gpudirect``: ``auto`` (judge nodes that have NVIDIA GPUs), ``required`` or ``off``;
+* ``locality_link_layers``: the link layers of the HCAs that carry GPU traffic;
+* ``roce_netns_mode``: the RDMA netns mode the device plugin expects (empty: not checked);
+* ``memlock_wanted``: the locked-memory limit containers need (``unlimited`` or bytes, ``64K``...).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError, check, summary
+from ansible_collections.rdma.node.plugins.module_utils._rlimits import RLIM_INFINITY, RlimitError, parse_rlimit_value
+from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import PORT_COUNTER_WIDTH_BITS
+
+ROLE = "node_health"
+FACTS = ("rdma",)
+SECONDS_PER_HOUR = 3600.0
+# The counters link_flapping owns: counter_rising leaves them alone so a flap is reported once.
+FLAP_COUNTERS = ("link_downed",)
+GPUDIRECT_MODES = ("auto", "required", "off")
+
+
+def port_name(port):
+    return "%s/%s" % (port.get("device"), port.get("port"))
+
+
+def _limits(params, name):
+    value = params.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise CheckError("node_health_%s: expected a mapping of counter name to a number, got %r" % (name, value))
+    limits = {}
+    for counter, limit in value.items():
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit < 0:
+            raise CheckError("node_health_%s: the limit of %s must be a number of 0 or more, got %r" % (name, counter, limit))
+        limits[str(counter)] = limit
+    return limits
+
+
+def _int_param(params, name, default):
+    value = params.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise CheckError("node_health_%s: expected a whole number of 1 or more, got %r" % (name, value))
+    return value
+
+
+def _ports_with_counters(rdma):
+    return [p for p in rdma.get("ports") or [] if isinstance(p.get("counters"), dict)]
+
+
+def current_sample(rdma):
+    """``{"time", "ports": {"dev/port": {counter: value}}}`` of the error counters read this run."""
+    ports = {}
+    for port in _ports_with_counters(rdma):
+        ports[port_name(port)] = {k: v for k, v in port["counters"].items() if k in PORT_COUNTER_WIDTH_BITS and v is not None}
+    return {"time": rdma.get("counters_time"), "ports": ports}
+
+
+def earlier_sample(rdma, previous):
+    """The sample to compare with and where it comes from: the in-run one (``counters_interval``)
+    when ib_facts took two, else ``previous`` (the last run's, from the fact cache), else None."""
+    earlier = rdma.get("counters_earlier")
+    if isinstance(earlier, dict) and isinstance(earlier.get("ports"), dict) and earlier.get("time") is not None:
+        return earlier, "this run"
+    now = rdma.get("counters_time")
+    if isinstance(previous, dict) and isinstance(previous.get("ports"), dict) and previous.get("time") is not None \
+            and now is not None and previous["time"] < now:
+        return previous, "the previous run"
+    return None, None
+
+
+def counter_deltas(rdma, previous):
+    """``{"dev/port": {counter: (before, after, seconds)}}`` of every error counter with an earlier
+    value; a counter that went down (reset, or a replaced card) has no delta."""
+    earlier, _source = earlier_sample(rdma, previous)
+    if earlier is None:
+        return {}
+    now = current_sample(rdma)
+    seconds = float(now["time"]) - float(earlier["time"])
+    if seconds <= 0:
+        return {}
+    # A counter at its maximum no longer counts: its "rise" is only the way up to the ceiling.
+    saturated = {port_name(p): set(p.get("counters_saturated") or []) for p in _ports_with_counters(rdma)}
+    deltas = {}
+    for name, counters in now["ports"].items():
+        before = earlier["ports"].get(name) or {}
+        for counter, value in counters.items():
+            if counter in saturated.get(name, ()):
+                continue
+            old = before.get(counter)
+            if isinstance(old, int) and not isinstance(old, bool) and value >= old:
+                deltas.setdefault(name, {})[counter] = (old, value, seconds)
+    return deltas
+
+
+def per_hour(before, after, seconds):
+    return (after - before) * SECONDS_PER_HOUR / seconds
+
+
+def _duration(seconds):
+    if seconds < 120:
+        return "%g s" % round(seconds, 1)
+    if seconds < 2 * SECONDS_PER_HOUR:
+        return "%g min" % round(seconds / 60, 1)
+    return "%g h" % round(seconds / SECONDS_PER_HOUR, 1)
+
+
+@check(ROLE, "counter_threshold", reads=FACTS, params=("counter_limits", "previous_sample"))
+def counter_threshold(facts, params, found):
+    """A port's error counter total is above its limit, and there is no earlier sample to tell whether the errors are recent."""
+    limits = _limits(params, "counter_limits")
+    deltas = counter_deltas(facts["rdma"], params.get("previous_sample"))
+    for port in _ports_with_counters(facts["rdma"]):
+        name = port_name(port)
+        saturated = port.get("counters_saturated") or []
+        over = [(c, port["counters"].get(c), limit) for c, limit in sorted(limits.items())
+                if c not in deltas.get(name, {}) and c not in saturated
+                and isinstance(port["counters"].get(c), int) and port["counters"][c] > limit]
+        if over:
+            found.warning(name, "%s: %s since the counters were last cleared." % (
+                name, ", ".join("%s is %d (limit %g)" % item for item in over)),
+                {c: limit for c, _v, limit in over}, {c: value for c, value, _l in over})
+
+
+@check(ROLE, "counter_rising", reads=FACTS, params=("counter_rise_limits", "previous_sample"))
+def counter_rising(facts, params, found):
+    """An error counter rose faster than its limit per hour between two samples (this run's two, or the previous run's and this one)."""
+    limits = _limits(params, "counter_rise_limits")
+    _earlier, source = earlier_sample(facts["rdma"], params.get("previous_sample"))
+    for name, counters in sorted(counter_deltas(facts["rdma"], params.get("previous_sample")).items()):
+        for counter, (before, after, seconds) in sorted(counters.items()):
+            limit = limits.get(counter)
+            if limit is None or counter in FLAP_COUNTERS or after == before:
+                continue
+            rate = per_hour(before, after, seconds)
+            if rate <= limit:
+                continue
+            bound = "any rise is an error" if limit == 0 else "the limit is %g per hour" % limit
+            found.critical(name, "%s: %s rose from %d to %d in %s (between samples of %s), %.0f per hour; %s." % (
+                name, counter, before, after, _duration(seconds), source, rate, bound), "<= %g per hour" % limit, round(rate, 1))
+
+
+@check(ROLE, "counter_saturated", reads=FACTS)
+def counter_saturated(facts, params, found):
+    """An error counter sits at the maximum of its width: it no longer counts, so rises and rates are blind until it is cleared."""
+    for port in _ports_with_counters(facts["rdma"]):
+        saturated = list(port.get("counters_saturated") or [])
+        if saturated:
+            name = port_name(port)
+            found.warning(name, "%s: %s at the maximum of %s width and no longer count%s; clear the port's counters "
+                          "(perfquery -x -R) to see new errors." % (
+                              name, ", ".join("%s=%s" % (c, port["counters"].get(c)) for c in saturated),
+                              "its" if len(saturated) == 1 else "their", "s" if len(saturated) == 1 else ""),
+                          "below the maximum", {c: port["counters"].get(c) for c in saturated})
+
+
+def carrier_losses(rdma):
+    """``{"dev/port": [(netdev, losses)]}`` from the kernel log facts."""
+    log = rdma.get("kernel_log") or {}
+    netdevs = rdma.get("netdevs") or {}
+    losses = {}
+    for name, entry in sorted((log.get("netdevs") or {}).items()):
+        port = entry.get("port")
+        if port is None and name in netdevs:
+            port = "%s/%s" % (netdevs[name].get("device"), netdevs[name].get("port"))
+        if port and entry.get("losses"):
+            losses.setdefault(port, []).append((name, entry["losses"]))
+    return losses
+
+
+@check(ROLE, "link_flapping", reads=FACTS, params=("carrier_losses_max", "previous_sample"))
+def link_flapping(facts, params, found):
+    """A port's link went down between two samples (link_downed rose) or its netdev lost carrier too often in the kernel log window."""
+    rdma = facts["rdma"]
+    most = _int_param(params, "carrier_losses_max", 5)
+    deltas = counter_deltas(facts["rdma"], params.get("previous_sample"))
+    _earlier, source = earlier_sample(facts["rdma"], params.get("previous_sample"))
+    losses = carrier_losses(rdma)
+    window = (rdma.get("kernel_log") or {}).get("window_hours")
+    for name in sorted(set(deltas) | set(losses)):
+        evidence = []
+        before, after, seconds = deltas.get(name, {}).get("link_downed", (0, 0, 0))
+        if after > before:
+            evidence.append("link_downed rose from %d to %d in %s (between samples of %s)" % (before, after, _duration(seconds), source))
+        lost = sum(count for _netdev, count in losses.get(name, []))
+        if lost >= most:
+            evidence.append("%s lost carrier %d times in the kernel log of the last %s h" % (
+                ", ".join(n for n, _c in losses[name]), lost, window))
+        elif lost and evidence:
+            evidence.append("the kernel log shows %d carrier loss%s of %s" % (lost, "" if lost == 1 else "es", ", ".join(n for n, _c in losses[name])))
+        if evidence:
+            found.critical(name, "%s is flapping: %s." % (name, "; ".join(evidence)), "a stable link",
+                           {"link_downed": [before, after], "carrier_losses": lost})
+
+
+def pcie_slot(address):
+    """``0000:5e:00`` of ``0000:5e:00.1``: the functions of one card share one PCIe link."""
+    return address.rpartition(".")[0] if address and "." in address else address
+
+
+def _link_text(generation, speed, width):
+    gen = "Gen%d" % generation if generation else ("%g GT/s" % speed if speed else "unknown speed")
+    return "%s x%s" % (gen, width if width else "?")
+
+
+def _physical_links(rdma):
+    devices = rdma.get("devices") or {}
+    return [(name, link) for name, link in sorted((rdma.get("pcie") or {}).items())
+            if isinstance(link, dict) and not (devices.get(name) or {}).get("virtual_function")]
+
+
+@check(ROLE, "pcie_degraded", reads=FACTS)
+def pcie_degraded(facts, params, found):
+    """An HCA's PCIe link trained below its maximum width or speed (reported once per card, not per PCI function)."""
+    slots = {}
+    for name, link in _physical_links(facts["rdma"]):
+        if link.get("present") is False or not (link.get("width_below_max") or link.get("speed_below_max")):
+            continue
+        slots.setdefault(pcie_slot(link.get("pci_address")) or name, []).append((name, link))
+    for slot, members in sorted(slots.items()):
+        link = members[0][1]
+        names = ", ".join(n for n, _l in members)
+        actual = _link_text(link.get("current_generation"), link.get("current_speed_gts"), link.get("current_width"))
+        expected = _link_text(link.get("max_generation"), link.get("max_speed_gts"), link.get("max_width"))
+        what = [w for w, flag in (("width", link.get("width_below_max")), ("speed", link.get("speed_below_max"))) if flag]
+        found.critical(slot, "The PCIe link of %s (%s) runs at %s, below the %s it can do (%s degraded): the HCA cannot reach its "
+                       "line rate; reseat the card or check the slot and riser." % (names, slot, actual, expected, " and ".join(what)),
+                       expected, actual)
+
+
+@check(ROLE, "pcie_device_gone", reads=FACTS)
+def pcie_device_gone(facts, params, found):
+    """An RDMA device's PCI function is gone from the bus (dangling link, not listed, or config space of all ones)."""
+    for name, link in _physical_links(facts["rdma"]):
+        if link.get("present") is False:
+            found.critical(name, "%s (PCI %s) is gone from the PCI bus: %s." % (name, link.get("pci_address") or "?", link.get("absent_reason")),
+                           "present", "gone")
+
+
+def _gpudirect_mode(params):
+    mode = params.get("gpudirect") or "auto"
+    if mode not in GPUDIRECT_MODES:
+        raise CheckError("node_health_gpudirect: expected one of %s, got %r" % (", ".join(GPUDIRECT_MODES), mode))
+    return mode
+
+
+@check(ROLE, "gpudirect", reads=FACTS, params=("gpudirect",))
+def gpudirect(facts, params, found):
+    """Which GPUDirect RDMA path works (peer memory, DMA-BUF), or exactly what each one lacks."""
+    mode = _gpudirect_mode(params)
+    rdma = facts["rdma"]
+    state = rdma.get("gpudirect")
+    if mode == "off" or not isinstance(state, dict):
+        return
+    if mode == "auto" and not rdma.get("gpus") and not state.get("nvidia_module_loaded"):
+        return
+    paths = []
+    if state.get("peermem_ready"):
+        paths.append("peer memory (%s)" % state.get("peermem_module"))
+    if state.get("dma_buf_ready"):
+        paths.append("DMA-BUF (open NVIDIA kernel module, kernel %s)" % state.get("kernel_release"))
+    if paths:
+        found.info("gpudirect", "GPUDirect RDMA is ready via %s." % " and ".join(paths), "a working path", paths)
+        return
+    missing = {"peer memory": state.get("peermem_missing") or [], "DMA-BUF": state.get("dma_buf_missing") or []}
+    found.critical("gpudirect", "GPUDirect RDMA has no working path. Peer memory: %s. DMA-BUF: %s." % (
+        _lacks(missing["peer memory"]), _lacks(missing["DMA-BUF"])), "peer memory or DMA-BUF", missing)
+
+
+def _lacks(reasons):
+    return "not ready, for a reason the facts do not give" if not reasons else "; ".join(reasons)
+
+
+def _compute_hcas(rdma, layers):
+    active = {p.get("device") for p in rdma.get("ports") or [] if p.get("state") == "ACTIVE" and p.get("link_layer") in layers}
+    return active
+
+
+@check(ROLE, "gpu_hca_locality", reads=FACTS, params=("locality_link_layers",))
+def gpu_hca_locality(facts, params, found):
+    """A GPU whose nearest active compute HCA is only reachable across NUMA nodes (nvidia-smi SYS)."""
+    rdma = facts["rdma"]
+    layers = params.get("locality_link_layers") or ["InfiniBand", "Ethernet"]
+    compute = _compute_hcas(rdma, layers)
+    for gpu in (rdma.get("locality") or {}).get("gpus") or []:
+        usable = [c for c in gpu.get("candidates") or [] if c.get("device") in compute]
+        if not usable or usable[0].get("relation") != "cross_numa":
+            continue
+        best = usable[0]
+        offered = ", ".join("%s (%s)" % (c["device"], c["relation"]) for c in gpu.get("candidates") or [])
+        found.warning(gpu.get("gpu"), "GPU %s on NUMA node %s reaches its nearest active compute HCA %s only across NUMA nodes "
+                      "(nvidia-smi SYS), so its RDMA traffic crosses the inter-socket link; the node offers it: %s." % (
+                          gpu.get("gpu"), gpu.get("numa_node"), best["device"], offered), "an HCA on the GPU's NUMA node",
+                      best["device"])
+
+
+@check(ROLE, "roce_netns_mode", reads=FACTS, params=("roce_netns_mode",))
+def roce_netns_mode(facts, params, found):
+    """The RDMA subsystem's netns mode is not the one the RDMA shared device plugin expects."""
+    wanted = params.get("roce_netns_mode")
+    rdma = facts["rdma"]
+    actual = (rdma.get("roce") or {}).get("netns_mode")
+    if not wanted or not rdma.get("devices") or actual is None or actual == wanted:
+        return
+    found.critical("netns_mode", "The RDMA netns mode is %s, but the RDMA shared device plugin expects %s: pods do not see the RDMA "
+                   "devices as it assumes (rdma system set netns %s, or ib_core netns_mode=%d)." % (
+                       actual, wanted, wanted, 1 if wanted == "shared" else 0), wanted, actual)
+
+
+@check(ROLE, "roce_gid_missing", reads=FACTS)
+def roce_gid_missing(facts, params, found):
+    """An address of a RoCE port's netdev has no RoCE v2 GID: RoCE v2 traffic cannot use it."""
+    roce = facts["rdma"].get("roce") or {}
+    have = {(g.get("netdev"), g.get("address")) for g in roce.get("gids") or [] if g.get("type") == "RoCE v2"}
+    for netdev, families in sorted((roce.get("netdev_addresses") or {}).items()):
+        for family in ("ipv4", "ipv6"):
+            for address in (families or {}).get(family) or []:
+                if (netdev, address) not in have:
+                    found.warning(netdev, "%s has the address %s but no RoCE v2 GID for it: RoCE v2 connections to it fail "
+                                  "(the GID table is filled when the address is added; check the port's gid_attrs)." % (netdev, address),
+                                  "a RoCE v2 GID", None)
+
+
+def _rlimit(text, where):
+    try:
+        return parse_rlimit_value(text, where)
+    except RlimitError as exc:
+        raise CheckError(str(exc)) from None
+
+
+def _limit_text(value):
+    return "unlimited" if value == RLIM_INFINITY else str(value)
+
+
+def _below(pair, wanted):
+    """The soft/hard values of a /proc pair below ``wanted``; text /proc would not print counts as below."""
+    low = {}
+    for key in ("soft", "hard"):
+        try:
+            value = parse_rlimit_value((pair or {}).get(key))
+        except RlimitError:
+            value = None
+        if value is None or value < wanted:
+            low[key] = (pair or {}).get(key)
+    return low
+
+
+@check(ROLE, "effective_memlock", reads=("rdma_memlock",), params=("memlock_wanted",))
+def effective_memlock(facts, params, found):
+    """containerd's process or a new container has a lower locked-memory limit than RDMA needs (read-only; the fix is node_remediation)."""
+    wanted = _rlimit(params.get("memlock_wanted") or "unlimited", "node_health_memlock_wanted")
+    limits = facts["rdma_memlock"]
+    containerd = limits.get("containerd") or {}
+    if containerd.get("pid") and containerd.get("memlock"):
+        low = _below(containerd["memlock"], wanted)
+        if low:
+            found.warning(containerd.get("unit") or "containerd", "containerd (pid %s) runs with Max locked memory %s/%s (soft/hard), below "
+                          "the %s RDMA needs: containers it starts cannot get more unless their runtime may raise it; run "
+                          "rdma.node.node_remediation." % (containerd["pid"], containerd["memlock"].get("soft"),
+                                                           containerd["memlock"].get("hard"), _limit_text(wanted)),
+                          _limit_text(wanted), containerd["memlock"])
+    probe = limits.get("probe") or {}
+    if probe.get("ran") and probe.get("memlock"):
+        low = _below(probe["memlock"], wanted)
+        if low:
+            found.critical("new container", "A new container gets Max locked memory %s/%s (soft/hard), below the %s RDMA needs: "
+                           "verbs applications in pods fail with \"Couldn't allocate MR\"; run rdma.node.node_remediation." % (
+                               probe["memlock"].get("soft"), probe["memlock"].get("hard"), _limit_text(wanted)),
+                           _limit_text(wanted), probe["memlock"])
+
+
+@summary(ROLE, reads=FACTS, params=("previous_sample",))
+def health_summary(facts, params, findings):
+    """The counter sample the next run compares with (kept in the fact cache), the counter rates per
+    hour of this run, and what the kernel log and GPUDirect facts said."""
+    rdma = facts["rdma"]
+    rates = {}
+    for name, counters in counter_deltas(facts["rdma"], params.get("previous_sample")).items():
+        rates[name] = {c: round(per_hour(b, a, s), 3) for c, (b, a, s) in counters.items()}
+    _earlier, source = earlier_sample(facts["rdma"], params.get("previous_sample"))
+    sample = current_sample(rdma)
+    return {
+        "counter_sample": sample if sample["time"] is not None else None,
+        "counter_rates_per_hour": rates,
+        "counter_rates_source": source,
+        "carrier_losses": {port: sum(c for _n, c in items) for port, items in carrier_losses(rdma).items()},
+    }

@@ -1,0 +1,101 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node-side parts of the health facts that are not plain sysfs reads: a second counter sample
+taken in the same module call, and the carrier events of the RDMA netdevs in the kernel log.
+
+Pure functions over dicts and text; ``_ib_collect`` does the reading, sleeping and running.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+from ansible_collections.rdma.node.plugins.module_utils._health_text import parse_carrier_events, summarize_carrier
+from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import PORT_COUNTER_WIDTH_BITS
+
+# At most this many carrier events are returned (the newest): the counts per netdev cover them all,
+# the list is for a reader, and a fleet's fact cache should not hold a flapping port's whole log.
+MAX_EVENTS = 50
+
+
+def error_counters(ports):
+    """``{"dev/port": {counter: value}}`` of the IBTA error counters of gathered ports."""
+    sample = {}
+    for port in ports:
+        counters = port.get("counters")
+        if isinstance(counters, dict):
+            sample["%s/%s" % (port["device"], port["port"])] = {
+                name: value for name, value in counters.items() if name in PORT_COUNTER_WIDTH_BITS and value is not None}
+    return sample
+
+
+def _iso_time(text):
+    """A journal ``short-iso`` time stamp as an aware datetime, or None."""
+    if not text:
+        return None
+    value = text.replace(",", ".").replace(" ", "T", 1)
+    if value.endswith("Z"):
+        value = value[:-1] + "+00:00"
+    if len(value) >= 5 and value[-5] in "+-" and value[-3] != ":":
+        value = value[:-2] + ":" + value[-2:]  # +0000 -> +00:00 for fromisoformat on Python 3.6-3.10
+    try:
+        parsed = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
+
+
+def rdma_netdev_of(name, netdevs, sysfs_root):
+    """The RDMA netdev an event's netdev stands for: itself, or the bond it is enslaved to."""
+    if name in netdevs:
+        return name
+    master = os.path.join(sysfs_root, "class", "net", name, "master")
+    if os.path.islink(master):
+        bond = os.path.basename(os.readlink(master))
+        if bond in netdevs:
+            return bond
+    return None
+
+
+def kernel_log_facts(text, netdevs, sysfs_root, window_hours, source, windowed_by_reader):
+    """Carrier events of the RDMA netdevs (and their bond slaves) in kernel log text.
+
+    ``windowed_by_reader``: journalctl already kept only the window. A saved file is judged as of
+    its newest record with an ISO time stamp (so a copy of a node's log reads the same tomorrow);
+    records without one are all kept, and ``window_applied`` says so.
+    """
+    parsed = parse_carrier_events(text)
+    events = []
+    for event in parsed["events"]:
+        owner = rdma_netdev_of(event["netdev"], netdevs, sysfs_root)
+        if owner is not None:
+            events.append(dict(event, rdma_netdev=owner))
+    window_applied = windowed_by_reader
+    since = until = None
+    if not windowed_by_reader:
+        times = [_iso_time(e["time"]) for e in events]
+        if events and all(times):
+            until = max(times)
+            start = until - datetime.timedelta(hours=window_hours)
+            events = [e for e, t in zip(events, times) if t >= start]
+            since, window_applied = start.isoformat(), True
+            until = until.isoformat()
+    # Counted per RDMA netdev: a bond slave's losses are the bond port's.
+    summary = summarize_carrier([dict(e, netdev=e["rdma_netdev"]) for e in events])
+    for name, entry in summary.items():
+        owner = netdevs.get(name) or {}
+        entry["port"] = "%s/%s" % (owner.get("device"), owner.get("port")) if owner.get("device") else None
+    return {
+        "source": source,
+        "window_hours": window_hours,
+        "window_applied": window_applied,
+        "since": since,
+        "until": until,
+        "lines": parsed["lines"],
+        "records": parsed["records"],
+        "netdevs": summary,
+        "events": [{k: e[k] for k in ("netdev", "rdma_netdev", "carrier", "time", "source", "message")} for e in events[-MAX_EVENTS:]],
+        "events_total": len(events),
+    }

@@ -1,0 +1,134 @@
+"""The node_health role on the demo nodes writes rdma_node.prom; Debian's ``promtool check metrics``
+accepts it and a real ``prometheus-node-exporter`` with only its textfile collector, on 127.0.0.1,
+serves it: the planted faults show as samples an alert rule can use.
+
+A second run with a fact cache compares the counters with the first run's sample (no in-run
+interval), which the rates show.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+import sysfs_tree
+
+from playbook import run_playbook
+from testpaths import COLLECTION_ROOT
+
+INVENTORY = str(COLLECTION_ROOT / "inventories/demo/hosts.yml")
+EXPORTER = "prometheus-node-exporter"
+HOSTS = ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    base = tmp_path_factory.mktemp("health")
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(base / "nodes"))
+    cache = base / "cache"
+    env = {"ANSIBLE_CACHE_PLUGIN": "jsonfile", "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(cache)}
+    args = ["-i", INVENTORY, "-e", "rdma_demo_node_root=%s/nodes/{{ inventory_hostname }}" % base,
+            "-e", "node_health_fail_on_findings=false"]
+    started = time.time()
+    run = run_playbook("playbooks/node_health.yml", *args, env=env)
+    assert run.rc == 0, run.stderr
+    return {"base": base, "run": run, "args": args, "env": env, "started": started}
+
+
+def prom(demo, host):
+    return demo["base"] / "nodes" / host / "var/lib/prometheus/node-exporter/rdma_node.prom"
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def serve_and_scrape(directory):
+    """node_exporter with the textfile collector on ``directory``; its /metrics text; stopped by pid."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [EXPORTER, "--collector.disable-defaults", "--collector.textfile", "--collector.textfile.directory=%s" % directory,
+         "--web.listen-address=127.0.0.1:%d" % port],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as response:
+                    return response.read().decode()
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError("node_exporter did not serve %s: %s" % (directory, proc.stderr.read()))
+                time.sleep(0.1)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def samples(text):
+    found = {}
+    for line in text.splitlines():
+        if line.startswith(("rdma_node_", "node_textfile_scrape_error")):
+            head, value = line.rsplit(" ", 1)
+            found[head] = float(value)
+    return found
+
+
+def test_every_node_writes_a_file_promtool_accepts(demo):
+    assert demo["run"].changed_hosts == HOSTS  # the metrics file is the role's one write
+    for host in HOSTS:
+        path = prom(demo, host)
+        assert path.is_file() and oct(path.stat().st_mode & 0o777) == "0o644"
+        lint = subprocess.run(["promtool", "check", "metrics"], input=path.read_text(), capture_output=True, text=True, check=False)
+        assert lint.returncode == 0, (host, lint.stdout, lint.stderr)
+    assert not list(prom(demo, HOSTS[0]).parent.glob("*.tmp*"))  # nothing left of the atomic write
+
+
+def test_node_exporter_serves_the_planted_faults(demo):
+    served = samples(serve_and_scrape(prom(demo, "a100-node-01").parent))
+    assert served["node_textfile_scrape_error"] == 0
+    assert served['rdma_node_port_state{device="mlx5_1",link_layer="InfiniBand",port="1"}'] == 4
+    assert served['rdma_node_port_state{device="mlx5_0",link_layer="InfiniBand",port="1"}'] == 1
+    assert served['rdma_node_port_rate_gbps{device="mlx5_1",link_layer="InfiniBand",port="1"}'] == 200
+    assert served['rdma_node_port_total{counter="symbol_error",device="mlx5_1",link_layer="InfiniBand",port="1"}'] == 2410
+    rate = served['rdma_node_port_rise_per_hour{counter="symbol_error",device="mlx5_1",link_layer="InfiniBand",port="1"}']
+    assert 537 * 3600 / 2.0 < rate <= 537 * 3600 / 1.0  # 537 errors in the 1 s interval (plus the module's own time)
+    assert served['rdma_node_findings{check="counter_rising",role="node_health",severity="critical"}'] == 1
+    assert served['rdma_node_findings{check="gpudirect",role="node_health",severity="critical"}'] == 1
+    last_run = served["rdma_node_last_run_timestamp_seconds"]
+    assert demo["started"] <= last_run <= time.time()
+    v100 = samples(serve_and_scrape(prom(demo, "v100-node-02").parent))
+    assert v100['rdma_node_findings{check="link_flapping",role="node_health",severity="critical"}'] == 1
+    assert v100['rdma_node_port_total{counter="link_downed",device="mlx5_0",link_layer="InfiniBand",port="1"}'] == 4
+
+
+def test_next_run_compares_with_the_cached_sample(demo):
+    """One read per run (no interval): the first run reads the node, the next one its later tree, and
+    compares with the first run's sample from the fact cache."""
+    env = {"ANSIBLE_CACHE_PLUGIN": "jsonfile", "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(demo["base"] / "cache-across-runs")}
+    once = ["-e", "node_health_counters_interval=0", "--limit", "a100-node-01"]
+    first = run_playbook("playbooks/node_health.yml", *demo["args"], *once, env=env)
+    assert first.rc == 0, first.stderr
+    status = first.task_results("Check the node's health, keep and publish the findings")["a100-node-01"]["ansible_facts"]["node_health_status"]
+    assert (status["counter_rates_source"], status["counter_rates_per_hour"]) == (None, {})
+    assert status["counter_sample"]["ports"]["mlx5_1/1"]["symbol_error"] == 1873
+    later = "node_health_sysfs_root=%s/nodes/a100-node-01/later/sys" % demo["base"]
+    second = run_playbook("playbooks/node_health.yml", *demo["args"], *once, "-e", later, env=env)
+    assert second.rc == 0, second.stderr
+    result = second.task_results("Check the node's health, keep and publish the findings")["a100-node-01"]
+    findings = [f for f in result["ansible_facts"]["node_health_findings"] if f["check"] == "counter_rising"]
+    assert len(findings) == 1 and "symbol_error rose from 1873 to 2410" in findings[0]["message"]
+    assert "(between samples of the previous run)" in findings[0]["message"]
+    assert result["ansible_facts"]["node_health_status"]["counter_sample"]["ports"]["mlx5_1/1"]["symbol_error"] == 2410
+    text = prom(demo, "a100-node-01").read_text()
+    assert re.search(r'^rdma_node_findings\{check="counter_rising",role="node_health",severity="critical"\} 1$', text, re.M)
