@@ -377,7 +377,7 @@ def test_a_report_job_shows_the_cluster_and_its_nodes_on_their_hosts(ctx, check_
     the k8s findings, and a finding about a node shows on the inventory host of that name."""
     report_dir = ctx["tmp"] / "report"
     run = run_playbook(dict(ctx, cache=check_run["cache"]), "rdma.node.fleet_report", {"fleet_report_dir": str(report_dir)})
-    assert run["proc"].returncode == 0, failed_messages(run)
+    assert run["run"].rc == 0, failed_messages(run)
     report = json.loads((report_dir / "fleet-report.json").read_text())
     (cluster,) = report["clusters"]
     assert cluster["subject"] == "cluster/kubernetes"

@@ -124,8 +124,8 @@ def test_no_report_inside_the_installed_collection(installed, tmp_path):
     assert not inside.exists()
     results = [h for p in json.loads(refused.stdout)["plays"] for t in p["tasks"] for h in t["hosts"].values() if h.get("failed")]
     assert results[0]["msg"] == (
-        "fleet_report_dir %s is inside the installed collection %s, which an upgrade replaces; expected a directory "
-        "outside it (in AWX, a persistent volume mounted into the execution environment)." % (inside, installed["root"]))
+        "rdma.node.write_fleet_report: dir %s is inside the installed collection %s, which an upgrade replaces; expected a "
+        "directory outside it (in AWX, a persistent volume mounted into the execution environment)." % (inside, installed["root"]))
     outside = tmp_path / "persistent/reports"
     accepted = report_run(installed, outside, tmp_path)
     assert accepted.returncode == 0, accepted.stdout[-2000:]
