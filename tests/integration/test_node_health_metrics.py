@@ -162,3 +162,13 @@ def test_operators_checks_reach_the_findings_and_the_metrics(demo, tmp_path):
     message = bad.task_results("Check the node's health, keep and publish the findings")["a100-node-02"]["msg"]
     assert message.startswith("rdma.node.evaluate: custom_checks check 'broken': the expression 'rdma.ports[?rate_gbps <' is not valid JMESPath")
     assert "\n" not in message and "Traceback" not in message
+
+
+def test_a_node_without_the_textfile_directory_is_checked_and_says_so(demo):
+    missing = demo["base"] / "no-node-exporter"
+    run = run_playbook("playbooks/node_health.yml", *demo["args"], "--limit", "a100-node-02", "-e", "node_health_metrics_dir=%s" % missing,
+                       env={"ANSIBLE_CACHE_PLUGIN": "memory"})
+    assert (run.rc, run.failed_hosts, run.changed_hosts) == (0, [], [])
+    message = run.task_results("fail the host when asked to and a critical one remains")["a100-node-02"]["msg"]
+    assert message.endswith("No metrics written: %s does not exist (is prometheus-node-exporter installed?)." % missing)
+    assert not missing.exists()
