@@ -56,7 +56,7 @@ options:
     description:
       - With the V(kernel_log) subset, a file of saved kernel log text (C(journalctl -k -o short-iso),
         C(dmesg), syslog) to read instead of running C(journalctl) on the node.
-      - A file is judged as of its newest record with an ISO time stamp, so a copy reads the same later.
+      - A file is judged as of its newest carrier change with an ISO time stamp, so a copy reads the same later.
     type: path
   kernel_log_window_hours:
     description:

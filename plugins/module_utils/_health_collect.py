@@ -63,8 +63,9 @@ def kernel_log_facts(text, netdevs, sysfs_root, window_hours, source, windowed_b
     """Carrier events of the RDMA netdevs (and their bond slaves) in kernel log text.
 
     ``windowed_by_reader``: journalctl already kept only the window. A saved file is judged as of
-    its newest record with an ISO time stamp (so a copy of a node's log reads the same tomorrow);
-    records without one are all kept, and ``window_applied`` says so.
+    its newest carrier change with an ISO time stamp (so a copy of a node's log reads the same
+    tomorrow); when an RDMA netdev's event has no such time stamp (dmesg), all of them count, and
+    ``window_applied`` says so.
     """
     parsed = parse_carrier_events(text)
     events = []
@@ -76,8 +77,10 @@ def kernel_log_facts(text, netdevs, sysfs_root, window_hours, source, windowed_b
     since = until = None
     if not windowed_by_reader:
         times = [_iso_time(e["time"]) for e in events]
+        # The end of the log: its newest carrier change of any netdev (the parser keeps no other times).
+        newest = [t for t in (_iso_time(e["time"]) for e in parsed["events"]) if t]
         if events and all(times):
-            until = max(times)
+            until = max(newest)
             start = until - datetime.timedelta(hours=window_hours)
             events = [e for e, t in zip(events, times) if t >= start]
             since, window_applied = start.isoformat(), True

@@ -16,6 +16,7 @@ import urllib.request
 
 import pytest
 import sysfs_tree
+import yaml
 
 from playbook import run_playbook
 from testpaths import COLLECTION_ROOT
@@ -132,3 +133,42 @@ def test_next_run_compares_with_the_cached_sample(demo):
     assert result["ansible_facts"]["node_health_status"]["counter_sample"]["ports"]["mlx5_1/1"]["symbol_error"] == 2410
     text = prom(demo, "a100-node-01").read_text()
     assert re.search(r'^rdma_node_findings\{check="counter_rising",role="node_health",severity="critical"\} 1$', text, re.M)
+
+
+def test_operators_checks_reach_the_findings_and_the_metrics(demo, tmp_path):
+    """The example inventory's JMESPath checks on the demo's A100 nodes; a bad one is one error naming it."""
+    example = yaml.safe_load((COLLECTION_ROOT / "inventories/example/group_vars/all.yml").read_text())["rdma_common_custom_checks"]
+    example += yaml.safe_load((COLLECTION_ROOT / "inventories/example/group_vars/ib-a100.yml").read_text())["rdma_group_custom_checks"]
+    extra = tmp_path / "custom.yml"
+    extra.write_text(yaml.safe_dump({"node_health_custom_checks": example}))
+    env = {"ANSIBLE_CACHE_PLUGIN": "memory"}
+    run = run_playbook("playbooks/node_health.yml", *demo["args"], "-e", "@%s" % extra, "--limit", "ib-a100", env=env)
+    assert run.rc == 0, run.stderr
+    results = run.task_results("Check the node's health, keep and publish the findings")
+    custom = {host: sorted((f["check"], f["severity"], f["subject"]) for f in r["ansible_facts"]["node_health_findings"]
+                           if f["check"].startswith("custom_"))
+              for host, r in results.items()}
+    # a100-node-01 lacks nvidia_peermem; every ACTIVE InfiniBand port runs at 200 Gb/s; no port has receive errors.
+    assert custom == {"a100-node-01": [("custom_nvidia_peermem_loaded", "critical", "nvidia_peermem_loaded")], "a100-node-02": []}
+    status = results["a100-node-02"]["ansible_facts"]["node_health_status"]
+    assert {"custom_port_rcv_errors", "custom_nvidia_peermem_loaded", "custom_ib_port_below_200g"} <= set(status["checks"])
+    text = prom(demo, "a100-node-01").read_text()
+    assert 'rdma_node_findings{check="custom_nvidia_peermem_loaded",role="node_health",severity="critical"} 1' in text
+
+    extra.write_text(yaml.safe_dump({"node_health_custom_checks": [
+        {"name": "broken", "severity": "warning", "message": "m", "expression": "rdma.ports[?rate_gbps <"}]}))
+    bad = run_playbook("playbooks/node_health.yml", *demo["args"], "-e", "@%s" % extra, "--limit", "a100-node-02", env=env)
+    assert (bad.rc, bad.failed_hosts) == (2, ["a100-node-02"])
+    message = bad.task_results("Check the node's health, keep and publish the findings")["a100-node-02"]["msg"]
+    assert message.startswith("rdma.node.evaluate: custom_checks check 'broken': the expression 'rdma.ports[?rate_gbps <' is not valid JMESPath")
+    assert "\n" not in message and "Traceback" not in message
+
+
+def test_a_node_without_the_textfile_directory_is_checked_and_says_so(demo):
+    missing = demo["base"] / "no-node-exporter"
+    run = run_playbook("playbooks/node_health.yml", *demo["args"], "--limit", "a100-node-02", "-e", "node_health_metrics_dir=%s" % missing,
+                       env={"ANSIBLE_CACHE_PLUGIN": "memory"})
+    assert (run.rc, run.failed_hosts, run.changed_hosts) == (0, [], [])
+    message = run.task_results("fail the host when asked to and a critical one remains")["a100-node-02"]["msg"]
+    assert message.endswith("No metrics written: %s does not exist (is prometheus-node-exporter installed?)." % missing)
+    assert not missing.exists()

@@ -57,17 +57,21 @@ def findings(report):
 
 def test_the_report_has_every_host_with_its_findings(failed_rollout):
     report = failed_rollout["report"]
+    # Besides the remediation's findings, the demo's planted faults (node_health, fleet_consistency).
+    gpudirect_ready = ("node_health", "gpudirect", "info")
     assert findings(report) == {
-        "v100-node-01": [("node_remediation", "containerd_not_running", "critical"), ("node_remediation", "rolled_back", "critical")],
-        "v100-node-02": [("ib_inventory", "port_down", "critical")],
-        "a100-node-01": [],
+        "v100-node-01": [gpudirect_ready, ("node_health", "pcie_degraded", "critical"),
+                         ("node_remediation", "containerd_not_running", "critical"), ("node_remediation", "rolled_back", "critical")],
+        "v100-node-02": [("ib_inventory", "port_down", "critical"), gpudirect_ready, ("node_health", "link_flapping", "critical")],
+        "a100-node-01": [("node_health", "counter_rising", "critical"), ("node_health", "gpudirect", "critical")],
         "a100-node-02": [("driver_verify", "dkms_error", "warning"), ("driver_verify", "dkms_missing_next_boot", "critical"),
+                         ("fleet_consistency", "firmware_drift", "warning"), gpudirect_ready,
                          ("node_remediation", "rollout_stopped", "warning")],
     }
-    assert report["totals"]["hosts"] == 4 and report["totals"]["critical"] == 3
+    assert report["totals"]["hosts"] == 4 and report["totals"]["critical"] == 4
     checks = {host["name"]: host["checks"] for host in report["hosts"]}
-    assert checks["v100-node-01"] == ["driver_verify", "ib_inventory", "node_remediation"]
-    assert checks["v100-node-02"] == ["driver_verify", "ib_inventory"]  # not in the rollout
+    assert checks["v100-node-01"] == ["driver_verify", "ib_inventory", "node_health", "node_remediation"]
+    assert checks["v100-node-02"] == ["driver_verify", "ib_inventory", "node_health"]  # not in the rollout
 
 
 def test_the_failed_host_is_reported_with_its_failure(failed_rollout):
@@ -89,7 +93,7 @@ def test_nothing_is_left_behind_and_the_run_fails_the_critical_hosts(failed_roll
     assert (failed_rollout["containerd"] / "config.toml").read_text() == BROKEN_TOML
     run = failed_rollout["run"]
     assert run.rc == 2
-    assert run.failed_hosts == ["a100-node-02", "v100-node-01", "v100-node-02"]
+    assert run.failed_hosts == ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
     # The role ran on the first batch only; the stopped host never reached its first task.
     role_hosts = run.task_results("Find out whether this run is in check mode")
     assert sorted(role_hosts) == ["v100-node-01"]

@@ -23,7 +23,8 @@ def demo_devices(tmp_path_factory):
     return {host: gather(str(dest / host / "sys"))[0]["devices"] for host in GROUPS}
 
 
-def fleet(devices_by_host, groups=GROUPS):
+def fleet(devices_by_host, groups=None):
+    groups = groups or GROUPS
     return {"hosts": {h: {"group_names": groups[h], "devices": d} for h, d in devices_by_host.items()}}
 
 

@@ -221,8 +221,8 @@ GPUDIRECT_READY = {"nvidia_module_loaded": True, "peermem_ready": False, "peerme
 
 
 def test_gpudirect_modes():
-    rdma = {"ports": [], "gpus": [], "gpudirect": dict(GPUDIRECT_READY, nvidia_module_loaded=False, dma_buf_ready=False,
-                                                         dma_buf_missing=["the nvidia module is not loaded"])}
+    nothing = dict(GPUDIRECT_READY, nvidia_module_loaded=False, dma_buf_ready=False, dma_buf_missing=["the nvidia module is not loaded"])
+    rdma = {"ports": [], "gpus": [], "gpudirect": nothing}
     assert found(run(rdma)) == []  # auto: no GPU and no nvidia module, nothing to judge
     assert found(run(rdma, gpudirect="required")) == [("gpudirect", "critical", "gpudirect")]
     assert found(run(rdma, gpudirect="off")) == []
