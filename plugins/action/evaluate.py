@@ -16,11 +16,16 @@ the module's own.
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleActionFail
+import os
+import shlex
+import tempfile
+
+from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.rdma.node.plugins.module_utils import _checks
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
+from ansible_collections.rdma.node.plugins.plugin_utils._metrics import render as render_metrics
 
 ARGUMENT_SPEC = {
     "role": {"type": "str", "required": True},
@@ -35,6 +40,7 @@ ARGUMENT_SPEC = {
         "args": {"type": "dict", "default": {}},
     }},
     "custom_checks": {"type": "list", "elements": "dict", "default": []},
+    "metrics_file": {"type": "str"},
 }
 
 
@@ -63,6 +69,12 @@ class ActionModule(ActionBase):
             "msg": evaluated["status"]["summary"],
             "ansible_facts": dict(gathered, **{role + "_findings": evaluated["findings"], role + "_status": evaluated["status"]}),
         })
+        if args["metrics_file"]:
+            metrics_facts = dict(facts, **result["ansible_facts"])
+            result["metrics_file"] = args["metrics_file"]
+            result["metrics_written"], note = self._write_metrics(args["metrics_file"], render_metrics(metrics_facts), task_vars)
+            if note:
+                result["metrics_note"] = note
         if args["publish"]:
             result["ansible_stats"] = {
                 "data": {"rdma_" + role: {subject: {"status": evaluated["status"], "findings": evaluated["findings"]}}},
@@ -70,6 +82,34 @@ class ActionModule(ActionBase):
                 "aggregate": True,
             }
         return result
+
+    def _write_metrics(self, path, text, task_vars):
+        """Replace the node's textfile ``path`` atomically, without a module run: the text goes to Ansible's
+        temporary directory on the node, then one shell command copies it beside the target and renames
+        it over the target (node_exporter reads only names ending in .prom, so the copy is never read
+        half written). A missing directory is a note, not a failure (the node is still reported)."""
+        if self._task.check_mode:
+            return False, "check mode: %s not written" % path
+        directory = os.path.dirname(path)
+        local_fd, local_path = tempfile.mkstemp(prefix="rdma_node_metrics.")
+        try:
+            with os.fdopen(local_fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            remote_tmp = self._make_tmp_path()
+            remote_file = self._connection._shell.join_path(remote_tmp, "rdma_node.prom")
+            self._transfer_file(local_path, remote_file)
+            beside = os.path.join(directory, ".rdma_node.prom.tmp")
+            command = "test -d {dir} && cp -- {src} {tmp} && chmod 0644 {tmp} && mv -f -- {tmp} {dest}".format(
+                dir=shlex.quote(directory), src=shlex.quote(remote_file), tmp=shlex.quote(beside), dest=shlex.quote(path))
+            done = self._low_level_execute_command(command, sudoable=True)
+        except AnsibleError as exc:
+            return False, "no metrics written: %s" % exc
+        finally:
+            os.unlink(local_path)
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        if done["rc"] == 0:
+            return True, None
+        return False, "no metrics written: %s" % ((done.get("stderr") or "").strip() or "%s does not exist on the node" % directory)
 
     def _gather(self, gather, task_vars, result):
         """Run the gather module on the node; its facts, or the task fails with the module's message."""

@@ -85,6 +85,13 @@ options:
     type: list
     elements: dict
     default: []
+  metrics_file:
+    description:
+      - Also write the host's metrics (Prometheus text format, C(rdma_node_*)) to this file on the node, for
+        node_exporter's textfile collector, replacing it atomically (a copy beside it, renamed over it).
+      - No module runs for it, so it adds no Python start on the node. A directory that does not exist
+        is a note in the result (C(metrics_note)), not a failure. Nothing is written in check mode.
+    type: str
 extends_documentation_fragment:
   - rdma.node.attributes
   - rdma.node.attributes.facts
@@ -125,6 +132,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+metrics_written:
+  description: Whether O(metrics_file) was written.
+  returned: when O(metrics_file) is given
+  type: bool
+metrics_note:
+  description: Why O(metrics_file) was not written.
+  returned: when O(metrics_file) is given and was not written
+  type: str
 msg:
   description: The summary line of the host, the same as C(<role>_status.summary).
   returned: always
