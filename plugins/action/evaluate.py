@@ -87,9 +87,10 @@ class ActionModule(ActionBase):
         """Replace the node's textfile ``path`` atomically, without a module run: the text goes to Ansible's
         temporary directory on the node, then one shell command copies it beside the target and renames
         it over the target (node_exporter reads only names ending in .prom, so the copy is never read
-        half written). A missing directory is a note, not a failure (the node is still reported)."""
+        half written). A missing directory is a note, not a failure (the node is still reported). Like
+        the fleet report's files, the metrics are an output of the run, not managed state: never a change."""
         if self._task.check_mode:
-            return False, "check mode: %s not written" % path
+            return False, None  # check mode writes nothing, as every change of the collection
         directory = os.path.dirname(path)
         local_fd, local_path = tempfile.mkstemp(prefix="rdma_node_metrics.")
         try:
