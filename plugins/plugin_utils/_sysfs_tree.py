@@ -26,6 +26,10 @@ import zlib
 
 ARCHIVE_MAGIC = "# rdma.node sysfs archive v1"
 
+# Part of the hash that keys built trees: bump it when what a build writes changes.
+BUILD_FORMAT = "node-root-2"
+UNIX_SOCKET_PATH_MAX = 107
+
 ARPHRD_ETHER = 1
 ARPHRD_INFINIBAND = 32
 
@@ -413,18 +417,22 @@ def hardware_hosts(hosts, source: str) -> dict:
 def containerd_config(node_root: str) -> str:
     """A containerd 1.6 config whose root, state and sockets are under the node root: the simulated
     node's own containerd, which the demo's remediation edits and restarts instead of the machine's."""
-    run = os.path.join(node_root, "run", "containerd")
+    # Short socket names: a unix socket's path has at most 107 bytes, and node roots can be deep.
+    grpc, ttrpc = os.path.join(node_root, "run", "containerd.sock"), os.path.join(node_root, "run", "containerd.ttrpc")
+    if len(ttrpc.encode()) > UNIX_SOCKET_PATH_MAX:
+        raise ArchiveError("the node root %s is too deep for its containerd's socket %s (%d bytes, a unix socket path has at most %d): "
+                           "use a shorter inventory path" % (node_root, ttrpc, len(ttrpc.encode()), UNIX_SOCKET_PATH_MAX))
     return "\n".join([
         "# The simulated node's own containerd (tools/simulated_containerd.py starts it with this file).",
         "version = 2",
         'root = "%s"' % os.path.join(node_root, "var", "lib", "containerd"),
-        'state = "%s"' % run,
+        'state = "%s"' % os.path.join(node_root, "run", "containerd"),
         "",
         "[grpc]",
-        '  address = "%s"' % os.path.join(run, "containerd.sock"),
+        '  address = "%s"' % grpc,
         "",
         "[ttrpc]",
-        '  address = "%s"' % os.path.join(run, "containerd.sock.ttrpc"),
+        '  address = "%s"' % ttrpc,
         "",
     ])
 
@@ -503,7 +511,7 @@ def description_hash(hosts: dict) -> str:
     import hashlib
     import json
 
-    text = json.dumps(hosts, sort_keys=True, default=str) + ARCHIVE_MAGIC
+    text = json.dumps(hosts, sort_keys=True, default=str) + BUILD_FORMAT
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -530,19 +538,18 @@ def ensure_built(hosts: dict, link: str) -> bool:
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    new_link = os.path.join(parent, "%s.link.%d" % (name, os.getpid()))
-    os.symlink(target, new_link)
-    if os.path.isdir(link) and not os.path.islink(link):  # a tree built in place by an older version
+    # The old nodes' containerds were started with paths through the link: stop them while it still leads there.
+    if os.path.isdir(link):
         for host in os.listdir(link):
             stop_node_containerd(os.path.join(link, host))
+    if os.path.isdir(link) and not os.path.islink(link):  # a tree built in place by an older version
         shutil.rmtree(link)
+    new_link = os.path.join(parent, "%s.link.%d" % (name, os.getpid()))
+    os.symlink(target, new_link)
     os.replace(new_link, link)
     for entry in os.listdir(parent):
         if entry.startswith(name + "-") and entry != target and ".building." not in entry:
-            old = os.path.join(parent, entry)
-            for host in os.listdir(old):
-                stop_node_containerd(os.path.join(old, host))
-            shutil.rmtree(old, ignore_errors=True)
+            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
     return True
 
 
