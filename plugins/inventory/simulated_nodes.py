@@ -17,9 +17,9 @@ description:
     concurrent runs against the same inventory never see a half-built tree.
   - The file name must end in C(.simulated_nodes.yml) or C(.simulated_nodes.yaml). Such a file can sit in an
     inventory directory with its C(group_vars); C(-i) the directory or the file.
-  - Each host gets C(rdma_demo_node_root), the path of its node root, and C(rdma_simulated_containerd), the path of
+  - Each host gets C(rdma_demo_node_root), the path of its node root, C(rdma_simulated_containerd), the path of
     the collection's C(tools/simulated_containerd.py), which restarts the node's own containerd (the demo's
-    C(node_remediation_restart_command)).
+    C(node_remediation_restart_command)), and C(rdma_simulated_containerd_address), that containerd's socket.
 options:
   plugin:
     description: The name of this plugin.
@@ -61,7 +61,7 @@ import os
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseFileInventoryPlugin
 
-from ansible_collections.rdma.node.plugins.plugin_utils._sysfs_tree import ArchiveError, ensure_built, hardware_hosts
+from ansible_collections.rdma.node.plugins.plugin_utils._sysfs_tree import ArchiveError, containerd_sockets, ensure_built, hardware_hosts
 
 SUFFIXES = (".simulated_nodes.yml", ".simulated_nodes.yaml")
 # The collection's tool that restarts a simulated node's own containerd (plugins/inventory/ is two levels down).
@@ -95,6 +95,7 @@ class InventoryModule(BaseFileInventoryPlugin):
             self.inventory.add_host(host)
             self.inventory.set_variable(host, "rdma_demo_node_root", os.path.join(nodes, host))
             self.inventory.set_variable(host, "rdma_simulated_containerd", SIMULATED_CONTAINERD)
+            self.inventory.set_variable(host, "rdma_simulated_containerd_address", containerd_sockets(os.path.join(nodes, host))[0])
         for group, members in groups.items():
             self.inventory.add_group(group)
             for member in members:

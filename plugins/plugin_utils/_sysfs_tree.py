@@ -414,14 +414,22 @@ def hardware_hosts(hosts, source: str) -> dict:
     return {str(name): spec for name, spec in hosts.items() if not str(name).startswith("x-")}
 
 
+def containerd_sockets(node_root: str) -> tuple:
+    """The gRPC and ttrpc sockets of a node's own containerd: in the node's ``run/``, or, when that
+    path is too long for a unix socket (107 bytes), in a short directory under /tmp named by a hash
+    of the node root."""
+    import hashlib
+
+    run = os.path.join(node_root, "run")
+    if len(os.path.join(run, "containerd.ttrpc").encode()) > UNIX_SOCKET_PATH_MAX:
+        run = "/tmp/rdma-node-%s" % hashlib.sha256(os.path.abspath(node_root).encode()).hexdigest()[:16]
+    return os.path.join(run, "containerd.sock"), os.path.join(run, "containerd.ttrpc")
+
+
 def containerd_config(node_root: str) -> str:
     """A containerd 1.6 config whose root, state and sockets are under the node root: the simulated
     node's own containerd, which the demo's remediation edits and restarts instead of the machine's."""
-    # Short socket names: a unix socket's path has at most 107 bytes, and node roots can be deep.
-    grpc, ttrpc = os.path.join(node_root, "run", "containerd.sock"), os.path.join(node_root, "run", "containerd.ttrpc")
-    if len(ttrpc.encode()) > UNIX_SOCKET_PATH_MAX:
-        raise ArchiveError("the node root %s is too deep for its containerd's socket %s (%d bytes, a unix socket path has at most %d): "
-                           "use a shorter inventory path" % (node_root, ttrpc, len(ttrpc.encode()), UNIX_SOCKET_PATH_MAX))
+    grpc, ttrpc = containerd_sockets(node_root)
     return "\n".join([
         "# The simulated node's own containerd (tools/simulated_containerd.py starts it with this file).",
         "version = 2",

@@ -8,14 +8,17 @@ report renders its host table in a real browser.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 from browser import count_near, rendered_dom, screenshot
 from playbook import run_playbook
-from testpaths import COLLECTION_ROOT
+from testpaths import COLLECTION_ROOT, COLLECTIONS_ROOT
 
 CRITICAL_RED = (0xC6, 0x28, 0x28)
 OK_GREEN = (0x2E, 0x7D, 0x32)
@@ -147,3 +150,21 @@ def test_html_report_filters_in_the_browser(demo, site_run):
     assert re.findall(r'<tr class="host (\w+)" data-host="([^"]+)">', dom) == [("critical", "a100-node-02"), ("critical", "v100-node-02")]
     assert '<span id="shown">showing 2 of 4 hosts</span>' in dom
     assert "1 more hidden by the filter" in dom  # a100-node-02's dkms_error warning
+
+
+@pytest.mark.parametrize("source", ["inventories/demo", "inventories/demo/demo.simulated_nodes.yml"])
+def test_ansible_inventory_reads_the_directory_or_the_file_without_a_warning(tmp_path, source):
+    inventory = tmp_path / "inventory"
+    shutil.copytree(COLLECTION_ROOT / "inventories/demo", inventory, ignore=shutil.ignore_patterns(".nodes*"))
+    target = inventory / source.split("inventories/demo", 1)[1].lstrip("/")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_ROOT), ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS="ignore", ANSIBLE_NOCOLOR="1")
+    listed = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-inventory"), "-i", str(target), "--list"],
+                            capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert listed.returncode == 0 and listed.stderr == "", listed.stderr
+    data = json.loads(listed.stdout)
+    assert data["ib-v100"]["hosts"] == ["v100-node-01", "v100-node-02"] and data["ib-a100"]["hosts"] == ["a100-node-01", "a100-node-02"]
+    host = data["_meta"]["hostvars"]["a100-node-02"]
+    # Variables an inventory plugin sets are listed as unsafe (never templated): a path is a path.
+    assert host["rdma_demo_node_root"] == {"__ansible_unsafe": str(inventory / ".nodes/a100-node-02")}
+    assert host["ib_inventory_required_netdevs"] == ["bond0"]  # group_vars beside the file apply
+    assert (inventory / ".nodes/a100-node-02/saved/dkms-status.txt").read_text().count("6.1.0-28-amd64") >= 1

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import sysfs_tree
 
 from playbook import run_playbook
 from testpaths import COLLECTION_ROOT
@@ -92,7 +93,8 @@ def simulated_pid(node_root):
 
 
 def ctr_plugins(node_root):
-    return subprocess.run(["ctr", "--address", str(node_root / "run/containerd.sock"), "plugins", "ls"],
+    address = sysfs_tree.containerd_sockets(str(node_root))[0]
+    return subprocess.run(["ctr", "--address", address, "plugins", "ls"],
                           capture_output=True, text=True, timeout=30, check=False).stdout
 
 
