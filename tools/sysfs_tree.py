@@ -36,10 +36,10 @@ def build_hardware_file(path: str, dest: str) -> list:  # noqa: F811  (accepts t
         try:
             data = yaml.safe_load(handle)
         except yaml.YAMLError as exc:
-            raise ArchiveError("%s is not valid YAML: %s" % (path, str(exc).replace("\n", " "))) from None
+            raise _MODULE.ArchiveError("%s is not valid YAML: %s" % (path, str(exc).replace("\n", " "))) from None
     if isinstance(data, dict) and "plugin" in data:
         data = data.get("hardware")
-    return build_hosts(hardware_hosts(data, path), dest)
+    return _MODULE.build_hosts(_MODULE.hardware_hosts(data, path), dest)
 
 
 def main(argv: list) -> int:
@@ -50,7 +50,7 @@ def main(argv: list) -> int:
     try:
         if command == "pack":
             with open(dest, "wb") as handle:
-                handle.write(pack(source))
+                handle.write(_MODULE.pack(source))
         elif command == "unpack":
             # Unpack beside the destination, then swap it in: a bad archive leaves no half tree.
             with open(source, "rb") as handle:
@@ -58,8 +58,8 @@ def main(argv: list) -> int:
             staging = dest.rstrip("/") + ".unpacking"
             shutil.rmtree(staging, ignore_errors=True)
             try:
-                unpack(data, staging)
-            except (OSError, ArchiveError, ValueError):
+                _MODULE.unpack(data, staging)
+            except (OSError, _MODULE.ArchiveError, ValueError):
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
             shutil.rmtree(dest, ignore_errors=True)
@@ -67,7 +67,7 @@ def main(argv: list) -> int:
         else:
             for host in build_hardware_file(source, dest):
                 print("%s/%s" % (dest, host))
-    except (OSError, ArchiveError, KeyError, TypeError, ValueError) as exc:
+    except (OSError, _MODULE.ArchiveError, KeyError, TypeError, ValueError) as exc:
         sys.stderr.write("sysfs_tree %s %s: %s\n" % (command, source, exc))
         return 1
     return 0

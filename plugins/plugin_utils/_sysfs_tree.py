@@ -559,5 +559,3 @@ def ensure_built(hosts: dict, link: str) -> bool:
         if entry.startswith(name + "-") and entry != target and ".building." not in entry:
             shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
     return True
-
-
