@@ -19,7 +19,7 @@ DEMO_HOSTS = ["v100-node-01", "v100-node-02", "a100-node-01", "a100-node-02"]
 
 def demo_hosts(dest):
     """Each demo host's ib_facts ports and the grep output of its RoCE ports' GID tables (trees built in ``dest``)."""
-    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(dest))
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), str(dest))
     hosts = {}
     for host in DEMO_HOSTS:
         root = str(dest / host / "sys")

@@ -1,6 +1,6 @@
 """A fleet of N simulated hosts in a jsonfile fact cache, as a check job leaves it for a report job.
 
-The demo's four hardware profiles (inventories/demo/hardware.yml) are built as node roots and read by
+The demo's four hardware profiles (inventories/demo/demo.simulated_nodes.yml) are built as node roots and read by
 the collection's own readers (``_sysfs.gather`` for ``ansible_facts.rdma``, ``_driver.gather`` for
 ``rdma_driver``). Each host is a copy of its profile's facts with planted variations: a port down or
 degraded, a netdev without carrier, a next-boot kernel without a DKMS build or unknown, an older
@@ -57,7 +57,7 @@ def _group_params(group):
 
 def profile_facts(base):
     """``{profile: {"rdma": ..., "rdma_driver": ...}}`` read from the demo profiles' node roots."""
-    profiles = sysfs_tree.build_hardware_file(str(DEMO / "hardware.yml"), str(base / "profiles"))
+    profiles = sysfs_tree.build_hardware_file(str(DEMO / "demo.simulated_nodes.yml"), str(base / "profiles"))
     facts = {}
     for profile in profiles:
         root = base / "profiles" / profile

@@ -1,427 +1,45 @@
 # Copyright: rdma.node contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Simulated sysfs trees for the demo inventory, the tests and the benchmarks.
-
-A git repository (and ansible-test's ``symlinks`` sanity test) cannot hold what a sysfs tree is made
-of: symlinks to directories and dangling symlinks. So trees live in the repository in two text forms
-and are materialised on demand:
-
-* ``TreeBuilder`` writes a tree the way the kernel lays one out (devices under
-  ``devices/pci0000:xx/<bdf>``, ``class/infiniband`` and ``class/net`` entries as relative symlinks,
-  ``device``/``driver``/``physfn``/``master`` links), from a few calls per HCA, port and netdev.
-  The demo hosts are described in YAML and built with it (``build`` command).
-* ``pack``/``unpack`` keep a real tree byte-for-byte (files without a trailing newline, empty
-  directories, dangling symlinks) in a line-oriented archive, for fixtures copied from real systems.
-
-Standard library only, except ``build``, which reads YAML with PyYAML (present wherever Ansible is).
+"""Simulated sysfs trees on the command line; the code lives in the collection
+(``plugins/plugin_utils/_sysfs_tree.py``) and is re-exported here for the tests and benchmarks.
 
 Usage::
 
     python tools/sysfs_tree.py unpack ARCHIVE DEST
     python tools/sysfs_tree.py pack TREE ARCHIVE
     python tools/sysfs_tree.py build HARDWARE_YAML DEST   # one node root per host: DEST/<host>/sys, ...
+
+HARDWARE_YAML is a mapping of host name to hardware description, or an inventory file of the
+``rdma.node.simulated_nodes`` plugin (its ``hardware`` key).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
-import zlib
 
-ARCHIVE_MAGIC = "# rdma.node sysfs archive v1"
-
-ARPHRD_ETHER = 1
-ARPHRD_INFINIBAND = 32
-
-
-class ArchiveError(ValueError):
-    """An archive line that cannot be understood."""
+# Loaded by its path: the working tree need not sit in an ansible_collections/rdma/node layout.
+_SPEC = importlib.util.spec_from_file_location(
+    "rdma_node_sysfs_tree", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "plugins", "plugin_utils", "_sysfs_tree.py"))
+_MODULE = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_MODULE)
+globals().update({name: value for name, value in vars(_MODULE).items() if not name.startswith("__")})
 
 
-# --------------------------------------------------------------------------------------- archive
-
-
-def pack(tree: str) -> bytes:
-    """Serialise ``tree`` (directories, files, symlinks) into the archive format.
-
-    Records, in sorted path order:
-    ``D <path>`` a directory; ``L <path>\\t<target>`` a symlink, kept as written even when dangling;
-    ``F <path>\\t<size>`` followed by exactly ``size`` bytes of content and a newline.
-    """
-    out = [ARCHIVE_MAGIC.encode() + b"\n"]
-    for dirpath, dirnames, filenames in os.walk(tree):
-        dirnames.sort()
-        rel_dir = os.path.relpath(dirpath, tree)
-        entries = sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))])
-        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
-        if rel_dir != ".":
-            out.append(b"D " + rel_dir.encode() + b"\n")
-        for name in entries:
-            path = os.path.join(dirpath, name)
-            rel = os.path.normpath(os.path.join(rel_dir, name))
-            if os.path.islink(path):
-                out.append(b"L %s\t%s\n" % (rel.encode(), os.readlink(path).encode()))
-            else:
-                with open(path, "rb") as handle:
-                    data = handle.read()
-                out.append(b"F %s\t%d\n" % (rel.encode(), len(data)) + data + b"\n")
-    return b"".join(out)
-
-
-def unpack(data: bytes, dest: str) -> int:
-    """Recreate the tree held in archive ``data`` under ``dest``; returns the number of records."""
-    lines = data.split(b"\n", 1)
-    if lines[0].decode(errors="replace") != ARCHIVE_MAGIC:
-        raise ArchiveError("not a sysfs archive: the first line must be %r" % ARCHIVE_MAGIC)
-    rest = lines[1] if len(lines) > 1 else b""
-    count = 0
-    pos = 0
-    while pos < len(rest):
-        end = rest.index(b"\n", pos)
-        header = rest[pos:end].decode()
-        pos = end + 1
-        kind, spec = header.split(" ", 1) if " " in header else (header, "")
-        if kind == "D":
-            os.makedirs(_inside(dest, spec), exist_ok=True)
-        elif kind == "L":
-            rel, target = spec.split("\t", 1)
-            path = _inside(dest, rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            os.symlink(target, path)
-        elif kind == "F":
-            rel, size = spec.split("\t", 1)
-            path = _inside(dest, rel)
-            size = int(size)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as handle:
-                handle.write(rest[pos:pos + size])
-            pos += size + 1
-        else:
-            raise ArchiveError("unknown record %r" % header)
-        count += 1
-    return count
-
-
-def _inside(dest: str, rel: str) -> str:
-    path = os.path.normpath(os.path.join(dest, rel))
-    if not path.startswith(os.path.normpath(dest) + os.sep):
-        raise ArchiveError("path %r leaves the destination" % rel)
-    return path
-
-
-# --------------------------------------------------------------------------------------- builder
-
-
-class TreeBuilder:
-    """Writes a kernel-shaped sysfs tree under ``root`` (the directory that stands for ``/sys``)."""
-
-    def __init__(self, root: str):
-        self.root = root
-        self._pci_dirs = {}
-
-    # -- low level ----------------------------------------------------------------------------
-
-    def write(self, rel: str, value) -> None:
-        """Write one attribute file; ``None`` means the attribute does not exist."""
-        if value is None:
-            return
-        path = os.path.join(self.root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write("%s\n" % value)
-
-    def link(self, rel: str, target_rel: str) -> None:
-        """Create ``rel`` as a relative symlink to ``target_rel`` (both relative to the root)."""
-        path = os.path.join(self.root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        target = os.path.relpath(os.path.join(self.root, target_rel), os.path.dirname(path))
-        os.symlink(target, path)
-
-    def pci_device(self, bdf: str, driver: str = "mlx5_core", numa_node: int = 0, physfn: str = None, *,
-                   bridges=(), vendor="0x15b3", device_id=None, pci_class=None, link=None) -> str:
-        """Create a PCI function directory and return its path relative to the root.
-
-        ``bridges`` are the BDFs of the PCI bridges from the root port down (a PCIe switch is two:
-        its upstream and downstream port); ``link`` the PCIe link attributes (``current_speed``,
-        ``max_speed``, ``current_width``, ``max_width``) as the kernel writes them.
-        """
-        if bdf in self._pci_dirs:
-            return self._pci_dirs[bdf]
-        first = bridges[0] if bridges else bdf
-        parent = "devices/pci%s:%s" % (first.split(":")[0], first.split(":")[1])
-        for bridge in bridges:
-            parent = "%s/%s" % (parent, bridge)
-            if not os.path.isdir(os.path.join(self.root, parent)):
-                os.makedirs(os.path.join(self.root, parent))
-                self.write(parent + "/class", "0x060400")
-                self.write(parent + "/numa_node", numa_node)
-        rel = "%s/%s" % (parent, bdf)
-        if physfn:
-            rel = "%s/%s" % (self.pci_device(physfn, driver, numa_node), bdf)
-        os.makedirs(os.path.join(self.root, rel), exist_ok=True)
-        self.link("bus/pci/devices/" + bdf, rel)
-        self.write(rel + "/numa_node", numa_node)
-        self.write(rel + "/vendor", vendor)
-        self.write(rel + "/device", device_id)
-        self.write(rel + "/class", pci_class)
-        for key, value in (link or {}).items():
-            self.write("%s/%s_link_%s" % (rel, key.split("_")[0], key.split("_", 1)[1]), value)
-        if driver:
-            self.link(rel + "/driver", "bus/pci/drivers/%s" % driver)
-        if physfn:
-            parent = self._pci_dirs[physfn]
-            self.link(rel + "/physfn", parent)
-            index = len([n for n in os.listdir(os.path.join(self.root, parent)) if n.startswith("virtfn")])
-            self.link("%s/virtfn%d" % (parent, index), rel)
-            self.write(parent + "/sriov_numvfs", index + 1)
-        self._pci_dirs[bdf] = rel
-        return rel
-
-    # -- RDMA devices ---------------------------------------------------------------------------
-
-    def hca(self, name: str, bdf: str = None, *, hca_type="MT4123", fw_ver="20.39.1002",
-            board_id="MT_0000000223", node_guid="b859:9f03:00d4:0a30", sys_image_guid=None,
-            hw_rev="0x0", node_type="1: CA", numa_node=0, driver="mlx5_core", physfn=None,
-            bridges=(), pcie=None, pci_device_id="0x101b", omit=()) -> str:
-        """Create an RDMA device (``class/infiniband/<name>``); ``bdf=None`` makes a plain directory
-        without a PCI device, as some exported trees have. ``omit`` names attributes to leave out;
-        ``bridges`` and ``pcie`` (the link attributes) go to its PCI function."""
-        if bdf:
-            pci = self.pci_device(bdf, driver, numa_node, physfn, bridges=bridges, link=pcie,
-                                  device_id=pci_device_id, pci_class="0x020700")
-            rel = "%s/infiniband/%s" % (pci, name)
-            self.link("class/infiniband/" + name, rel)
-            self.link(rel + "/device", pci)
-        else:
-            rel = "class/infiniband/" + name
-        attrs = {
-            "node_type": node_type, "hca_type": hca_type, "fw_ver": fw_ver, "board_id": board_id,
-            "node_guid": node_guid, "sys_image_guid": sys_image_guid or node_guid, "hw_rev": hw_rev,
-            "node_desc": "%s %s" % (os.path.basename(self.root.rstrip("/")), name),
-        }
-        for key, value in attrs.items():
-            if key not in omit:
-                self.write("%s/%s" % (rel, key), value)
-        os.makedirs(os.path.join(self.root, rel, "ports"), exist_ok=True)
-        return rel
-
-    def port(self, device_rel: str, number: int, *, state="4: ACTIVE", phys_state="5: LinkUp",
-             rate="100 Gb/sec (4X EDR)", lid="0x1", sm_lid="0x1", lmc=0, sm_sl=0,
-             link_layer="InfiniBand", cap_mask="0x2651e848", gid_prefix="fe80:0000:0000:0000",
-             port_guid="b859:9f03:00d4:0a31", extra_gids=0, ndevs=None, counters=None, counters_ext=None,
-             hw_counters=None, omit=()) -> str:
-        """Create ``ports/<number>`` of a device with its GID table.
-
-        ``ndevs`` (RoCE) names the netdev behind each GID; ``extra_gids`` adds that many more
-        populated GID entries (with ``gid_attrs``) to fill a table as large as a busy RoCE port's.
-        ``counters``, ``counters_ext`` and ``hw_counters`` map file names to the text of those
-        directories (``None`` leaves the directory out).
-        """
-        rel = "%s/ports/%d" % (device_rel, number)
-        attrs = {
-            "state": state, "phys_state": phys_state, "rate": rate, "lid": lid, "sm_lid": sm_lid,
-            "lid_mask_count": lmc, "sm_sl": sm_sl, "link_layer": link_layer, "cap_mask": cap_mask,
-        }
-        for key, value in attrs.items():
-            if key not in omit:
-                self.write("%s/%s" % (rel, key), value)
-        self.write(rel + "/pkeys/0", "0xffff")
-        gids = [gid_prefix + ":" + port_guid] + [
-            "0000:0000:0000:0000:0000:ffff:0a%02x:%04x" % (number, index) for index in range(extra_gids)
-        ]
-        for index, gid in enumerate(gids):
-            if "gids" not in omit:
-                self.write("%s/gids/%d" % (rel, index), gid)
-            if link_layer == "Ethernet" or extra_gids:
-                netdev = (ndevs or [""])[min(index, len(ndevs or [""]) - 1)]
-                self.write("%s/gid_attrs/ndevs/%d" % (rel, index), netdev)
-                self.write("%s/gid_attrs/types/%d" % (rel, index), "RoCE v2" if index % 2 else "IB/RoCE v1")
-        for directory, values in (("counters", counters), ("counters_ext", counters_ext), ("hw_counters", hw_counters)):
-            for name, value in (values or {}).items():
-                self.write("%s/%s/%s" % (rel, directory, name), value)
-        return rel
-
-    def gpu(self, bdf: str, *, numa_node=0, bridges=(), device_id="0x20b0", pci_class="0x030200",
-            driver="nvidia", pcie=None) -> str:
-        """Create an NVIDIA GPU's PCI function (vendor 0x10de) below ``bridges``."""
-        return self.pci_device(bdf, driver, numa_node, bridges=bridges, vendor="0x10de", device_id=device_id,
-                               pci_class=pci_class, link=pcie)
-
-    # -- network devices ------------------------------------------------------------------------
-
-    def netdev(self, name: str, bdf: str = None, *, address="0c:42:a1:1d:d1:2a", kind=ARPHRD_ETHER,
-               carrier=1, operstate="up", mtu=1500, dev_port=0, dev_id="0x0", master=None,
-               omit=()) -> str:
-        """Create ``class/net/<name>``: under its PCI function, or under devices/virtual (bonds)."""
-        if bdf:
-            pci = self.pci_device(bdf)
-            rel = "%s/net/%s" % (pci, name)
-            self.link(rel + "/device", pci)
-        else:
-            rel = "devices/virtual/net/%s" % name
-        self.link("class/net/" + name, rel)
-        attrs = {
-            "address": address, "type": kind, "carrier": carrier, "operstate": operstate, "mtu": mtu,
-            "dev_port": dev_port, "dev_id": dev_id, "ifindex": len(os.listdir(os.path.join(self.root, "class/net"))),
-        }
-        for key, value in attrs.items():
-            if key not in omit:
-                self.write("%s/%s" % (rel, key), value)
-        if master:
-            self.link(rel + "/master", "devices/virtual/net/%s" % master)
-        return rel
-
-    def ipoib_address(self, gid_prefix: str, port_guid: str, qpn: int = 0x1049) -> str:
-        """The 20-byte IPoIB hardware address: flags/QPN, then the port's 16-byte GID."""
-        hexdigits = "%08x" % qpn + (gid_prefix + port_guid).replace(":", "")
-        return ":".join(hexdigits[i:i + 2] for i in range(0, 40, 2))
-
-
-# --------------------------------------------------------------------------------------- hardware
-
-
-def has_later_sample(spec: dict) -> bool:
-    """Whether a host description gives any port a ``counters_later`` sample."""
-    return any("counters_later" in port for device in spec.get("devices", {}).values()
-               for port in device.get("ports", {}).values())
-
-
-def build_host(root: str, spec: dict, later: bool = False) -> None:
-    """Build one host's tree from its hardware description (the demo's ``hardware.yml`` format).
-
-    A port's ``counters_later`` holds counter values read at a later moment; ``later=True`` builds
-    the tree as it looks then (its ``counters`` updated with them), for checks that compare two
-    samples."""
-    tree = TreeBuilder(root)
-    os.makedirs(os.path.join(root, "class/net"), exist_ok=True)
-    os.makedirs(os.path.join(root, "class/infiniband"), exist_ok=True)
-    for netdev in spec.get("netdevs", []):
-        if not netdev.get("bdf"):
-            tree.netdev(**{key: value for key, value in netdev.items() if key != "ipv4"})
-    for name, device in spec.get("devices", {}).items():
-        device = dict(device)
-        ports = device.pop("ports", {})
-        device_rel = tree.hca(name, **device)
-        for number, port in ports.items():
-            port = dict(port)
-            counters_later = port.pop("counters_later", None)
-            if later and counters_later:
-                port["counters"] = dict(port.get("counters") or {}, **counters_later)
-            tree.port(device_rel, int(number), **port)
-    for gpu in spec.get("gpus", []):
-        tree.gpu(**gpu)
-    for netdev in spec.get("netdevs", []):
-        if netdev.get("bdf"):
-            netdev = dict(netdev)
-            netdev.pop("ipv4", None)
-            ipoib_of = netdev.pop("ipoib_of", None)
-            if ipoib_of:
-                device, number = ipoib_of.split("/", 1)
-                port = spec["devices"][device]["ports"][int(number)]
-                netdev["kind"] = ARPHRD_INFINIBAND
-                netdev["address"] = tree.ipoib_address(
-                    port.get("gid_prefix", "fe80:0000:0000:0000"), port["port_guid"])
-            tree.netdev(**netdev)
-
-
-def build_addresses(root: str, netdevs: list) -> None:
-    """Write the ``proc/net`` files that give netdevs their IPv4 addresses (``ipv4: [10.1.0.2/24]``
-    of a netdev): ``route`` with each connected network and ``fib_trie`` with each local address,
-    in the kernel's layout."""
-    import ipaddress
-
-    tree = TreeBuilder(root)
-    routes = ["Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT"]
-    trie = ["Main:", "  +-- 0.0.0.0/0 3 0 5"]
-    for netdev in netdevs:
-        for text in netdev.get("ipv4", []):
-            interface = ipaddress.IPv4Interface(text)
-            network = interface.network
-            routes.append("%s\t%08X\t00000000\t0001\t0\t0\t0\t%08X\t0\t0\t0" % (
-                netdev["name"], int.from_bytes(network.network_address.packed, "little"),
-                int.from_bytes(network.netmask.packed, "little")))
-            trie += ["     +-- %s 2 0 2" % network, "        |-- %s" % network.network_address,
-                     "           /%d link UNICAST" % network.prefixlen,
-                     "        |-- %s" % interface.ip, "           /32 host LOCAL"]
-    tree.write("proc/net/route", "\n".join(routes))
-    tree.write("proc/net/fib_trie", "\n".join(trie))
-
-
-def build_driver_side(root: str, driver: dict) -> None:
-    """Write the files driver_facts reads from a node's ``/`` (the ``driver:`` part of a host).
-
-    ``driver`` names the running kernel, the installed ``kernels``, the one GRUB boots by default
-    (``boot_default``), the ``modules`` loaded, the OFED release and the ``dkms`` status text; the
-    saved command outputs land in ``<root>/saved/``, where simulated hosts point driver_verify.
-    """
-    tree = TreeBuilder(root)
-    running = driver["running_kernel"]
-    kernels = driver.get("kernels", [running])
-    tree.write("proc/sys/kernel/osrelease", running)
-    for kernel in kernels:
-        os.makedirs(os.path.join(root, "lib/modules", kernel, "kernel"), exist_ok=True)
-        tree.write("boot/vmlinuz-" + kernel, "")
-    boot_order = [driver.get("boot_default", running)] + [k for k in kernels if k != driver.get("boot_default", running)]
-    menu = ['set default="0"'] + [
-        "menuentry 'Linux %s' --class gnu-linux $menuentry_id_option 'gnulinux-%s-simple' {\n"
-        "\tlinux\t/boot/vmlinuz-%s root=/dev/sda1 ro quiet\n}" % (k, k, k) for k in boot_order
-    ]
-    tree.write("boot/grub/grub.cfg", "\n".join(menu))
-    modules = driver.get("modules", [])
-    tree.write("proc/modules", "\n".join(
-        "%s %d %d - Live 0x0000000000000000 (OE)" % (name, 65536 + 4096 * index, 1)
-        for index, name in enumerate(modules)))
-    for name in modules:
-        tree.write("sys/module/%s/version" % name, driver.get("module_version", "23.10-1.1.9"))
-        tree.write("sys/module/%s/srcversion" % name, "%024X" % zlib.crc32(name.encode()))
-    for index in range(driver.get("uverbs", 0)):
-        tree.write("dev/infiniband/uverbs%d" % index, "")
-    if "ib_core" in modules:
-        # ib_core's netns_mode parameter: Y is shared, the kernel's default.
-        tree.write("sys/module/ib_core/parameters/netns_mode", "N" if driver.get("netns_mode") == "exclusive" else "Y")
-    nvidia = driver.get("nvidia")
-    if nvidia:
-        # What the NVIDIA driver shows: its module version, the taint flags (P: proprietary licence)
-        # and /proc/driver/nvidia/version, whose first line names the open or proprietary module.
-        open_module = nvidia.get("flavour") == "open"
-        tree.write("sys/module/nvidia/version", nvidia["version"])
-        tree.write("sys/module/nvidia/taint", "OE" if open_module else "POE")
-        tree.write("proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX %s  %s  Release Build" % (
-            "Open Kernel Module for x86_64" if open_module else "x86_64 Kernel Module", nvidia["version"]))
-    if driver.get("memory_peers"):
-        os.makedirs(os.path.join(root, "sys/kernel/mm/memory_peers"), exist_ok=True)
-    # A node without kernel_log has a quiet log: an empty file, which node_health reads like any saved log.
-    tree.write("saved/kernel.log", (driver.get("kernel_log") or "").rstrip("\n"))
-    tree.write("saved/dkms-status.txt", (driver.get("dkms") or "").rstrip("\n"))
-    tree.write("saved/ofed_info.txt", driver.get("ofed"))
-
-
-def build_hardware_file(path: str, dest: str) -> list:
-    """Build every host of a hardware YAML file as a node root ``dest/<host>`` (sysfs in ``sys/``);
-    returns the host names."""
-    import yaml  # controller-side only: PyYAML ships with Ansible
+def build_hardware_file(path: str, dest: str) -> list:  # noqa: F811  (accepts the inventory file too)
+    """Build every host of a hardware YAML file, or of a simulated_nodes inventory file, under ``dest``."""
+    import yaml
 
     with open(path, encoding="utf-8") as handle:
         try:
-            hosts = yaml.safe_load(handle)
+            data = yaml.safe_load(handle)
         except yaml.YAMLError as exc:
-            raise ArchiveError("%s is not valid YAML: %s" % (path, str(exc).replace("\n", " "))) from None
-    if not isinstance(hosts, dict):
-        raise ArchiveError("%s: expected a mapping of host name to hardware" % path)
-    hosts = {name: spec for name, spec in hosts.items() if not name.startswith("x-")}  # x-: YAML anchors only
-    for host, spec in hosts.items():
-        shutil.rmtree(os.path.join(dest, host), ignore_errors=True)
-        build_host(os.path.join(dest, host, "sys"), spec)
-        if has_later_sample(spec):
-            build_host(os.path.join(dest, host, "later", "sys"), spec, later=True)
-        if spec.get("driver"):
-            build_driver_side(os.path.join(dest, host), spec["driver"])
-        # node_exporter's textfile directory as Debian's prometheus-node-exporter creates it.
-        os.makedirs(os.path.join(dest, host, "var/lib/prometheus/node-exporter"), exist_ok=True)
-        if any(netdev.get("ipv4") for netdev in spec.get("netdevs", [])):
-            build_addresses(os.path.join(dest, host), spec["netdevs"])
-    return sorted(hosts)
+            raise _MODULE.ArchiveError("%s is not valid YAML: %s" % (path, str(exc).replace("\n", " "))) from None
+    if isinstance(data, dict) and "plugin" in data:
+        data = data.get("hardware")
+    return _MODULE.build_hosts(_MODULE.hardware_hosts(data, path), dest)
 
 
 def main(argv: list) -> int:
@@ -432,7 +50,7 @@ def main(argv: list) -> int:
     try:
         if command == "pack":
             with open(dest, "wb") as handle:
-                handle.write(pack(source))
+                handle.write(_MODULE.pack(source))
         elif command == "unpack":
             # Unpack beside the destination, then swap it in: a bad archive leaves no half tree.
             with open(source, "rb") as handle:
@@ -440,8 +58,8 @@ def main(argv: list) -> int:
             staging = dest.rstrip("/") + ".unpacking"
             shutil.rmtree(staging, ignore_errors=True)
             try:
-                unpack(data, staging)
-            except (OSError, ArchiveError, ValueError):
+                _MODULE.unpack(data, staging)
+            except (OSError, _MODULE.ArchiveError, ValueError):
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
             shutil.rmtree(dest, ignore_errors=True)
@@ -449,7 +67,7 @@ def main(argv: list) -> int:
         else:
             for host in build_hardware_file(source, dest):
                 print("%s/%s" % (dest, host))
-    except (OSError, ArchiveError, KeyError, TypeError, ValueError) as exc:
+    except (OSError, _MODULE.ArchiveError, KeyError, TypeError, ValueError) as exc:
         sys.stderr.write("sysfs_tree %s %s: %s\n" % (command, source, exc))
         return 1
     return 0

@@ -128,11 +128,14 @@ def containerd_restarted(facts, params, found):
     if not (params.get("restart") or {}).get("ran") or params.get("rollback"):
         return
     unit = params["unit"]
+    command = (params.get("restart") or {}).get("command") or []
+    # A containerd that systemd does not run (node_remediation_restart_command): say what restarted it.
+    how = (" with `%s`" % " ".join(str(arg) for arg in command)) if command else ""
     if params.get("check_mode"):
-        found.info(unit, "Check mode: %s would be restarted." % unit)
+        found.info(unit, "Check mode: %s would be restarted%s." % (unit, how))
     else:
-        found.info(unit, "Restarted %s; it answers again (ctr version)%s" % (
-            unit, " and its CRI plugin is loaded." if params.get("require_cri") else "."))
+        found.info(unit, "Restarted %s%s; it answers again (ctr version)%s" % (
+            unit, how, " and its CRI plugin is loaded." if params.get("require_cri") else "."))
 
 
 def rollback_restored(rollback):

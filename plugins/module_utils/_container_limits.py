@@ -130,8 +130,9 @@ def last_line(*texts):
 class Reader:
     """Runs the node's tools through ``run(argv) -> (rc, stdout, stderr)`` and reads ``/proc``."""
 
-    def __init__(self, run, ctr, address, systemctl, timeout_bin=None, proc="/proc"):
+    def __init__(self, run, ctr, address, systemctl, timeout_bin=None, proc="/proc", pidfile=None):
         self.run = run
+        self.pidfile = pidfile
         self.ctr_base = [ctr, "--address", address]
         self.address = address
         self.systemctl = systemctl
@@ -152,8 +153,29 @@ class Reader:
         except OSError:
             return None
 
+    def containerd_by_pidfile(self, unit):
+        """containerd's process named by a pidfile (a containerd that systemd does not run); no systemd limits."""
+        result = {"unit": unit, "pid": 0, "active_state": "inactive", "memlock": None, "nofile": None, "systemd": {}, "error": None}
+        try:
+            with open(self.pidfile) as handle:
+                pid = handle.read().strip()
+        except OSError as exc:
+            result["error"] = "its pidfile %s could not be read: %s" % (self.pidfile, exc.strerror)
+            return result
+        if not pid.isdigit() or int(pid) <= 0:
+            result["error"] = "its pidfile %s holds %r, not a process id" % (self.pidfile, pid[:40])
+            return result
+        limits = self.process_limits(int(pid))
+        if limits is None:
+            result["error"] = "process %s of the pidfile %s does not run" % (pid, self.pidfile)
+            return result
+        result.update(limits, pid=int(pid), active_state="active")
+        return result
+
     def containerd(self, unit):
         """containerd's main process and its limits, and the limits systemd has loaded for the unit."""
+        if self.pidfile:
+            return self.containerd_by_pidfile(unit)
         argv = [self.systemctl, "show", unit, "--property", "MainPID,ActiveState," + ",".join(SYSTEMD_LIMITS)]
         result = {"unit": unit, "pid": 0, "active_state": None, "memlock": None, "nofile": None, "systemd": {}, "error": None}
         if not self.systemctl:

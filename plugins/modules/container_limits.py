@@ -30,6 +30,13 @@ options:
     description: containerd's socket, used by every C(ctr) call. When it does not exist no C(ctr) call is made.
     type: path
     default: /run/containerd/containerd.sock
+  pidfile:
+    description:
+      - A file holding the pid of a containerd that systemd does not run (the simulated nodes of the demo inventory
+        run their own). Its process is read instead of the unit's MainPID, no C(systemctl) is called, and
+        C(systemd) stays empty.
+      - Empty reads the systemd unit O(service).
+    type: path
   namespaces:
     description:
       - containerd namespaces whose running containers are read (the CRI plugin keeps pods in V(k8s.io)).
@@ -237,6 +244,7 @@ def main():
         argument_spec=dict(
             service=dict(type="str", default="containerd.service"),
             address=dict(type="path", default="/run/containerd/containerd.sock"),
+            pidfile=dict(type="path"),
             namespaces=dict(type="list", elements="str", default=["k8s.io"]),
             expected_memlock=dict(type="str", default=""),
             probe_spec=dict(type="path"),
@@ -269,6 +277,8 @@ def main():
         module.fail_json(msg="probe_command must name the command of the test container, got an empty list.")
     if params["probe_timeout"] < 1:
         module.fail_json(msg="probe_timeout must be a positive number of seconds, got %d." % params["probe_timeout"])
+    if params["pidfile"] and not os.path.isabs(params["pidfile"]):
+        module.fail_json(msg="pidfile must be an absolute path, got %s." % params["pidfile"])
     if params["probe_spec"] and not os.path.isabs(params["probe_spec"]):
         module.fail_json(msg="probe_spec must be an absolute path, got %s." % params["probe_spec"])
 
@@ -277,8 +287,9 @@ def main():
         run=module.run_command,
         ctr=module.get_bin_path("ctr", required=probing),
         address=params["address"],
-        systemctl=module.get_bin_path("systemctl"),
+        systemctl=None if params["pidfile"] else module.get_bin_path("systemctl"),
         timeout_bin=module.get_bin_path("timeout", required=probing),
+        pidfile=params["pidfile"],
     )
     probe = None
     if probing:

@@ -23,7 +23,7 @@ import sysfs_tree
 from harness import run_playbook
 from testpaths import COLLECTION_ROOT, FIXTURES
 
-INVENTORY = str(COLLECTION_ROOT / "inventories/demo/hosts.yml")
+INVENTORY = str(COLLECTION_ROOT / "inventories/demo")
 FAKE = COLLECTION_ROOT / "tests/fake_tools/bandwidth/fake_perftest_scenario.py"
 PERFTEST = FIXTURES / "perftest"
 V100_LOOPBACK = str(PERFTEST / "seed_ib_write_bw_loopback_report_gbits_interleaved_mlx5_1_v100.txt")  # 94.71 Gb/s
@@ -42,7 +42,7 @@ FAST = ["-e", "bandwidth_check_server_start_timeout=3", "-e", "bandwidth_check_s
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     base = tmp_path_factory.mktemp("bandwidth")
-    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(base / "nodes"))
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), str(base / "nodes"))
     subprocess.run([sys.executable, str(FAKE), "--fake-install", str(base / "bin")], check=True)
     return base
 

@@ -58,7 +58,7 @@ def trees(tmp_root):
     sysfs_tree.unpack((FIXTURES / "sysfs/prometheus-procfs.sysfs").read_bytes(), procfs)
     found["prometheus-procfs"] = procfs
     demo = os.path.join(tmp_root, "demo")
-    for host in sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), demo):
+    for host in sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), demo):
         found["demo-" + host] = os.path.join(demo, host, "sys")
     edge = os.path.join(tmp_root, "edge", "sys")
     build_edge_tree(edge)

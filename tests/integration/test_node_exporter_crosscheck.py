@@ -97,7 +97,7 @@ def trees(tmp_root):
         sysfs_tree.unpack((FIXTURES / ("sysfs/%s.sysfs" % name)).read_bytes(), path)
         found[name] = path
     demo = os.path.join(tmp_root, "demo")
-    for host in sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), demo):
+    for host in sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), demo):
         found["demo-" + host] = os.path.join(demo, host, "sys")
         if os.path.isdir(os.path.join(demo, host, "later", "sys")):
             found["demo-%s-later" % host] = os.path.join(demo, host, "later", "sys")

@@ -8,16 +8,18 @@ report renders its host table in a real browser.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 
 import pytest
-import sysfs_tree
 
 from browser import count_near, rendered_dom, screenshot
 from harness import FactCache, run_playbook
-from testpaths import COLLECTION_ROOT
+from testpaths import COLLECTION_ROOT, COLLECTIONS_ROOT
 
-INVENTORY = str(COLLECTION_ROOT / "inventories/demo/hosts.yml")
 CRITICAL_RED = (0xC6, 0x28, 0x28)
 OK_GREEN = (0x2E, 0x7D, 0x32)
 
@@ -38,13 +40,11 @@ EXPECTED_FINDINGS = {
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    """Node roots for the four demo hosts, and the extra vars that point the inventory at them."""
+    """A copy of the demo inventory directory without any built tree: the run builds its node roots."""
     base = tmp_path_factory.mktemp("demo")
-    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(base / "nodes"))
-    return {
-        "base": base,
-        "args": ["-i", INVENTORY, "-e", "rdma_demo_node_root=%s/nodes/{{ inventory_hostname }}" % base],
-    }
+    inventory = base / "inventory"
+    shutil.copytree(COLLECTION_ROOT / "inventories/demo", inventory, ignore=shutil.ignore_patterns(".nodes*"))
+    return {"base": base, "inventory": inventory, "args": ["-i", str(inventory)]}
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +88,15 @@ def test_planted_faults_say_what_the_readme_says(site_run):
     assert messages[("a100-node-02", "firmware_drift")] == drift
 
 
+def test_the_inventory_directory_builds_its_node_roots_without_a_warning(demo, site_run):
+    run = site_run[0]
+    assert "[WARNING]" not in run.stderr, run.stderr[-3000:]
+    nodes = demo["inventory"] / ".nodes"
+    assert nodes.is_symlink() and sorted(p.name for p in nodes.iterdir()) == sorted(EXPECTED_FINDINGS)
+    # The port the report names DOWN is the one the description planted, read from the tree the run built.
+    assert (nodes / "v100-node-02/sys/class/infiniband/mlx5_1/ports/1/state").read_text() == "1: DOWN\n"
+
+
 def test_uncabled_a100_hca_is_allowed_down(site_run):
     for host in site_run[1]["hosts"]:
         if host["name"].startswith("a100"):
@@ -125,7 +134,7 @@ def test_report_job_reads_the_fact_cache_alone(demo, site_run):
     """A separate job, no gathering, no checks: the same report from the jsonfile cache."""
     cache = demo["base"] / "fact-cache"
     assert FactCache(cache).hosts() == ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
-    run = run_playbook("playbooks/fleet_report.yml", "-i", INVENTORY, "-e", "fleet_report_dir=%s/cached-report" % demo["base"],
+    run = run_playbook("playbooks/fleet_report.yml", "-i", str(demo["inventory"]), "-e", "fleet_report_dir=%s/cached-report" % demo["base"],
                        fact_cache=cache)
     assert run.rc == 0, run.stderr
     cached = json.loads((demo["base"] / "cached-report/fleet-report.json").read_text())
@@ -173,3 +182,21 @@ def test_html_report_filters_in_the_browser(demo, site_run):
     assert '<span id="shown">showing 4 of 4 hosts</span>' in dom
     # Hidden by the filter: v100-node-02's and v100-node-01's GPUDirect info, a100-node-02's two warnings and its info.
     assert re.findall(r"(\d+) more hidden by the filter", dom) == ["1", "3", "1"]
+
+
+@pytest.mark.parametrize("source", ["inventories/demo", "inventories/demo/demo.simulated_nodes.yml"])
+def test_ansible_inventory_reads_the_directory_or_the_file_without_a_warning(tmp_path, source):
+    inventory = tmp_path / "inventory"
+    shutil.copytree(COLLECTION_ROOT / "inventories/demo", inventory, ignore=shutil.ignore_patterns(".nodes*"))
+    target = inventory / source.split("inventories/demo", 1)[1].lstrip("/")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_ROOT), ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS="ignore", ANSIBLE_NOCOLOR="1")
+    listed = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-inventory"), "-i", str(target), "--list"],
+                            capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert listed.returncode == 0 and listed.stderr == "", listed.stderr
+    data = json.loads(listed.stdout)
+    assert data["ib-v100"]["hosts"] == ["v100-node-01", "v100-node-02"] and data["ib-a100"]["hosts"] == ["a100-node-01", "a100-node-02"]
+    host = data["_meta"]["hostvars"]["a100-node-02"]
+    # Variables an inventory plugin sets are listed as unsafe (never templated): a path is a path.
+    assert host["rdma_demo_node_root"] == {"__ansible_unsafe": str(inventory / ".nodes/a100-node-02")}
+    assert host["ib_inventory_required_netdevs"] == ["bond0"]  # group_vars beside the file apply
+    assert (inventory / ".nodes/a100-node-02/saved/dkms-status.txt").read_text().count("6.1.0-28-amd64") >= 1

@@ -19,7 +19,6 @@ import json
 import shutil
 
 import pytest
-import sysfs_tree
 
 from playbook import run_playbook
 from testpaths import COLLECTION_ROOT
@@ -31,7 +30,7 @@ BROKEN_TOML = '[plugins]\nversion = 2\n[plugins]\nx = 1\n'
 def failed_rollout(tmp_path_factory):
     base = tmp_path_factory.mktemp("site-failure")
     inventory = base / "inventory"
-    shutil.copytree(COLLECTION_ROOT / "inventories/demo", inventory, ignore=shutil.ignore_patterns(".nodes"))
+    shutil.copytree(COLLECTION_ROOT / "inventories/demo", inventory, ignore=shutil.ignore_patterns(".nodes*"))
     containerd = base / "etc-containerd"
     containerd.mkdir()
     (containerd / "config.toml").write_text(BROKEN_TOML)
@@ -41,9 +40,7 @@ def failed_rollout(tmp_path_factory):
         "node_remediation_containerd_config": str(containerd / "config.toml"),
     }))
     (inventory / "host_vars/a100-node-02.yml").write_text(json.dumps({"node_remediation_spec_path": "relative/rdma-spec.json"}))
-    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(base / "nodes"))
-    run = run_playbook("rdma.node.site", "-i", str(inventory / "hosts.yml"),
-                       "-e", "rdma_demo_node_root=%s/nodes/{{ inventory_hostname }}" % base,
+    run = run_playbook("rdma.node.site", "-i", str(inventory),
                        "-e", "fleet_report_dir=%s/report" % base, "-e", "rdma_remediate=true",
                        "-e", "node_remediation_hosts=v100-node-01,a100-node-02", "-e", "node_remediation_serial=1")
     report_file = base / "report/fleet-report.json"

@@ -6,6 +6,7 @@ import os
 
 import pytest
 import sysfs_tree
+import yaml
 
 from testpaths import FIXTURES
 
@@ -138,3 +139,30 @@ rising:
         "devices/pci0000:3b/0000:3b:00.0/infiniband/mlx5_0/ports/1/counters/symbol_error"}
     assert (tmp_path / "nodes/rising/later" / counters / "symbol_error").read_text() == "9\n"
     assert (tmp_path / "nodes/rising/later" / counters / "link_downed").read_text() == "1\n"
+
+
+def test_ensure_built_builds_once_per_description_and_swaps_atomically(tmp_path):
+    demo = yaml.safe_load((FIXTURES.parent.parent / "inventories/demo/demo.simulated_nodes.yml").read_text())["hardware"]
+    hosts = {name: spec for name, spec in demo.items() if name in ("v100-node-02", "a100-node-02")}
+    link = tmp_path / ".nodes"
+    assert sysfs_tree.ensure_built(hosts, str(link)) is True
+    first = os.readlink(link)
+    assert link.is_symlink() and sorted(p.name for p in link.iterdir()) == ["a100-node-02", "v100-node-02"]
+    assert (link / "v100-node-02/sys/class/infiniband/mlx5_1/ports/1/phys_state").read_text() == "2: Polling\n"
+    # The node's containerd config names paths through the link, where the node is used.
+    assert 'address = "%s/v100-node-02/run/containerd.sock"' % link in (link / "v100-node-02/etc/containerd/config.toml").read_text()
+    assert sysfs_tree.ensure_built(hosts, str(link)) is False and os.readlink(link) == first
+    changed = dict(hosts, **{"v100-node-02": dict(hosts["v100-node-02"], gpus=[])})
+    assert sysfs_tree.ensure_built(changed, str(link)) is True
+    assert os.readlink(link) != first
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".nodes", os.readlink(link)]  # the old build and no staging left
+
+
+def test_a_node_root_too_deep_for_a_socket_gets_a_short_socket_directory(tmp_path):
+    shallow = str(tmp_path / "n1")
+    assert sysfs_tree.containerd_sockets(shallow) == (shallow + "/run/containerd.sock", shallow + "/run/containerd.ttrpc")
+    deep = str(tmp_path / ("d" * 80) / "n1")
+    grpc, ttrpc = sysfs_tree.containerd_sockets(deep)
+    assert grpc.startswith("/tmp/rdma-node-") and len(ttrpc) <= 107
+    assert sysfs_tree.containerd_sockets(deep + "x") != (grpc, ttrpc)  # one directory per node root
+    assert 'address = "%s"' % grpc in sysfs_tree.containerd_config(deep)

@@ -105,6 +105,16 @@ def test_changes_that_failed_or_did_not_change_are_not_reported():
     assert message(spec, "spec_written") == "Wrote the base runtime spec %s with RLIMIT_MEMLOCK 4M." % SPEC
 
 
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_a_restart_by_command_names_the_command(check_mode):
+    command = ["/usr/bin/python3", "/c/tools/simulated_containerd.py", "restart", "/inv/.nodes/n1"]
+    result = run(facts(probe=PROBE_4M), check_mode=check_mode, restart={"ran": True, "command": command}, **CHANGES)
+    how = "with `/usr/bin/python3 /c/tools/simulated_containerd.py restart /inv/.nodes/n1`"
+    assert message(result, "containerd_restarted") == (
+        "Check mode: containerd.service would be restarted %s." % how if check_mode else
+        "Restarted containerd.service %s; it answers again (ctr version) and its CRI plugin is loaded." % how)
+
+
 def test_drop_ins_that_win_over_ours():
     dropin = dict(CHANGES["dropin"], changed=False, masked_by="/etc/systemd/system.control/containerd.service.d/50-rdma-node-limits.conf",
                   overridden_by=[{"path": "/run/systemd/system/containerd.service.d/60-vendor.conf", "line": 2,

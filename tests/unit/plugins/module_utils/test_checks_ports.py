@@ -17,7 +17,7 @@ DEMO = COLLECTION_ROOT / "inventories/demo"
 @pytest.fixture(scope="module")
 def demo_facts(tmp_path_factory):
     dest = tmp_path_factory.mktemp("nodes")
-    hosts = sysfs_tree.build_hardware_file(str(DEMO / "hardware.yml"), str(dest))
+    hosts = sysfs_tree.build_hardware_file(str(DEMO / "demo.simulated_nodes.yml"), str(dest))
     return {host: gather(str(dest / host / "sys"))[0] for host in hosts}
 
 

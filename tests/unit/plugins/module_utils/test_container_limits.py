@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -214,3 +215,33 @@ def test_probe_that_fails_to_start_is_cleaned_up_by_its_id(tmp_path):
         ["tasks", "delete", "--force", "--", container_id],
         ["containers", "delete", "--", container_id]]
     assert not os.path.exists(os.path.dirname(run[run.index("--config") + 1]))
+
+
+def test_a_containerd_by_pidfile_is_read_from_proc_without_systemctl(tmp_path):
+    """The demo nodes' own containerd: its pid comes from a pidfile; this test process stands in for it."""
+    calls = []
+    pidfile = tmp_path / "containerd.pid"
+    pidfile.write_text("%d\n" % os.getpid())
+
+    def reader():
+        return cl.Reader(lambda argv: calls.append(argv) or (1, "", ""), "ctr", str(tmp_path / "none.sock"), None, pidfile=str(pidfile))
+
+    facts = cl.gather(reader(), "containerd.service")
+    with open("/proc/self/limits") as handle:
+        own = cl.parse_limits(handle.read())
+    assert facts["containerd"]["pid"] == os.getpid() and facts["containerd"]["active_state"] == "active"
+    assert facts["containerd"]["memlock"] == own["memlock"] and facts["containerd"]["nofile"] == own["nofile"]
+    assert facts["containerd"]["systemd"] == {} and facts["containerd"]["error"] is None
+    assert calls == []
+
+    pidfile.write_text("not a pid\n")
+    assert cl.gather(reader(), "containerd.service")["containerd"]["error"] == "its pidfile %s holds 'not a pid', not a process id" % pidfile
+    child = subprocess.Popen(["true"])
+    child.wait()
+    pidfile.write_text("%d\n" % child.pid)
+    facts = cl.gather(reader(), "containerd.service")["containerd"]
+    assert (facts["pid"], facts["active_state"]) == (0, "inactive")
+    assert facts["error"] == "process %d of the pidfile %s does not run" % (child.pid, pidfile)
+    pidfile.unlink()
+    assert cl.gather(reader(), "containerd.service")["containerd"]["error"] == (
+        "its pidfile %s could not be read: No such file or directory" % pidfile)

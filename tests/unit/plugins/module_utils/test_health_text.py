@@ -90,7 +90,7 @@ def test_kmsg_records_without_carrier_changes():
 
 
 def test_demo_kernel_log_of_the_flapping_port(tmp_path):
-    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(tmp_path))
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), str(tmp_path))
     result = parse_carrier_events((tmp_path / "v100-node-02/saved/kernel.log").read_text())
     assert result["netdevs"] == {"ibp94s0f0": {"down": 3, "up": 6, "losses": 3, "last": "up"}}
     assert {e["source"] for e in result["events"]} == {"networkd", "addrconf"}

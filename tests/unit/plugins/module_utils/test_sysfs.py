@@ -21,7 +21,7 @@ def procfs_tree(tmp_path_factory):
 @pytest.fixture(scope="module")
 def demo_trees(tmp_path_factory):
     dest = tmp_path_factory.mktemp("demo")
-    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(dest))
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), str(dest))
     return {host: gather(str(dest / host / "sys")) for host in os.listdir(dest)}
 
 

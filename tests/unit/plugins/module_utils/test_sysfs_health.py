@@ -311,7 +311,7 @@ def test_no_gpus_and_other_display_functions_are_not_gpus(tmp_path):
 
 
 def test_demo_gpus_sit_behind_their_hca_switch(tmp_path):
-    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(tmp_path))
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), str(tmp_path))
     facts = facts_of(str(tmp_path / "a100-node-01/sys"), ["locality"])[0]
     pairs = {g["gpu"]: (g["nearest_hca"], g["relation"]) for g in facts["locality"]["gpus"]}
     assert pairs == {"0000:0f:00.0": ("mlx5_0", "same_pcie_switch"), "0000:4e:00.0": ("mlx5_1", "same_pcie_switch")}
@@ -471,7 +471,7 @@ def test_netdev_addresses_unknown_without_proc(tmp_path):
 
 
 def test_demo_bond_address_has_its_roce_v2_gid(tmp_path):
-    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(tmp_path))
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), str(tmp_path))
     node = tmp_path / "a100-node-01"
     roce = facts_of(str(node / "sys"), ["roce"], str(node / "proc"))[0]["roce"]
     assert roce["netdev_addresses"] == {"bond0": {"ipv4": ["10.1.0.2"], "ipv6": None}}

@@ -38,7 +38,7 @@ def test_missing_root_is_one_clear_sentence(tmp_path, run_module):
 def test_gather_subset_all_on_a_demo_node(tmp_path, run_module):
     from testpaths import COLLECTION_ROOT
 
-    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(tmp_path))
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), str(tmp_path))
     node = tmp_path / "v100-node-01"
     result = run_module(ib_facts, {"sysfs_root": str(node / "sys"), "proc_root": str(node / "proc"),
                                    "gather_subset": ["all"]}, check_mode=True)

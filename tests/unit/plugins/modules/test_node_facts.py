@@ -9,7 +9,7 @@ from testpaths import COLLECTION_ROOT
 
 
 def _demo_node(tmp_path, host):
-    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(tmp_path))
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), str(tmp_path))
     return tmp_path / host
 
 

@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: simulated_nodes
+short_description: Simulated GPU nodes with RDMA hardware, each built as a node root on the controller
+version_added: 0.1.0
+author: rdma.node developers (!UNKNOWN)
+description:
+  - Adds the hosts of a hardware description and their groups, and builds each host's node root (a kernel-shaped
+    sysfs tree in C(sys/), the driver side, saved tool outputs, and a containerd config of its own) under
+    C(<directory of this file>/.nodes/<host>).
+  - The trees are rebuilt only when the description changes (keyed by its hash) and swapped in atomically, so
+    concurrent runs against the same inventory never see a half-built tree.
+  - The file name must end in C(.simulated_nodes.yml) or C(.simulated_nodes.yaml). Such a file can sit in an
+    inventory directory with its C(group_vars); C(-i) the directory or the file.
+  - Each host gets C(rdma_demo_node_root), the path of its node root, C(rdma_simulated_containerd), the path of
+    the collection's C(tools/simulated_containerd.py), which restarts the node's own containerd (the demo's
+    C(node_remediation_restart_command)), and C(rdma_simulated_containerd_address), that containerd's socket.
+options:
+  plugin:
+    description: The name of this plugin.
+    required: true
+    choices: [rdma.node.simulated_nodes]
+    type: str
+  hardware:
+    description:
+      - Host name to hardware description, in the format of C(plugins/plugin_utils/_sysfs_tree.py) (devices with
+        ports, netdevs, gpus, driver). Keys starting with C(x-) hold YAML anchors only and are not hosts.
+    required: true
+    type: dict
+  node_groups:
+    description: Group name to the list of its hosts.
+    type: dict
+    default: {}
+  nodes_dir:
+    description: Where the node roots are built, relative to the directory of this file.
+    type: str
+    default: .nodes
+"""
+
+EXAMPLES = r"""
+# inventories/demo/demo.simulated_nodes.yml
+plugin: rdma.node.simulated_nodes
+node_groups:
+  ib-v100: [v100-node-01]
+hardware:
+  v100-node-01:
+    devices:
+      mlx5_0:
+        bdf: "0000:5e:00.0"
+        ports:
+          1: {port_guid: "b859:9f03:00d4:0a31"}
+"""
+
+import os
+
+from ansible.errors import AnsibleParserError
+from ansible.plugins.inventory import BaseFileInventoryPlugin
+
+from ansible_collections.rdma.node.plugins.plugin_utils._sysfs_tree import ArchiveError, containerd_sockets, ensure_built, hardware_hosts
+
+SUFFIXES = (".simulated_nodes.yml", ".simulated_nodes.yaml")
+# The collection's tool that restarts a simulated node's own containerd (plugins/inventory/ is two levels down).
+SIMULATED_CONTAINERD = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                    "tools", "simulated_containerd.py")
+
+
+class InventoryModule(BaseFileInventoryPlugin):
+    NAME = "rdma.node.simulated_nodes"
+
+    def verify_file(self, path):
+        return super().verify_file(path) and path.endswith(SUFFIXES)
+
+    def parse(self, inventory, loader, path, cache=True):
+        super().parse(inventory, loader, path, cache)
+        self._read_config_data(path)
+        try:
+            hosts = hardware_hosts(_plain(self.get_option("hardware")), "%s: hardware" % path)
+        except ArchiveError as exc:
+            raise AnsibleParserError(str(exc)) from None
+        groups = self.get_option("node_groups") or {}
+        for group, members in groups.items():
+            if not isinstance(members, list) or any(str(member) not in hosts for member in members):
+                raise AnsibleParserError("%s: node_groups.%s must be a list of hosts of hardware, got %r." % (path, group, members))
+        nodes = os.path.join(os.path.dirname(os.path.abspath(path)), self.get_option("nodes_dir"))
+        try:
+            ensure_built(hosts, nodes)
+        except (OSError, ArchiveError, KeyError, TypeError, ValueError) as exc:
+            raise AnsibleParserError("%s: the node roots could not be built under %s: %s" % (path, nodes, exc)) from None
+        for host in hosts:
+            self.inventory.add_host(host)
+            self.inventory.set_variable(host, "rdma_demo_node_root", os.path.join(nodes, host))
+            self.inventory.set_variable(host, "rdma_simulated_containerd", SIMULATED_CONTAINERD)
+            self.inventory.set_variable(host, "rdma_simulated_containerd_address", containerd_sockets(os.path.join(nodes, host))[0])
+        for group, members in groups.items():
+            self.inventory.add_group(group)
+            for member in members:
+                self.inventory.add_child(group, str(member))
+
+
+def _plain(value):
+    """The option as plain dicts, lists and scalars (the loader's tagged YAML types hash and dump the same)."""
+    if isinstance(value, dict):
+        return {key if isinstance(key, int) else str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, (bool, int, float)) or value is None:
+        return value
+    return str(value)
