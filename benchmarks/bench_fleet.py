@@ -1,7 +1,7 @@
 """What the main job costs at fleet scale, against merely reaching the hosts.
 
 Builds an inventory of N simulated GPU nodes on this machine (local connection), shaped like the demo
-inventory: the demo's four hardware profiles (inventories/demo/hardware.yml) are built once as node
+inventory: the demo's four hardware profiles (inventories/demo/demo.simulated_nodes.yml) are built once as node
 roots, and every simulated host's node root is a symlink to the root of its profile. Then, for each N
 and forks setting, it times side by side, alternating in rounds so that they share the machine's noise:
 
@@ -74,7 +74,7 @@ def group_of(profile):
 
 def build_fleet(base, host_counts):
     """Node roots of the demo profiles, and one inventory per host count whose hosts point at them."""
-    profiles = sysfs_tree.build_hardware_file(str(DEMO / "hardware.yml"), str(base / "profiles"))
+    profiles = sysfs_tree.build_hardware_file(str(DEMO / "demo.simulated_nodes.yml"), str(base / "profiles"))
     inventories = {}
     for count in host_counts:
         directory = base / ("fleet-%d" % count)

@@ -92,8 +92,8 @@ podman build -q -f "$WORK/context/Containerfile" -t "$TAG" --build-arg EE_BASE_I
 built=$(date +%s)
 mkdir -p "$WORK/job/project" "$WORK/job/inventory" "$WORK/job/env" "$WORK/reports"
 cp -r "$ROOT/playbooks" "$WORK/job/project/"
-cp -r "$ROOT/inventories/demo/hosts.yml" "$ROOT/inventories/demo/group_vars" "$WORK/job/inventory/"
-python "$ROOT/tools/sysfs_tree.py" build "$ROOT/inventories/demo/hardware.yml" "$WORK/job/inventory/.nodes" >/dev/null
+# The demo inventory: its simulated_nodes plugin builds the node roots under inventory/.nodes when the job starts.
+cp -r "$ROOT/inventories/demo/demo.simulated_nodes.yml" "$ROOT/inventories/demo/group_vars" "$WORK/job/inventory/"
 printf 'ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS: ignore\n' > "$WORK/job/env/envvars"
 printf 'fleet_report_dir: /var/lib/rdma-node/reports\n' > "$WORK/job/env/extravars"
 set +e

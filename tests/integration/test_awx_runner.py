@@ -79,7 +79,8 @@ def private_data_dir(base, extravars):
     pdd = base / "private_data_dir"
     shutil.copytree(COLLECTION_ROOT / "playbooks", pdd / "project/playbooks")
     (pdd / "inventory").mkdir(parents=True)
-    shutil.copy(DEMO / "hosts.yml", pdd / "inventory/hosts.yml")
+    # The demo inventory as a project holds it: the simulated_nodes file and the group_vars beside it.
+    shutil.copy(DEMO / "demo.simulated_nodes.yml", pdd / "inventory/demo.simulated_nodes.yml")
     shutil.copytree(DEMO / "group_vars", pdd / "inventory/group_vars")
     (pdd / "env").mkdir()
     (pdd / "env/envvars").write_text(yaml.safe_dump({
@@ -124,7 +125,7 @@ def compact_size(data):
 @pytest.fixture(scope="module")
 def awx_like(tmp_path_factory):
     base = tmp_path_factory.mktemp("awx-runner")
-    sysfs_tree.build_hardware_file(str(DEMO / "hardware.yml"), str(base / "nodes"))
+    sysfs_tree.build_hardware_file(str(DEMO / "demo.simulated_nodes.yml"), str(base / "nodes"))
     with UploadRecorder() as uploads:
         extravars = {
             # The demo's nodes are directories on this machine; in AWX they are the inventory's hosts.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import socket
+import shutil
 import subprocess
 import time
 import urllib.request
@@ -21,7 +22,6 @@ import yaml
 from playbook import run_playbook
 from testpaths import COLLECTION_ROOT
 
-INVENTORY = str(COLLECTION_ROOT / "inventories/demo/hosts.yml")
 EXPORTER = "prometheus-node-exporter"
 HOSTS = ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
 
@@ -29,10 +29,12 @@ HOSTS = ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     base = tmp_path_factory.mktemp("health")
-    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(base / "nodes"))
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), str(base / "nodes"))
+    inventory = base / "inventory"  # the demo's hosts and group_vars; the node roots are base/nodes (-e below)
+    shutil.copytree(COLLECTION_ROOT / "inventories/demo", inventory, ignore=shutil.ignore_patterns(".nodes*"))
     cache = base / "cache"
     env = {"ANSIBLE_CACHE_PLUGIN": "jsonfile", "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(cache)}
-    args = ["-i", INVENTORY, "-e", "rdma_demo_node_root=%s/nodes/{{ inventory_hostname }}" % base,
+    args = ["-i", str(inventory), "-e", "rdma_demo_node_root=%s/nodes/{{ inventory_hostname }}" % base,
             "-e", "node_health_fail_on_findings=false"]
     started = time.time()
     run = run_playbook("playbooks/node_health.yml", *args, env=env)

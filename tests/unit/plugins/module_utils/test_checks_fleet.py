@@ -19,7 +19,7 @@ GROUPS = {"v100-node-01": ["ib-v100"], "v100-node-02": ["ib-v100"], "a100-node-0
 @pytest.fixture(scope="module")
 def demo_devices(tmp_path_factory):
     dest = tmp_path_factory.mktemp("demo")
-    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(dest))
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), str(dest))
     return {host: gather(str(dest / host / "sys"))[0]["devices"] for host in GROUPS}
 
 

@@ -105,7 +105,7 @@ def test_procfs_tree_with_ethernet_and_omni_path_ports_is_quiet(tmp_path):
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     dest = tmp_path_factory.mktemp("demo")
-    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/hardware.yml"), str(dest))
+    sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), str(dest))
     return dest
 
 
