@@ -20,19 +20,16 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 
+import node_exporter
 import pytest
 import sysfs_tree
 
 from testpaths import COLLECTION_ROOT, FIXTURES
 
 IB_FACTS = COLLECTION_ROOT / "plugins/modules/ib_facts.py"
-EXPORTER = "prometheus-node-exporter"
 
 # node_exporter metric (without node_infiniband_) -> (facts dict of the port, key).
 COUNTER_METRICS = {
@@ -107,37 +104,9 @@ def trees(tmp_root):
     return found
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def scrape(tree):
-    """Start node_exporter on ``tree``, return its /metrics text, stop it by its pid."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [EXPORTER, "--path.sysfs=" + tree, "--collector.disable-defaults", "--collector.infiniband",
-         "--web.listen-address=127.0.0.1:%d" % port],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as response:
-                    return response.read().decode()
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError("node_exporter did not serve %s: %s" % (tree, proc.stderr.read()))
-                time.sleep(0.1)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    """node_exporter's infiniband collector on ``tree``: its /metrics text."""
+    return node_exporter.scrape("--path.sysfs=" + tree, "--collector.infiniband", what=tree)
 
 
 def parse_metrics(text):
@@ -202,7 +171,7 @@ def compare(samples, facts):
 
 
 def test_node_exporter_agrees_with_ib_facts_on_every_counter(tmp_path):
-    assert shutil.which(EXPORTER), "prometheus-node-exporter is missing: scripts/setup.sh installs it"
+    assert shutil.which(node_exporter.EXPORTER), "prometheus-node-exporter is missing: scripts/setup.sh installs it"
     assert shutil.which("promtool"), "promtool is missing: scripts/setup.sh installs prometheus"
     counts = {}
     for name, tree in trees(str(tmp_path / "trees")).items():

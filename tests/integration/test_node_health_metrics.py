@@ -9,12 +9,11 @@ interval), which the rates show.
 from __future__ import annotations
 
 import re
-import socket
 import shutil
 import subprocess
 import time
-import urllib.request
 
+import node_exporter
 import pytest
 import sysfs_tree
 import yaml
@@ -22,7 +21,6 @@ import yaml
 from playbook import run_playbook
 from testpaths import COLLECTION_ROOT
 
-EXPORTER = "prometheus-node-exporter"
 HOSTS = ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
 
 
@@ -46,36 +44,9 @@ def prom(demo, host):
     return demo["base"] / "nodes" / host / "var/lib/prometheus/node-exporter/rdma_node.prom"
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def serve_and_scrape(directory):
-    """node_exporter with the textfile collector on ``directory``; its /metrics text; stopped by pid."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [EXPORTER, "--collector.disable-defaults", "--collector.textfile", "--collector.textfile.directory=%s" % directory,
-         "--web.listen-address=127.0.0.1:%d" % port],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as response:
-                    return response.read().decode()
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError("node_exporter did not serve %s: %s" % (directory, proc.stderr.read()))
-                time.sleep(0.1)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    """node_exporter with the textfile collector on ``directory``: its /metrics text."""
+    return node_exporter.scrape("--collector.textfile", "--collector.textfile.directory=%s" % directory, what=directory)
 
 
 def samples(text):
