@@ -190,7 +190,7 @@ def table(times, jobs, which):
     for (count, forks), median in sorted(medians.items(), key=lambda item: (str(item[0][1]), item[0][0])):
         cells = ["%.1f s" % median[job] for job in jobs] + ["%.2f" % (median[job] / median["ping"]) for job in ratio_jobs]
         lines.append("| %d | %s | %s |" % (count, forks, " | ".join(cells)))
-    for forks in sorted({forks for _, forks in medians}, key=str):
+    for forks in sorted({setting for _count, setting in medians}, key=str):
         counts = sorted(count for count, setting_forks in medians if setting_forks == forks)
         if len(counts) > 1:
             small, large = medians[(counts[0], forks)], medians[(counts[-1], forks)]

@@ -2,4 +2,6 @@
 
 from __future__ import annotations
 
-from harness import PlaybookRun, run_playbook  # noqa: F401  (re-exported)
+from harness import PlaybookRun, run_playbook
+
+__all__ = ["PlaybookRun", "run_playbook"]

@@ -26,14 +26,14 @@ options:
     description:
       - Which facts to gather. V(ports) (devices, ports, netdevs, summary) is always gathered and
         costs what ib_facts always cost; every other subset adds files to read.
-      - V(counters) adds the port counters to every port in RV(ansible_facts.rdma.ports).
-      - V(pcie) adds RV(ansible_facts.rdma.pcie), the PCIe link of each RDMA device.
-      - V(locality) adds RV(ansible_facts.rdma.gpus) and RV(ansible_facts.rdma.locality). It lists
+      - V(counters) adds the port counters to every port in C(ansible_facts.rdma.ports).
+      - V(pcie) adds C(ansible_facts.rdma.pcie), the PCIe link of each RDMA device.
+      - V(locality) adds C(ansible_facts.rdma.gpus) and C(ansible_facts.rdma.locality). It lists
         C(bus/pci/devices), so it reads two files for every PCI function of the node.
-      - V(gpudirect) adds RV(ansible_facts.rdma.gpudirect).
-      - V(roce) adds RV(ansible_facts.rdma.roce), the netns mode and the GID table of every Ethernet
+      - V(gpudirect) adds C(ansible_facts.rdma.gpudirect).
+      - V(roce) adds C(ansible_facts.rdma.roce), the netns mode and the GID table of every Ethernet
         port.
-      - V(kernel_log) adds RV(ansible_facts.rdma.kernel_log), the carrier losses of the RDMA netdevs
+      - V(kernel_log) adds C(ansible_facts.rdma.kernel_log), the carrier losses of the RDMA netdevs
         in the kernel log window, read from O(kernel_log_file) or from C(journalctl) on the node.
       - V(all) gathers every subset but V(kernel_log), the only one that runs a command.
     type: list
@@ -43,7 +43,7 @@ options:
   counters_interval:
     description:
       - With the V(counters) subset, V(0) reads the counters once. A positive number of seconds keeps
-        that read as RV(ansible_facts.rdma.counters_earlier), waits, and reads the counters again, so
+        that read as C(ansible_facts.rdma.counters_earlier), waits, and reads the counters again, so
         one call yields a delta and a rate.
     type: float
     default: 0
@@ -79,7 +79,7 @@ options:
     default: /
   dkms_modules:
     description:
-      - DKMS module names of interest. RV(ansible_facts.rdma_driver.dkms.relevant) shows each of them by kernel.
+      - DKMS module names of interest. C(ansible_facts.rdma_driver.dkms.relevant) shows each of them by kernel.
       - MLNX_OFED registers V(mlnx-ofed-kernel) and, depending on the options it was installed with,
         V(knem), V(xpmem), V(iser), V(isert), V(srp), V(kernel-mft-dkms). The NVIDIA driver
         (which builds C(nvidia_peermem)) registers V(nvidia).

@@ -12,10 +12,12 @@ pytest's temporary directory. ``config dump`` starts no daemon and writes nothin
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shutil
 import stat
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -23,6 +25,7 @@ import pytest
 
 from ansible_collections.rdma.node.plugins.plugin_utils import _containerd_config as cc
 from harness import LOCALHOST, run_playbook
+from testpaths import COLLECTIONS_ROOT
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "containerd" / "config_toml"
 CONTAINERD = shutil.which("containerd") or "/usr/bin/containerd"

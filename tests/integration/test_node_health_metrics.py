@@ -125,7 +125,8 @@ def test_operators_checks_reach_the_findings_and_the_metrics(demo, tmp_path):
                            if f["check"].startswith("custom_"))
               for host, r in results.items()}
     # a100-node-01 lacks nvidia_peermem; every ACTIVE InfiniBand port runs at 200 Gb/s; no port has receive errors.
-    assert custom == {"a100-node-01": [("custom_nvidia_peermem_loaded", "critical", "nvidia_peermem_loaded")], "a100-node-02": []}
+    assert custom == {"a100-node-01": [("custom_nvidia_peermem_loaded", "critical", "nvidia_peermem_loaded")],
+                      "a100-node-02": []}
     status = results["a100-node-02"]["ansible_facts"]["node_health_status"]
     assert {"custom_port_rcv_errors", "custom_nvidia_peermem_loaded", "custom_ib_port_below_200g"} <= set(status["checks"])
     text = prom(demo, "a100-node-01").read_text()
