@@ -21,6 +21,8 @@ import yaml
 from playbook import run_playbook
 from testpaths import COLLECTION_ROOT
 
+# The node_health task that gathers, checks and writes the metrics (task names match by their end).
+EVALUATE = "check the node's health, write the metrics, keep and publish the findings"
 HOSTS = ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
 
 
@@ -61,7 +63,7 @@ def samples(text):
 def test_every_node_writes_a_file_promtool_accepts(demo):
     # The metrics are an output of the run, like the report: written every run, never a change.
     assert demo["run"].changed_hosts == []
-    written = demo["run"].task_results("check the node's health, write the metrics, keep and publish the findings")
+    written = demo["run"].task_results(EVALUATE)
     assert {host: written[host]["metrics_written"] for host in HOSTS} == dict.fromkeys(HOSTS, True)
     for host in HOSTS:
         path = prom(demo, host)
@@ -96,13 +98,13 @@ def test_next_run_compares_with_the_cached_sample(demo):
     once = ["-e", "node_health_counters_interval=0", "--limit", "a100-node-01"]
     first = run_playbook("playbooks/node_health.yml", *demo["args"], *once, env=env)
     assert first.rc == 0, first.stderr
-    status = first.task_results("Gather the RDMA health facts, check the node's health, write the metrics, keep and publish the findings")["a100-node-01"]["ansible_facts"]["node_health_status"]
+    status = first.task_results(EVALUATE)["a100-node-01"]["ansible_facts"]["node_health_status"]
     assert (status["counter_rates_source"], status["counter_rates_per_hour"]) == (None, {})
     assert status["counter_sample"]["ports"]["mlx5_1/1"]["symbol_error"] == 1873
     later = "node_health_sysfs_root=%s/nodes/a100-node-01/later/sys" % demo["base"]
     second = run_playbook("playbooks/node_health.yml", *demo["args"], *once, "-e", later, env=env)
     assert second.rc == 0, second.stderr
-    result = second.task_results("Gather the RDMA health facts, check the node's health, write the metrics, keep and publish the findings")["a100-node-01"]
+    result = second.task_results(EVALUATE)["a100-node-01"]
     findings = [f for f in result["ansible_facts"]["node_health_findings"] if f["check"] == "counter_rising"]
     assert len(findings) == 1 and "symbol_error rose from 1873 to 2410" in findings[0]["message"]
     assert "(between samples of the previous run)" in findings[0]["message"]
@@ -120,7 +122,7 @@ def test_operators_checks_reach_the_findings_and_the_metrics(demo, tmp_path):
     env = {"ANSIBLE_CACHE_PLUGIN": "memory"}
     run = run_playbook("playbooks/node_health.yml", *demo["args"], "-e", "@%s" % extra, "--limit", "ib-a100", env=env)
     assert run.rc == 0, run.stderr
-    results = run.task_results("Gather the RDMA health facts, check the node's health, write the metrics, keep and publish the findings")
+    results = run.task_results(EVALUATE)
     custom = {host: sorted((f["check"], f["severity"], f["subject"]) for f in r["ansible_facts"]["node_health_findings"]
                            if f["check"].startswith("custom_"))
               for host, r in results.items()}
@@ -136,7 +138,7 @@ def test_operators_checks_reach_the_findings_and_the_metrics(demo, tmp_path):
         {"name": "broken", "severity": "warning", "message": "m", "expression": "rdma.ports[?rate_gbps <"}]}))
     bad = run_playbook("playbooks/node_health.yml", *demo["args"], "-e", "@%s" % extra, "--limit", "a100-node-02", env=env)
     assert (bad.rc, bad.failed_hosts) == (2, ["a100-node-02"])
-    message = bad.task_results("Gather the RDMA health facts, check the node's health, write the metrics, keep and publish the findings")["a100-node-02"]["msg"]
+    message = bad.task_results(EVALUATE)["a100-node-02"]["msg"]
     assert message.startswith("rdma.node.evaluate: custom_checks check 'broken': the expression 'rdma.ports[?rate_gbps <' is not valid JMESPath")
     assert "\n" not in message and "Traceback" not in message
 
