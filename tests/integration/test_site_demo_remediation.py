@@ -74,8 +74,15 @@ def remediated(tmp_path_factory):
         nodes = inventory / ".nodes"
         pids = {host: simulated_pid(nodes / host) for host in HOSTS}
         sockets_answer = {host: ctr_plugins(nodes / host) for host in HOSTS}
+        report = json.loads((base / "report/fleet-report.json").read_text())
+        # A second run finds everything in place: nothing to write, nothing to restart.
+        again = run_playbook("rdma.node.site", "-i", str(inventory), "-e", "rdma_remediate=true",
+                             "-e", "fleet_report_dir=%s/report-again" % base,
+                             env={"PATH": "%s:%s" % (fake_bin, os.environ["PATH"])})
         yield {"run": run, "before": before, "after": after, "calls": calls.read_text(), "nodes": nodes, "pids": pids,
-               "plugins": sockets_answer, "report": json.loads((base / "report/fleet-report.json").read_text())}
+               "plugins": sockets_answer, "report": report, "again": again, "after_again": snapshot(WATCHED),
+               "pids_again": {host: simulated_pid(nodes / host) for host in HOSTS},
+               "report_again": json.loads((base / "report-again/fleet-report.json").read_text())}
     finally:
         for host in HOSTS:
             subprocess.run([sys.executable, str(COLLECTION_ROOT / "tools/simulated_containerd.py"), "stop", str(inventory / ".nodes" / host)],
@@ -99,7 +106,7 @@ def ctr_plugins(node_root):
 
 
 def test_the_machine_is_untouched(remediated):
-    assert remediated["after"] == remediated["before"]
+    assert remediated["after"] == remediated["before"] == remediated["after_again"]
     assert remediated["calls"] == "", "systemctl/journalctl reached the machine: %s" % remediated["calls"]
 
 
@@ -132,3 +139,10 @@ def test_the_report_shows_the_remediation_of_each_node(remediated):
         assert "tools/simulated_containerd.py restart %s" % (remediated["nodes"] / host["name"]) in restarted
         assert restarted.endswith("it answers again (ctr version) and its CRI plugin is loaded.")
         assert "containerd_not_running" not in remediation and "rolled_back" not in remediation
+
+
+def test_a_second_run_changes_nothing_and_restarts_nothing(remediated):
+    assert remediated["pids_again"] == remediated["pids"]
+    for host in remediated["report_again"]["hosts"]:
+        checks = sorted(f["check"] for f in host["findings"] if f["role"] == "node_remediation")
+        assert checks == ["probe_not_run"], (host["name"], checks)
