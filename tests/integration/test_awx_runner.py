@@ -33,8 +33,14 @@ from testpaths import COLLECTION_ROOT, COLLECTIONS_ROOT
 VENV_BIN = Path(sys.executable).parent
 AWX_MAX_EVENT_RES = 700000  # AWX's MAX_EVENT_RES_DATA default, which it passes to jobs as MAX_EVENT_RES
 DEMO = COLLECTION_ROOT / "inventories/demo"
+# The demo's planted faults, one critical finding or more on every host.
 EXPECTED_CRITICAL = {("v100-node-02", "ib_inventory", "port_down", "mlx5_1/1"),
+                     ("v100-node-02", "node_health", "link_flapping", "mlx5_0/1"),
+                     ("v100-node-01", "node_health", "pcie_degraded", "0000:5e:00"),
+                     ("a100-node-01", "node_health", "counter_rising", "mlx5_1/1"),
+                     ("a100-node-01", "node_health", "gpudirect", "gpudirect"),
                      ("a100-node-02", "driver_verify", "dkms_missing_next_boot", "6.1.0-28-amd64")}
+DEMO_HOSTS = ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
 
 
 class UploadRecorder:
@@ -146,7 +152,7 @@ def test_site_job_runs_and_its_container_is_gone(awx_like):
     assert (rc, status) == (2, "failed")
     assert events[0]["event"] == "playbook_on_start" and events[-1]["event"] == "playbook_on_stats"
     failed = sorted({e["event_data"]["host"] for e in events if e["event"] == "runner_on_failed" and not e["event_data"].get("ignore_errors")})
-    assert failed == ["a100-node-02", "v100-node-02"]
+    assert failed == DEMO_HOSTS
     assert not job_dir.exists(), "the worker's private data directory outlived the job"
 
 
@@ -156,10 +162,9 @@ def test_the_summary_is_in_the_stats_event(awx_like):
     assert set(fleet) == {"schema", "title", "generated_at", "totals", "report", "hosts", "findings", "complete",
                           "omitted", "limit_bytes", "size_bytes"}
     assert fleet["schema"] == 1 and fleet["complete"] is True and fleet["limit_bytes"] == 65536
-    assert fleet["totals"] == {"hosts": 4, "critical": 2, "no_data": 0, "warning": 0, "ok": 2, "findings": 3}
-    assert {h: s["status"] for h, s in fleet["hosts"].items()} == {
-        "a100-node-02": "critical", "v100-node-02": "critical", "a100-node-01": "ok", "v100-node-01": "ok"}
-    assert list(fleet["hosts"])[:2] == ["a100-node-02", "v100-node-02"]  # worst first
+    assert fleet["totals"] == {"hosts": 4, "critical": 4, "no_data": 0, "warning": 0, "ok": 0, "findings": 11}
+    assert {h: s["status"] for h, s in fleet["hosts"].items()} == dict.fromkeys(DEMO_HOSTS, "critical")
+    assert list(fleet["hosts"])[:2] == ["a100-node-01", "v100-node-02"]  # worst first: two critical findings each
     critical = {(f["host"], f["role"], f["check"], f["subject"]) for f in fleet["findings"] if f["severity"] == "critical"}
     assert critical == EXPECTED_CRITICAL
     assert fleet["report"] == {"dir": awx_like["extravars"]["fleet_report_dir"],
@@ -167,7 +172,7 @@ def test_the_summary_is_in_the_stats_event(awx_like):
                                "upload_url": awx_like["extravars"]["fleet_report_upload_url"]}
     assert fleet["size_bytes"] == compact_size(fleet)
     # The totals of the report job are there too, and everything the job published fits what AWX keeps.
-    assert artifacts["rdma_fleet_report"]["critical"] == 2
+    assert artifacts["rdma_fleet_report"]["critical"] == 4
     assert compact_size(artifacts) < AWX_MAX_EVENT_RES
 
 
@@ -176,7 +181,7 @@ def test_the_report_lands_on_the_persistent_volume_and_is_uploaded(awx_like):
     written = {p.name: p.read_bytes() for p in report_dir.iterdir()}
     assert sorted(written) == ["fleet-report.html", "fleet-report.json", "fleet-report.md"]
     report = json.loads(written["fleet-report.json"])
-    assert report["totals"]["critical"] == 2
+    assert report["totals"]["critical"] == 4
     uploads = {u["path"]: u for u in awx_like["uploads"]}
     assert sorted(uploads) == ["/rdma-reports/job-7/fleet-report.html", "/rdma-reports/job-7/fleet-report.json",
                                "/rdma-reports/job-7/fleet-report.md"]
@@ -205,5 +210,6 @@ def test_report_job_reads_the_fact_cache_of_the_slices(awx_like):
     assert (rc, status) == (0, "successful")
     fleet = stats_artifacts(events)["rdma_fleet"]
     assert fleet["totals"]["hosts"] == 4 and fleet["totals"]["no_data"] == 0
-    assert {(f["host"], f["check"]) for f in fleet["findings"]} == {("v100-node-02", "port_down")}
+    # The port checks of the slices, and the firmware drift the report finds across the group's hosts.
+    assert {(f["host"], f["check"]) for f in fleet["findings"]} == {("v100-node-02", "port_down"), ("a100-node-02", "firmware_drift")}
     assert {h for h, s in fleet["hosts"].items() if s["status"] == "critical"} == {"v100-node-02"}

@@ -101,7 +101,7 @@ def test_ansible_builder_create_writes_the_build_context(built, tmp_path):
 @pytest.fixture(scope="module")
 def installed(built):
     collections = built["base"] / "installed"
-    proc = run([str(VENV_BIN / "ansible-galaxy"), "collection", "install", "--no-deps", "-p", str(collections), str(built["tarball"])])
+    proc = run([str(VENV_BIN / "ansible-galaxy"), "collection", "install", "--no-deps", "--force", "-p", str(collections), str(built["tarball"])])
     assert proc.returncode == 0, proc.stderr
     playbook = built["base"] / "report.yml"
     playbook.write_text(
