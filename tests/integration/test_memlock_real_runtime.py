@@ -494,17 +494,21 @@ def test_container_limits_reads_running_pods_and_runs_the_probe(tmp_path, rootfs
     ansible_module("oci_rlimits", {"path": str(spec), "rlimits": [
         {"type": "MEMLOCK", "soft": "4M", "hard": "4M"}, {"type": "NOFILE", "soft": NOFILE_FOR_RUNS, "hard": NOFILE_FOR_RUNS}]})
     ctr = [tool("ctr"), "--address", private_containerd, "--namespace", "k8s.io"]
-    pods = {"old-sandbox": ("65536", "sandbox", "ib-bench-0"), "old-bench": ("65536", "container", "ib-bench-0"),
-            "new-bench": (str(FOUR_MIB), "container", "ib-bench-1")}
+    # runc keeps its state per id outside the private containerd: ids of this run only, never one an
+    # earlier (killed) run may have left behind.
+    run_id = uuid.uuid4().hex[:8]
+    pods = {"old-sandbox-" + run_id: ("65536", "sandbox", "ib-bench-0"), "old-bench-" + run_id: ("65536", "container", "ib-bench-0"),
+            "new-bench-" + run_id: (str(FOUR_MIB), "container", "ib-bench-1")}
     for name, (memlock, kind, pod) in pods.items():
         config = container_config(spec, rootfs, name)
         del config["linux"]["cgroupsPath"]
         config["process"]["args"] = ["/bin/sleep", "300"]
         config["process"]["rlimits"] = [{"type": "RLIMIT_MEMLOCK", "soft": int(memlock), "hard": int(memlock)}]
         (tmp_path / (name + ".json")).write_text(json.dumps(config))
-        subprocess.run(ctr + ["run", "-d", "--label", "io.cri-containerd.kind=" + kind, "--label", "io.kubernetes.pod.name=" + pod,
-                              "--label", "io.kubernetes.pod.namespace=rdma-jobs", "--label", "io.kubernetes.container.name=bench",
-                              "--config", str(tmp_path / (name + ".json")), name], check=True, capture_output=True, timeout=60)
+        started = subprocess.run(ctr + ["run", "-d", "--label", "io.cri-containerd.kind=" + kind, "--label", "io.kubernetes.pod.name=" + pod,
+                                        "--label", "io.kubernetes.pod.namespace=rdma-jobs", "--label", "io.kubernetes.container.name=bench",
+                                        "--config", str(tmp_path / (name + ".json")), name], capture_output=True, text=True, timeout=60, check=False)
+        assert started.returncode == 0, (name, started.stderr)
 
     result = ansible_module("container_limits", {
         "address": private_containerd, "namespaces": ["k8s.io", "default"], "expected_memlock": "4M",
@@ -514,7 +518,8 @@ def test_container_limits_reads_running_pods_and_runs_the_probe(tmp_path, rootfs
     assert facts["namespaces"] == ["k8s.io"] and facts["socket"] is True and facts["containers_error"] is None
     seen = {c["id"]: (c["memlock"]["soft"], (c["labels"] or {}).get("kind")) for c in facts["containers"]}
     # The container that already has 4 MiB is listed without its labels (not read: nothing to recreate).
-    assert seen == {"old-sandbox": ("65536", "sandbox"), "old-bench": ("65536", "container"), "new-bench": (str(FOUR_MIB), None)}
+    assert seen == {"old-sandbox-" + run_id: ("65536", "sandbox"), "old-bench-" + run_id: ("65536", "container"),
+                    "new-bench-" + run_id: (str(FOUR_MIB), None)}
     probe = facts["probe"]
     assert (probe["ran"], probe["rc"], probe["source"], probe["error"]) == (True, 0, "rootfs", None), probe
     assert probe["memlock"] == {"soft": str(FOUR_MIB), "hard": str(FOUR_MIB)}
@@ -524,7 +529,7 @@ def test_container_limits_reads_running_pods_and_runs_the_probe(tmp_path, rootfs
                               capture_output=True, text=True, check=True).stdout.split()
     assert probe_ns == ["k8s.io"]
     tasks = subprocess.run(ctr + ["tasks", "ls"], capture_output=True, text=True, check=True).stdout
-    assert sorted(line.split()[0] for line in tasks.splitlines()[1:]) == ["new-bench", "old-bench", "old-sandbox"]
+    assert sorted(line.split()[0] for line in tasks.splitlines()[1:]) == sorted(pods)
 
     unlimited = tmp_path / "unlimited.json"
     ansible_module("oci_rlimits", {"path": str(unlimited), "rlimits": [
