@@ -162,7 +162,7 @@ def test_the_summary_is_in_the_stats_event(awx_like):
     assert set(fleet) == {"schema", "title", "generated_at", "totals", "report", "hosts", "findings", "complete",
                           "omitted", "limit_bytes", "size_bytes"}
     assert fleet["schema"] == 1 and fleet["complete"] is True and fleet["limit_bytes"] == 65536
-    assert fleet["totals"] == {"hosts": 4, "critical": 4, "no_data": 0, "warning": 0, "ok": 0, "findings": 11}
+    assert fleet["totals"] == {"hosts": 4, "critical": 4, "no_data": 0, "warning": 0, "ok": 0, "findings": 11, "cluster_findings": 0}
     assert {h: s["status"] for h, s in fleet["hosts"].items()} == dict.fromkeys(DEMO_HOSTS, "critical")
     assert list(fleet["hosts"])[:2] == ["a100-node-01", "v100-node-02"]  # worst first: two critical findings each
     critical = {(f["host"], f["role"], f["check"], f["subject"]) for f in fleet["findings"] if f["severity"] == "critical"}
