@@ -86,7 +86,8 @@ def build_fleet(base, host_counts):
             profile = profiles[index % len(profiles)]
             host = "%s-%04d" % (profile.split("-", 1)[0] + "-node", index + 1)
             (nodes / host).symlink_to(base / "profiles" / profile, target_is_directory=True)
-            groups.setdefault(group_of(profile), {})[host] = None
+            # What the demo's inventory plugin (rdma.node.simulated_nodes) gives each of its hosts.
+            groups.setdefault(group_of(profile), {})[host] = {"rdma_demo_node_root": str(nodes / host)}
         inventory = {"all": {"children": {group: {"hosts": hosts} for group, hosts in groups.items()}}}
         (directory / "hosts.yml").write_text("---\n" + yaml.safe_dump(inventory, sort_keys=False))
         shutil.copytree(DEMO / "group_vars", directory / "group_vars")

@@ -24,8 +24,14 @@ from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.rdma.node.plugins.module_utils import _checks
-from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
+from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role, load_checks
 from ansible_collections.rdma.node.plugins.plugin_utils._metrics import render as render_metrics
+
+# Import every check file now, while this plugin is loaded: the strategy loads an action's class in
+# ansible-playbook's main process, before it forks a worker per host and task, so the workers inherit
+# the loaded checks. Loaded in each worker instead, the collection loader compiled them again for
+# every host: two thirds of the task's controller time (profiled at 100 hosts).
+load_checks()
 
 ARGUMENT_SPEC = {
     "role": {"type": "str", "required": True},
