@@ -13,12 +13,15 @@
 # Prints the seconds of each step and the image size. Needs root, podman, debootstrap, and the venv of
 # scripts/setup.sh on PATH (ansible-builder, ansible-galaxy, python with PyYAML).
 # Usage: scripts/build-ee.sh [IMAGE_TAG]   (default rdma-node-ee:local)
+#   EE_BUILD_NO_CACHE=1   podman build without its layer cache (to time a build from the base image up)
+#   EE_BUILD_LOG_DIR=DIR  keep the podman build log, the runner log and the job's artifacts in DIR
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TAG=${1:-rdma-node-ee:local}
 BASE=localhost/rdma-node-ee-base:bookworm
 WORK=$(mktemp -d /tmp/rdma-node-ee.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+keep_logs() { [ -z "${EE_BUILD_LOG_DIR:-}" ] || { mkdir -p "$EE_BUILD_LOG_DIR" && cp -r "$WORK"/*.log "$WORK/job/artifacts" "$EE_BUILD_LOG_DIR"/ 2>/dev/null; } || true; }
+trap 'keep_logs; rm -rf "$WORK"' EXIT
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$WORK/containers.conf}
 [ -f "$CONTAINERS_CONF" ] || printf '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n[engine]\nruntime = "runc"\n' > "$CONTAINERS_CONF"
 log() { printf 'build-ee: %s\n' "$*" >&2; }
@@ -98,7 +101,9 @@ timed builder_create
 
 # 4. The image. The build log is kept for the introspection's output (rdma.node's requirements).
 log "podman build of $TAG"
-if ! podman build -f "$WORK/context/Containerfile" -t "$TAG" --build-arg EE_BASE_IMAGE="$BASE" \
+cache_opts=()
+[ -z "${EE_BUILD_NO_CACHE:-}" ] || cache_opts=(--no-cache)
+if ! podman build "${cache_opts[@]}" -f "$WORK/context/Containerfile" -t "$TAG" --build-arg EE_BASE_IMAGE="$BASE" \
     --build-arg PKGMGR=/usr/local/bin/apt-dnf --build-arg ANSIBLE_GALAXY_CLI_COLLECTION_OPTS=--offline \
     "$WORK/context" >"$WORK/build.log" 2>&1; then
   tail -n 40 "$WORK/build.log"
@@ -107,7 +112,7 @@ if ! podman build -f "$WORK/context/Containerfile" -t "$TAG" --build-arg EE_BASE
 fi
 timed podman_build
 # What introspection found, as the build printed it (the lines "<requirement>  # from collection <name>").
-grep -E '# from collection' "$WORK/build.log" | sort -u | sed 's/^/build-ee: introspected /' >&2 || true
+grep -E '# from collection' "$WORK/build.log" | sed -E "s/^- '?//; s/'\$//" | sort -u | sed 's/^/build-ee: introspected /' >&2 || true
 
 # 5. The demo inside the image as AWX would run it (ansible-runner in the container).
 mkdir -p "$WORK/job/project" "$WORK/job/inventory" "$WORK/job/env" "$WORK/reports"
