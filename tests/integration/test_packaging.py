@@ -1,11 +1,15 @@
 """What a user installs and what an execution environment is built from.
 
 Real: ``ansible-galaxy collection build`` and ``install``, ``ansible-builder create`` (offline: it
-only writes the build context), ansible-playbook running the installed collection's fleet_report role.
+only writes the build context), ``ansible-builder introspect`` on the installed collection (what the image
+build runs to find each collection's Python and system requirements), ansible-playbook running the
+installed collection's fleet_report role.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import json
 import os
 import shutil
@@ -16,6 +20,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from testpaths import COLLECTION_ROOT
 
@@ -23,12 +29,12 @@ VENV_BIN = Path(sys.executable).parent
 # What a user needs from the collection, and what must stay out of it.
 NEEDED = [
     "MANIFEST.json", "README.md", "meta/runtime.yml", "meta/execution-environment.yml", "meta/ee-requirements.txt",
-    "meta/ee-galaxy-requirements.yml", "meta/bindep.txt", "plugins/modules/ib_facts.py",
+    "meta/bindep.txt", "plugins/modules/ib_facts.py",
     "plugins/plugin_utils/_fleet_artifact.py", "plugins/filter/fleet_artifact.yml", "roles/fleet_report/tasks/main.yml",
     "playbooks/site.yml", "playbooks/node_remediation.yml", "extensions/awx/configure_controller.yml",
     "extensions/awx/controller_objects.yml", "inventories/example/hosts.yml", "inventories/example/group_vars/ib-a100.yml",
 ]
-LEFT_OUT = ["tests/", "extensions/molecule/", "benchmarks/", "requirements.txt", "scripts/", "tools/", "inventories/demo/",
+LEFT_OUT = ["tests/", "extensions/molecule/", "extensions/ee/", "benchmarks/", "requirements.txt", "scripts/", "tools/", "inventories/demo/",
             "reports/", ".ci/", "build/", ".ansible-lint"]
 
 
@@ -73,29 +79,115 @@ def test_the_tarball_holds_what_a_user_needs_and_nothing_else(built):
 
 
 def test_ansible_builder_create_writes_the_build_context(built, tmp_path):
-    # The execution environment file reads ../build/rdma-node.tar.gz, as the README's commands leave it.
+    # The build definition reads ../../build/rdma-node.tar.gz, where the README's commands leave it in a checkout.
     layout = tmp_path / "checkout"
-    shutil.copytree(COLLECTION_ROOT / "meta", layout / "meta")
+    shutil.copytree(COLLECTION_ROOT / "extensions/ee", layout / "extensions/ee")
     (layout / "build").mkdir()
     shutil.copy(built["tarball"], layout / "build/rdma-node.tar.gz")
     context = tmp_path / "context"
-    proc = run([str(VENV_BIN / "ansible-builder"), "create", "-f", str(layout / "meta/execution-environment.yml"),
+    proc = run([str(VENV_BIN / "ansible-builder"), "create", "-f", str(layout / "extensions/ee/execution-environment.yml"),
                 "--context", str(context), "--output-filename", "Containerfile"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     containerfile = (context / "Containerfile").read_text()
+    steps = containerfile.splitlines()
     pins = requirement_pins()
     # The base image is a build argument; ansible-core and ansible-runner are the versions CI tests.
-    assert 'ARG EE_BASE_IMAGE="localhost/rdma-node-ee-base:bookworm"' in containerfile
-    assert 'ARG ANSIBLE_INSTALL_REFS="ansible-core==%s ansible-runner==%s"' % (pins["ansible-core"], pins["ansible-runner"]) in containerfile
-    assert "FROM $EE_BASE_IMAGE AS base" in containerfile
+    assert 'ARG EE_BASE_IMAGE="localhost/rdma-node-ee-base:bookworm"' in steps
+    assert 'ARG ANSIBLE_INSTALL_REFS="ansible-core==%s ansible-runner==%s"' % (pins["ansible-core"], pins["ansible-runner"]) in steps
+    assert "FROM $EE_BASE_IMAGE AS base" in steps
+    # The galaxy stage installs the collection tarball (ansible-galaxy adds kubernetes.core, its dependency);
+    # the builder stage copies the installed collections in and introspects them for their requirements.
+    galaxy_install = ('RUN ANSIBLE_GALAXY_DISABLE_GPG_VERIFY=1 ansible-galaxy collection install $ANSIBLE_GALAXY_CLI_COLLECTION_OPTS '
+                      '-r requirements.yml --collections-path "/usr/share/ansible/collections"')
+    builder = steps.index("FROM base AS builder")
+    final = steps.index("FROM base AS final")
+    assert steps.index(galaxy_install) < builder
+    introspect = [n for n, step in enumerate(steps) if "/output/scripts/introspect.py introspect" in step]
+    assert len(introspect) == 1 and builder < introspect[0] < final
+    assert builder < steps.index("COPY --from=galaxy /usr/share/ansible /usr/share/ansible") < introspect[0]
+    # Nothing listed by hand beside the collections' own metadata: no user pip or bindep file.
+    assert steps[introspect[0]] == ("RUN $PYCMD /output/scripts/introspect.py introspect "
+                                    "--write-bindep=/tmp/src/bindep.txt --write-pip=/tmp/src/requirements.txt")
     build = context / "_build"
-    python_requirements = {line.split(">=")[0].split("==")[0].strip() for line in (build / "requirements.txt").read_text().splitlines()
-                           if line.strip() and not line.startswith("#")}
-    assert python_requirements == {"tomlkit", "kubernetes"}
-    assert (build / "bindep.txt").read_text() == (COLLECTION_ROOT / "meta/bindep.txt").read_text()
+    assert not (build / "requirements.txt").exists() and not (build / "bindep.txt").exists()
+    assert final < steps.index("RUN /output/scripts/install-from-bindep && rm -rf /output/wheels")
     galaxy = yaml.safe_load((build / "requirements.yml").read_text())
-    assert {"name": "collections/rdma-node.tar.gz", "type": "file"} in galaxy["collections"]
+    assert galaxy == {"collections": [{"name": "collections/rdma-node.tar.gz", "type": "file"}]}
     assert (build / "collections/rdma-node.tar.gz").read_bytes() == built["tarball"].read_bytes()
+    # The introspection script in the context is the one the next test runs on the installed collection.
+    assert (build / "scripts/introspect.py").is_file()
+
+
+@pytest.fixture(scope="module")
+def introspected(built):
+    """The built collection installed as the image's galaxy stage installs it, then ansible-builder's introspection.
+
+    kubernetes.core (rdma.node's Galaxy dependency) comes from the installed ``ansible`` package, as in
+    scripts/build-ee.sh: its directory is an installed collection (MANIFEST.json at its root).
+    """
+    collections = built["base"] / "ee-collections"
+    proc = run([str(VENV_BIN / "ansible-galaxy"), "collection", "install", "--offline", "--no-deps", "--force",
+                "-p", str(collections), str(built["tarball"])])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    import ansible_collections.kubernetes.core as kubernetes_core  # pylint: disable=import-outside-toplevel
+
+    shutil.copytree(list(kubernetes_core.__path__)[0], collections / "ansible_collections/kubernetes/core",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    pip_out, bindep_out = built["base"] / "introspect-requirements.txt", built["base"] / "introspect-bindep.txt"
+    proc = run([str(VENV_BIN / "ansible-builder"), "introspect", "--sanitize", str(collections),
+                "--write-pip", str(pip_out), "--write-bindep", str(bindep_out)])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {"python": pip_out.read_text().splitlines(), "system": bindep_out.read_text().splitlines(),
+            "stdout": proc.stdout, "root": collections / "ansible_collections/rdma/node"}
+
+
+def from_collection(lines, collection):
+    """The requirement lines that introspection attributes to a collection (``<line>  # from collection <name>``)."""
+    suffix = "  # from collection %s" % collection
+    return [line[:-len(suffix)] for line in lines if line.endswith(suffix)]
+
+
+def test_introspection_finds_the_collections_python_and_system_requirements(built, introspected):
+    # What the image's builder stage writes to /tmp/src/requirements.txt and bindep.txt (the same code).
+    declared = yaml.safe_load((introspected["root"] / "meta/execution-environment.yml").read_text())["dependencies"]
+    assert {"meta/ee-requirements.txt", "meta/bindep.txt"} <= set(built["members"])
+    assert declared == {"python": "meta/ee-requirements.txt", "system": "meta/bindep.txt"}
+    python = {canonicalize_name(Requirement(line).name): line for line in from_collection(introspected["python"], "rdma.node")}
+    assert sorted(python) == ["jmespath", "tomlkit"]
+    assert all(Requirement(line).specifier for line in python.values())  # a lower bound each
+    # The kubernetes library of k8s_rdma arrives with kubernetes.core, not by a second hand-written line.
+    assert "kubernetes" in {canonicalize_name(Requirement(line).name) for line in from_collection(introspected["python"], "kubernetes.core")}
+    assert from_collection(introspected["system"], "rdma.node") == [
+        "openssh-client [platform:dpkg]", "openssh-clients [platform:rpm]", "sshpass [platform:dpkg platform:rpm]"]
+    # Every line comes from an installed collection, and nothing else is introspected.
+    assert {line.rsplit("# from collection ", 1)[1] for line in introspected["python"] + introspected["system"]} == {"rdma.node", "kubernetes.core"}
+
+
+def test_the_declared_python_requirements_cover_what_the_plugins_import():
+    """Every third-party library the collection's plugins import is ansible-core's or in meta/ee-requirements.txt."""
+    distributions = importlib.metadata.packages_distributions()
+    core = {canonicalize_name("ansible-core")} | {canonicalize_name(Requirement(r).name) for r in importlib.metadata.requires("ansible-core")}
+    declared = {canonicalize_name(Requirement(line.split("#", 1)[0]).name)
+                for line in (COLLECTION_ROOT / "meta/ee-requirements.txt").read_text().splitlines() if line.split("#", 1)[0].strip()}
+    needed = {}
+    for source in (COLLECTION_ROOT / "plugins").rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(), str(source))):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                modules = [node.module]
+            else:
+                continue
+            for module in modules:
+                top = module.split(".")[0]
+                if top in sys.stdlib_module_names or top == "ansible_collections":
+                    continue
+                for distribution in distributions.get(top, [top]):
+                    needed.setdefault(canonicalize_name(distribution), set()).add(source.relative_to(COLLECTION_ROOT).as_posix())
+    assert {"tomlkit", "jmespath", "jinja2"} <= set(needed)  # the scan sees the imports it is meant to see
+    missing = {name: sorted(files) for name, files in needed.items() if name not in core | declared}
+    assert missing == {}
+    assert declared <= set(needed), "meta/ee-requirements.txt lists libraries no plugin imports: %s" % sorted(declared - set(needed))
 
 
 @pytest.fixture(scope="module")
