@@ -21,33 +21,38 @@ import shlex
 import tempfile
 
 from ansible.errors import AnsibleActionFail, AnsibleError
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.rdma.node.plugins.module_utils import _checks
+from ansible_collections.rdma.node.plugins.plugin_utils import _role_inputs
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role, load_checks
 from ansible_collections.rdma.node.plugins.plugin_utils._metrics import render as render_metrics
+from ansible_collections.rdma.node.plugins.plugin_utils._role_options import RoleOptionsError, load_specs, role_options
 
-# Import every check file now, while this plugin is loaded: the strategy loads an action's class in
-# ansible-playbook's main process, before it forks a worker per host and task, so the workers inherit
-# the loaded checks. Loaded in each worker instead, the collection loader compiled them again for
-# every host: two thirds of the task's controller time (profiled at 100 hosts).
+# Import every check file and read every role's argument specification now, while this plugin is
+# loaded: the strategy loads an action's class in ansible-playbook's main process, before it forks a
+# worker per host and task, so the workers inherit them. Loaded in each worker instead, the collection
+# loader compiled the checks again for every host: two thirds of the task's controller time
+# (profiled at 100 hosts).
 load_checks()
+load_specs()
 
 ARGUMENT_SPEC = {
-    "role": {"type": "str", "required": True},
-    "params": {"type": "dict", "default": {}},
+    "role": {"type": "str"},
+    "roles": {"type": "list", "elements": "str"},
+    "params": {"type": "dict"},
     "facts": {"type": "dict"},
     "subject": {"type": "str"},
     "only": {"type": "list", "elements": "str", "default": []},
     "skip": {"type": "list", "elements": "str", "default": []},
     "publish": {"type": "bool", "default": True},
-    "gather": {"type": "dict", "options": {
-        "module": {"type": "str", "required": True},
-        "args": {"type": "dict", "default": {}},
-    }},
-    "custom_checks": {"type": "list", "elements": "dict", "default": []},
+    "gather": {"type": "raw"},
+    "custom_checks": {"type": "list", "elements": "dict"},
     "metrics_file": {"type": "str"},
 }
+MUTUALLY_EXCLUSIVE = [("role", "roles")]
+REQUIRED_ONE_OF = [("role", "roles")]
 
 
 class ActionModule(ActionBase):
@@ -59,76 +64,118 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
-        gathered = {}
-        if args["gather"]:
-            gathered = self._gather(args["gather"], task_vars, result)
-        facts = args["facts"] if args["facts"] is not None else dict(task_vars.get("ansible_facts") or {}, **gathered)
-        subject = args["subject"] or task_vars.get("inventory_hostname") or "localhost"
+        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE,
+                                           required_one_of=REQUIRED_ONE_OF)[1]
+        roles = args["roles"] or [args["role"]]
+        if len(roles) > 1 and args["params"] is not None:
+            raise AnsibleActionFail("rdma.node.evaluate: params is for one role; with roles, each role's options are read from its variables")
+        facts = dict(task_vars.get("ansible_facts") or {}) if args["facts"] is None else args["facts"]
         try:
-            evaluated = evaluate_role(args["role"], facts, args["params"], subject, args["only"], args["skip"], args["custom_checks"])
-        except _checks.CheckError as exc:
+            options = {role: role_options(role, task_vars, self._templar.template)
+                       for role in roles if _role_inputs.has_inputs(role)}
+            calls = self._gather_calls(args["gather"], roles, options)
+        except (RoleOptionsError, _role_inputs.GatherConflict) as exc:
             raise AnsibleActionFail("rdma.node.evaluate: %s" % exc) from None
-        role = args["role"]
-        result.update({
-            "changed": False,
-            "msg": evaluated["status"]["summary"],
-            "ansible_facts": dict(gathered, **{role + "_findings": evaluated["findings"], role + "_status": evaluated["status"]}),
-        })
-        if args["metrics_file"]:
-            metrics_facts = dict(facts, **result["ansible_facts"])
-            result["metrics_file"] = args["metrics_file"]
-            result["metrics_written"], note = self._write_metrics(args["metrics_file"], render_metrics(metrics_facts), task_vars)
+        gathered = self._gather(calls, task_vars, result) if calls else {}
+        if args["facts"] is None:
+            facts.update(gathered)
+        subject = args["subject"] or task_vars.get("inventory_hostname") or "localhost"
+
+        kept, published, summaries, metrics_file = dict(gathered), {}, [], args["metrics_file"]
+        for role in roles:
+            params, custom_checks = args["params"] or {}, args["custom_checks"]
+            if role in options:
+                params = dict(_role_inputs.parameters(role, options[role], facts), **params)
+                if custom_checks is None:
+                    custom_checks = options[role].get(role + "_custom_checks")
+                metrics_file = metrics_file or _role_inputs.metrics_file(role, options[role])
+            try:
+                evaluated = evaluate_role(role, facts, params, subject, args["only"], args["skip"], custom_checks or [])
+            except _checks.CheckError as exc:
+                raise AnsibleActionFail("rdma.node.evaluate: %s" % exc) from None
+            kept.update({role + "_findings": evaluated["findings"], role + "_status": evaluated["status"]})
+            published["rdma_" + role] = {subject: {"status": evaluated["status"], "findings": evaluated["findings"]}}
+            summaries.append(evaluated["status"]["summary"])
+        result.update({"changed": False, "msg": "; ".join(summaries), "ansible_facts": kept})
+        if metrics_file:
+            result["metrics_file"] = metrics_file
+            result["metrics_written"], note = self._write_metrics(metrics_file, render_metrics(dict(facts, **kept)), task_vars)
             if note:
                 result["metrics_note"] = note
+                result.setdefault("warnings", []).append(note)
         if args["publish"]:
-            result["ansible_stats"] = {
-                "data": {"rdma_" + role: {subject: {"status": evaluated["status"], "findings": evaluated["findings"]}}},
-                "per_host": False,
-                "aggregate": True,
-            }
+            result["ansible_stats"] = {"data": published, "per_host": False, "aggregate": True}
         return result
 
+    @staticmethod
+    def _gather_calls(gather, roles, options):
+        """The fact modules to run first: ``gather`` as given (a dict: one module and its arguments), none
+        (V(false)), or, by default, what the roles' options ask for, merged into as few calls as can be."""
+        if isinstance(gather, dict):
+            unknown = sorted(set(gather) - {"module", "args"})
+            if "module" not in gather or unknown:
+                raise AnsibleActionFail("rdma.node.evaluate: gather takes module and args, got %s" % ", ".join(sorted(gather)))
+            return [(gather["module"], gather.get("args") or {})]
+        if gather is not None and not boolean(gather, strict=False):
+            return []
+        wanted = [(role, module, module_args) for role in roles if role in options
+                  for module, module_args in _role_inputs.gather_calls(role, options[role], force=gather is not None)]
+        return _role_inputs.merge_gather_calls(wanted)
+
     def _write_metrics(self, path, text, task_vars):
-        """Replace the node's textfile ``path`` atomically, without a module run: the text goes to Ansible's
-        temporary directory on the node, then one shell command copies it beside the target and renames
-        it over the target (node_exporter reads only names ending in .prom, so the copy is never read
-        half written). A missing directory is a note, not a failure (the node is still reported). Like
-        the fleet report's files, the metrics are an output of the run, not managed state: never a change."""
+        """Replace the node's textfile ``path`` atomically, without a module run: one shell command writes
+        the text beside the target and renames it over the target (node_exporter reads only names ending
+        in .prom, so the copy is never read half written). The text goes in on the command's standard
+        input where the connection can send one (local, ssh: one process on the node per host);
+        otherwise it is first transferred to Ansible's temporary directory there. A missing directory is
+        a note, not a failure (the node is still reported). Like the fleet report's files, the metrics
+        are an output of the run, not managed state: never a change."""
         if self._task.check_mode:
             return False, None  # check mode writes nothing, as every change of the collection
         directory = os.path.dirname(path)
+        beside = os.path.join(directory, ".rdma_node.prom.tmp")
+        place = "test -d {dir} && {write} && chmod 0644 {tmp} && mv -f -- {tmp} {dest}"
+        quoted = {"dir": shlex.quote(directory), "tmp": shlex.quote(beside), "dest": shlex.quote(path)}
+        try:
+            if self._connection.has_pipelining:
+                done = self._low_level_execute_command(place.format(write="cat > %s" % quoted["tmp"], **quoted),
+                                                       in_data=text.encode("utf-8"), sudoable=True)
+            else:
+                done = self._write_metrics_through_a_file(place, quoted, text)
+        except AnsibleError as exc:
+            return False, "no metrics written: %s" % exc
+        if done["rc"] == 0:
+            return True, None
+        return False, "no metrics written: %s" % ((done.get("stderr") or "").strip()
+                                                  or "%s does not exist on the node (is prometheus-node-exporter installed?)" % directory)
+
+    def _write_metrics_through_a_file(self, place, quoted, text):
         local_fd, local_path = tempfile.mkstemp(prefix="rdma_node_metrics.")
         try:
             with os.fdopen(local_fd, "w", encoding="utf-8") as handle:
                 handle.write(text)
-            remote_tmp = self._make_tmp_path()
-            remote_file = self._connection._shell.join_path(remote_tmp, "rdma_node.prom")
+            remote_file = self._connection._shell.join_path(self._make_tmp_path(), "rdma_node.prom")
             self._transfer_file(local_path, remote_file)
-            beside = os.path.join(directory, ".rdma_node.prom.tmp")
-            command = "test -d {dir} && cp -- {src} {tmp} && chmod 0644 {tmp} && mv -f -- {tmp} {dest}".format(
-                dir=shlex.quote(directory), src=shlex.quote(remote_file), tmp=shlex.quote(beside), dest=shlex.quote(path))
-            done = self._low_level_execute_command(command, sudoable=True)
-        except AnsibleError as exc:
-            return False, "no metrics written: %s" % exc
+            return self._low_level_execute_command(place.format(write="cp -- %s %s" % (shlex.quote(remote_file), quoted["tmp"]), **quoted),
+                                                   sudoable=True)
         finally:
             os.unlink(local_path)
             self._remove_tmp_path(self._connection._shell.tmpdir)
-        if done["rc"] == 0:
-            return True, None
-        return False, "no metrics written: %s" % ((done.get("stderr") or "").strip() or "%s does not exist on the node" % directory)
 
-    def _gather(self, gather, task_vars, result):
-        """Run the gather module on the node; its facts, or the task fails with the module's message."""
-        if not gather["module"].startswith("rdma.node."):
-            raise AnsibleActionFail("rdma.node.evaluate: gather.module must be one of the collection's fact modules "
-                                    "(rdma.node.ib_facts, rdma.node.node_facts...), got %r" % gather["module"])
-        try:
-            gathered = self._execute_module(module_name=gather["module"], module_args=gather["args"], task_vars=task_vars)
-        finally:
-            self._remove_tmp_path(self._connection._shell.tmpdir)
-        if gathered.get("warnings"):
-            result.setdefault("warnings", []).extend(gathered["warnings"])
-        if gathered.get("failed"):
-            raise AnsibleActionFail("rdma.node.evaluate: %s: %s" % (gather["module"], gathered.get("msg", "failed on the node")))
-        return gathered.get("ansible_facts") or {}
+    def _gather(self, calls, task_vars, result):
+        """Run the gather modules on the node; their facts, or the task fails with a module's message."""
+        gathered = {}
+        for module, module_args in calls:
+            if not module.startswith("rdma.node."):
+                raise AnsibleActionFail("rdma.node.evaluate: gather.module must be one of the collection's fact modules "
+                                        "(rdma.node.ib_facts, rdma.node.node_facts...), got %r" % module)
+            try:
+                facts = self._execute_module(module_name=module, module_args=module_args, task_vars=task_vars)
+            finally:
+                self._remove_tmp_path(self._connection._shell.tmpdir)
+            if facts.get("warnings"):
+                result.setdefault("warnings", []).extend(facts["warnings"])
+            if facts.get("failed"):
+                raise AnsibleActionFail("rdma.node.evaluate: %s: %s" % (module, facts.get("msg", "failed on the node")))
+            gathered.update(facts.get("ansible_facts") or {})
+        return gathered

@@ -10,9 +10,12 @@ import os
 import time
 
 from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes, take_read_warnings
-from ansible_collections.rdma.node.plugins.module_utils._health_collect import error_counters, kernel_log_facts
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import SUBSETS, resolve_subsets
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
-from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import SUBSETS, add_health_facts, port_counters, resolve_subsets
+
+# The health readers (_sysfs_health, _health_collect) are imported only when a health subset is asked
+# for: on a node, importing them costs more than reading the ports does, and the port inventory of a
+# large fleet asks for the ports only.
 
 # kernel_log is not part of "all": it runs journalctl, where every other subset only reads files.
 KERNEL_LOG = "kernel_log"
@@ -39,6 +42,7 @@ def collect_ib(module):
     facts, warnings = gather(root)
     subsets = resolve_subsets(module.params["gather_subset"])
     if subsets != {"ports"}:
+        from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import add_health_facts
         add_health_facts(facts, root, subsets, module.params["proc_root"])
     if "counters" in subsets:
         _resample_counters(module, facts)
@@ -56,6 +60,9 @@ def _resample_counters(module, facts):
     facts["counters_time"] = time.time()
     if not interval:
         return
+    from ansible_collections.rdma.node.plugins.module_utils._health_collect import error_counters
+    from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import port_counters
+
     again_root = module.params["counters_resample_root"] or module.params["sysfs_root"]
     if not os.path.isdir(again_root):
         module.fail_json(msg="counters_resample_root %s is not a directory; expected a sysfs tree such as /sys" % again_root)
@@ -71,6 +78,8 @@ def _resample_counters(module, facts):
 def _kernel_log(module, facts, root):
     """Carrier events of the RDMA netdevs in the kernel log window: from ``kernel_log_file``, or
     from ``journalctl -k`` on the node (which keeps only the window itself)."""
+    from ansible_collections.rdma.node.plugins.module_utils._health_collect import kernel_log_facts
+
     hours = module.params["kernel_log_window_hours"]
     if hours < 1:
         module.fail_json(msg="kernel_log_window_hours is %s; expected a whole number of hours of 1 or more" % hours)

@@ -21,6 +21,7 @@ import re
 
 from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import read_attr
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import SUBSETS, resolve_subsets  # noqa: F401 (this module's entry points)
 
 # ------------------------------------------------------------------------------------ counters
 
@@ -568,17 +569,6 @@ def roce_netdev_addresses(netdevs, proc_root):
 
 
 # ------------------------------------------------------------------------------------ entry point
-
-SUBSETS = ("ports", "counters", "pcie", "gpudirect", "locality", "roce")
-
-
-def resolve_subsets(requested):
-    """``all`` means every subset; ``ports`` is always gathered, the others add to it."""
-    wanted = set(requested or ["ports"])
-    if "all" in wanted:
-        wanted = set(SUBSETS)
-    wanted.add("ports")
-    return wanted
 
 
 def add_health_facts(facts, root, subsets, proc_root=None):

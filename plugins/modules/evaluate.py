@@ -21,20 +21,41 @@ description:
     C(rdma_<role>), a mapping of the subject to C(status) and C(findings), aggregated over the hosts."
   - A check whose facts are missing (a fact subset that was not gathered) is not run; the status
     lists it under C(skipped_checks) with the facts it lacked.
-  - Runs on the controller; nothing is sent to the node, unless O(gather) names a fact module to run there first.
+  - Runs on the controller; nothing is sent to the node, unless O(gather) runs a fact module there first.
+  - "For the readiness roles C(ib_inventory), C(driver_verify) and C(node_health) the role's name is
+    enough: the action reads the role's options from the task's variables (the role's defaults where
+    a variable is unset, as Ansible ranks them), checks them against the role's
+    C(meta/argument_specs.yml) and types them as Ansible's own role validation would, then derives the
+    checks' parameters, the fact modules to run, the operators' checks and the metrics file from
+    them. An option that does not fit fails the task with one sentence naming the role and the option,
+    before anything runs on the node."
+  - At fleet scale every task costs its time on every host; this lets one task do what a role's
+    validation, gather, check and publish tasks did, and lets C(rdma.node.site) check three roles with
+    one task and one node call per host.
 author: rdma.node developers (!UNKNOWN)
 options:
   role:
-    description: The role whose checks run.
+    description:
+      - The role whose checks run.
+      - Exactly one of O(role) and O(roles) is required.
     type: str
-    required: true
+  roles:
+    description:
+      - Several readiness roles checked in one task, each with the options it reads from the task's
+        variables. Their fact modules run once: M(rdma.node.ib_facts) and M(rdma.node.driver_facts)
+        become one M(rdma.node.node_facts) call, with the fact subsets of every role.
+      - Two roles that ask one module to read from different places (C(ib_inventory_sysfs_root) and
+        C(node_health_sysfs_root), say) fail the task with a message naming both.
+    type: list
+    elements: str
   params:
     description:
       - The role's parameters, named without the role prefix (C(expected_ports) for
         C(ib_inventory_expected_ports)). Each check receives only the parameters it declares; a
         parameter that is not given is V(null).
+      - For a readiness role, these are added to (and win over) the parameters derived from its
+        options. Not with O(roles).
     type: dict
-    default: {}
   facts:
     description: The facts to check. Default is the host's C(ansible_facts).
     type: dict
@@ -59,18 +80,14 @@ options:
     default: true
   gather:
     description:
-      - Run this fact module of the collection on the node first, in the same task, and check the facts
-        it returns (kept as host facts too). At fleet scale this saves a task on every host.
-    type: dict
-    suboptions:
-      module:
-        description: The module, V(rdma.node.ib_facts), V(rdma.node.driver_facts) or V(rdma.node.node_facts).
-        type: str
-        required: true
-      args:
-        description: Its arguments.
-        type: dict
-        default: {}
+      - Run fact modules of the collection on the node first, in the same task, and check the facts
+        they return (kept as host facts too). At fleet scale this saves a task on every host.
+      - A dict with C(module) (V(rdma.node.ib_facts), V(rdma.node.driver_facts), V(rdma.node.node_facts)...)
+        and its C(args) runs that module.
+      - Not given, each readiness role gathers what its checks read unless its C(<role>_gather) option
+        is V(false) (the play gathered already); V(true) gathers for every role whatever that option
+        says; V(false) gathers nothing. Other roles gather nothing unless given a dict.
+    type: raw
   custom_checks:
     description:
       - The operators' own checks, run with the role's after them as checks named C(custom_<name>).
@@ -82,15 +99,17 @@ options:
       - A result that JMESPath counts as true is a finding (V(false), V(null), empty strings, lists and
         objects are false); a list gives one finding per element.
       - A malformed entry or an expression that does not compile fails the task with one message naming the check.
+      - Default for a readiness role with such an option, C(<role>_custom_checks) (C(node_health_custom_checks)).
     type: list
     elements: dict
-    default: []
   metrics_file:
     description:
       - Also write the host's metrics (Prometheus text format, C(rdma_node_*)) to this file on the node, for
         node_exporter's textfile collector, replacing it atomically (a copy beside it, renamed over it).
-      - No module runs for it, so it adds no Python start on the node. A directory that does not exist
-        is a note in the result (C(metrics_note)), not a failure. Nothing is written in check mode.
+      - No module runs for it, so it adds no Python start on the node: one shell command that reads the
+        text on its standard input, where the connection can send one. A directory that does not exist
+        is a warning and a note in the result (C(metrics_note)), not a failure. Nothing is written in check mode.
+      - Default for C(node_health), C(rdma_node.prom) in C(node_health_metrics_dir) (none when that is empty).
     type: str
 extends_documentation_fragment:
   - rdma.node.attributes
@@ -104,6 +123,8 @@ attributes:
     support: full
 notes:
   - A bad parameter or a failing check gives one sentence that names the check and what was expected.
+  - A failed task keeps no facts and publishes nothing in Ansible, so the action never fails for a
+    finding; the roles' fail switch (C(<role>_fail_on_findings)) is the task after it.
 seealso:
   - module: rdma.node.ib_facts
   - module: rdma.node.driver_facts
@@ -126,6 +147,14 @@ EXAMPLES = r"""
     params:
       expected_ports: [{port: mlx5_0/1, min_rate_gbps: 100}]
 
+- name: Check a readiness role with its own options (the role's variables, its defaults where unset)
+  rdma.node.evaluate:
+    role: node_health
+
+- name: Check three roles with one node call
+  rdma.node.evaluate:
+    roles: [ib_inventory, driver_verify, node_health]
+
 - name: Show the summary line
   ansible.builtin.debug:
     msg: "{{ ansible_facts.ib_inventory_status.summary }}"
@@ -141,7 +170,7 @@ metrics_note:
   returned: when O(metrics_file) is given and was not written
   type: str
 msg:
-  description: The summary line of the host, the same as C(<role>_status.summary).
+  description: The summary line of the host, the same as C(<role>_status.summary); with O(roles), each role's, joined by C(; ).
   returned: always
   type: str
   sample: "ib_inventory on v100-node-02: 1 critical: mlx5_1/1 is DOWN (Polling); expected ACTIVE"

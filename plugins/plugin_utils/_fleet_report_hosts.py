@@ -27,13 +27,35 @@ def names(value, what):
     return [str(v) for v in value]
 
 
+# What the report reads of a host's ansible_facts besides the roles' results (which a fact cache keeps
+# there): the RDMA devices with their PCIe links, and the ports summary. The rest of the facts (ports,
+# counters, GID tables...) is never copied, so the report's cost does not grow with what was gathered.
+RDMA_FACT_KEYS = ("summary", "devices", "pcie")
+
+
+def _report_facts(facts, wanted, where):
+    if not isinstance(facts, Mapping):
+        return plain(facts, where)
+    kept = {key: plain(facts[key], "%s.%s" % (where, key)) for key in wanted if key in facts}
+    rdma = facts.get("rdma")
+    if isinstance(rdma, Mapping):
+        kept["rdma"] = {key: plain(rdma[key], "%s.rdma.%s" % (where, key)) for key in RDMA_FACT_KEYS if key in rdma}
+    return kept
+
+
 def host_variables(hostvars, name, wanted):
-    """The ``wanted`` variables of host ``name``, as plain data ({} for a host hostvars does not know)."""
+    """The ``wanted`` variables of host ``name``, as plain data ({} for a host hostvars does not know).
+
+    Ansible's hostvars render every value they give out; the variables the report reads are facts and
+    inventory names, never templates, so they are read raw (``raw_get``) where hostvars can."""
     try:
-        host_vars = hostvars[name]
+        host_vars = hostvars.raw_get(name) if hasattr(hostvars, "raw_get") else hostvars[name]
     except Exception:  # hostvars raises for a host outside the inventory (an implicit localhost)
         return {}
-    return {key: plain(host_vars.get(key), "%s of %s" % (key, name)) for key in wanted if key in host_vars}
+    if not isinstance(host_vars, Mapping):  # raw_get gives an undefined value for such a host
+        return {}
+    return {key: _report_facts(host_vars.get(key), wanted, "ansible_facts of %s" % name) if key == "ansible_facts"
+            else plain(host_vars.get(key), "%s of %s" % (key, name)) for key in wanted if key in host_vars}
 
 
 def report_from_hostvars(host_names, hostvars, title="RDMA fleet report", sources=None, cluster_hosts=("localhost",)):
