@@ -11,7 +11,9 @@ and forks setting, it times side by side, alternating in rounds so that they sha
   (it exits 2 because some hosts fail their checks; the JSON report must have been written);
 * ``report``: the ``rdma.node.fleet_report`` playbook from that fact cache alone, gathering nothing;
 * ``site_nocache`` (only with ``--only``): ``rdma.node.site`` with Ansible's default in-memory fact
-  cache, to show what the persistent cache costs.
+  cache, to show what the persistent cache costs;
+* ``ping_assert`` (only with ``--only``): ping and then one ``assert`` on every host, the floor of a
+  role that gathers and checks in one task and then fails a host in a second one (ib_inventory).
 
 ansible-playbook runs as an operator runs it: default stdout callback (its output goes to a file),
 no retry files. For each job it records the wall time and the CPU time (user + system of
@@ -50,9 +52,9 @@ BIN = Path(sys.executable).parent
 JOBS = ("ping", "ib_inventory", "site", "report")
 # Measured only when asked for (--only): site.yml with ansible's default in-memory fact cache, which
 # shows what the persistent (jsonfile) cache costs the site run.
-OPTIONAL_JOBS = ("site_nocache",)
+OPTIONAL_JOBS = ("site_nocache", "ping_assert")
 # ansible-playbook exits 2 when hosts failed: the demo profiles plant faults, so the checking jobs must.
-ACCEPTED_RC = {"ping": (0,), "ib_inventory": (0, 2), "site": (0, 2), "site_nocache": (0, 2), "report": (0,)}
+ACCEPTED_RC = {"ping": (0,), "ping_assert": (0,), "ib_inventory": (0, 2), "site": (0, 2), "site_nocache": (0, 2), "report": (0,)}
 # Where each job that writes the fleet report writes it.
 REPORT_DIRS = {"site": "site-report", "site_nocache": "site-nocache-report", "report": "cached-report"}
 
@@ -64,6 +66,12 @@ PING_PLAYBOOK = """\
   tasks:
     - name: Ping
       ansible.builtin.ping:
+"""
+
+PING_ASSERT_PLAYBOOK = PING_PLAYBOOK + """
+    - name: Assert, as a role's fail switch does
+      ansible.builtin.assert:
+        that: inventory_hostname | length > 0
 """
 
 
@@ -99,6 +107,7 @@ def build_fleet(base, host_counts):
         (directory / "group_vars/all.yml").write_text("---\n" + yaml.safe_dump(all_vars, sort_keys=False))
         inventories[count] = directory
     (base / "ping.yml").write_text(PING_PLAYBOOK)
+    (base / "ping_assert.yml").write_text(PING_ASSERT_PLAYBOOK)
     return inventories
 
 
@@ -124,6 +133,7 @@ def command(job, base, inventory):
     cache = {"ANSIBLE_CACHE_PLUGIN": "jsonfile", "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(inventory / "fact-cache")}
     playbook = {
         "ping": [str(base / "ping.yml")],
+        "ping_assert": [str(base / "ping_assert.yml")],
         "ib_inventory": ["rdma.node.ib_inventory"],
         "site": ["rdma.node.site", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["site"])],
         "site_nocache": ["rdma.node.site", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["site_nocache"])],

@@ -21,7 +21,6 @@ import re
 
 from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import read_attr
-from ansible_collections.rdma.node.plugins.module_utils._ib_common import SUBSETS, resolve_subsets  # noqa: F401 (this module's entry points)
 
 # ------------------------------------------------------------------------------------ counters
 

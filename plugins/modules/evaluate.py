@@ -42,7 +42,7 @@ options:
   roles:
     description:
       - Several readiness roles checked in one task, each with the options it reads from the task's
-        variables. Their fact modules run once: M(rdma.node.ib_facts) and M(rdma.node.driver_facts)
+        variables. Their fact modules run once, M(rdma.node.ib_facts) and M(rdma.node.driver_facts)
         become one M(rdma.node.node_facts) call, with the fact subsets of every role.
       - Two roles that ask one module to read from different places (C(ib_inventory_sysfs_root) and
         C(node_health_sysfs_root), say) fail the task with a message naming both.
@@ -106,7 +106,7 @@ options:
     description:
       - Also write the host's metrics (Prometheus text format, C(rdma_node_*)) to this file on the node, for
         node_exporter's textfile collector, replacing it atomically (a copy beside it, renamed over it).
-      - No module runs for it, so it adds no Python start on the node: one shell command that reads the
+      - No module runs for it, so it adds no Python start on the node, only one shell command that reads the
         text on its standard input, where the connection can send one. A directory that does not exist
         is a warning and a note in the result (C(metrics_note)), not a failure. Nothing is written in check mode.
       - Default for C(node_health), C(rdma_node.prom) in C(node_health_metrics_dir) (none when that is empty).

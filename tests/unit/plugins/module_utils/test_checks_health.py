@@ -9,6 +9,7 @@ import yaml
 
 from ansible_collections.rdma.node.plugins.module_utils import _sysfs_health as health
 from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import resolve_subsets
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
 from ansible_collections.rdma.node.plugins.modules import ib_facts
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
@@ -20,7 +21,7 @@ DEFAULTS = {key[len("node_health_"):]: value for key, value in
 
 def facts_of(root, proc_root=None, subsets=("all",), at=1000.0):
     facts, _warnings = gather(root)
-    health.add_health_facts(facts, root, health.resolve_subsets(list(subsets)), proc_root)
+    health.add_health_facts(facts, root, resolve_subsets(list(subsets)), proc_root)
     facts["counters_time"] = at
     return facts
 

@@ -8,13 +8,14 @@ import pytest
 import sysfs_tree
 
 from ansible_collections.rdma.node.plugins.module_utils import _sysfs_health as health
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import SUBSETS, resolve_subsets
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
 from testpaths import COLLECTION_ROOT, FIXTURES
 
 
 def facts_of(root, subsets=("all",), proc_root=None):
     facts, warnings = gather(root)
-    health.add_health_facts(facts, root, health.resolve_subsets(list(subsets)), proc_root)
+    health.add_health_facts(facts, root, resolve_subsets(list(subsets)), proc_root)
     return facts, warnings
 
 
@@ -410,9 +411,9 @@ def test_infiniband_ports_have_no_roce_gids(h100_tree):
 
 
 def test_subsets_resolve():
-    assert health.resolve_subsets(["all"]) == set(health.SUBSETS)
-    assert health.resolve_subsets(["counters"]) == {"ports", "counters"}
-    assert health.resolve_subsets(None) == {"ports"}
+    assert resolve_subsets(["all"]) == set(SUBSETS)
+    assert resolve_subsets(["counters"]) == {"ports", "counters"}
+    assert resolve_subsets(None) == {"ports"}
 
 
 # --------------------------------------------------------------------------- netdev addresses

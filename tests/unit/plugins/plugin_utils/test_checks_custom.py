@@ -8,6 +8,7 @@ import yaml
 
 from ansible_collections.rdma.node.plugins.module_utils import _sysfs_health as health
 from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import resolve_subsets
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 from testpaths import COLLECTION_ROOT, FIXTURES
@@ -22,7 +23,7 @@ def h100(tmp_path_factory):
     dest = str(tmp_path_factory.mktemp("h100") / "sys")
     sysfs_tree.unpack((FIXTURES / "sysfs/gpud-h100.sysfs").read_bytes(), dest)
     facts, _warnings = gather(dest)
-    health.add_health_facts(facts, dest, health.resolve_subsets(["all"]))
+    health.add_health_facts(facts, dest, resolve_subsets(["all"]))
     return facts
 
 
