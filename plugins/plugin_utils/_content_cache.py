@@ -188,8 +188,15 @@ class ContentCache:
         if self._ready is None:
             self._ready = False
             try:
-                for sub in (BLOBS, RECORDS):
-                    os.makedirs(os.path.join(self.directory, sub), mode=0o700, exist_ok=True)
+                try:
+                    os.makedirs(os.path.dirname(self.directory), exist_ok=True)  # ~/.cache: the usual mode
+                except FileExistsError:
+                    pass  # a file in the way: mkdir below says "Not a directory", the clearer reason
+                for folder in (self.directory, os.path.join(self.directory, BLOBS), os.path.join(self.directory, RECORDS)):
+                    try:
+                        os.mkdir(folder, 0o700)  # makedirs' mode would only apply to the last level
+                    except FileExistsError:
+                        pass
                 info = os.stat(self.directory)
             except OSError as exc:
                 self._fail("create the cache directory", exc)
