@@ -130,8 +130,17 @@ class ContentCache:
         return data
 
     def has(self, digest: str) -> bool:
-        """Whether an entry for ``digest`` exists (not verified: :meth:`get` verifies)."""
-        return is_digest(digest) and self.enabled and os.path.isfile(os.path.join(self.directory, BLOBS, digest))
+        """Whether an entry for ``digest`` exists (not verified: :meth:`get` verifies); marks it used.
+
+        A caller that offers the digest relies on the entry without reading it, so it counts as a use.
+        """
+        if not is_digest(digest) or not self.enabled:
+            return False
+        path = os.path.join(self.directory, BLOBS, digest)
+        if not os.path.isfile(path):
+            return False
+        self._touch(path)
+        return True
 
     def put(self, data: bytes) -> t.Optional[str]:
         """Store ``data``; its SHA-256, or None when it was not stored."""

@@ -116,6 +116,11 @@ def test_eviction_removes_the_least_recently_used_beyond_the_bound(tmp_path):
     digests.append(cache.put(blobs[3]))  # 4000 bytes > 3000: one entry goes, the least recently used
     assert entries(cache, "blobs") == sorted([digests[0], digests[2], digests[3]])
     assert cache.get(digests[1]) is None
+    # offering a digest (has) relies on the entry, so it counts as a use too
+    os.utime(Path(cache.directory, "blobs", digests[2]), (500, 500))
+    assert cache.has(digests[2])
+    cache.put(b"E" * 1000)
+    assert digests[2] in entries(cache, "blobs") and digests[0] not in entries(cache, "blobs")
 
 
 def test_an_entry_larger_than_the_bound_is_not_stored_and_zero_turns_the_cache_off(tmp_path):
