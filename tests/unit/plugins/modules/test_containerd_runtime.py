@@ -58,6 +58,24 @@ def test_node_module_reports_a_missing_file(run_module, tmp_path):
     assert result["node"]["directory_exists"] is False
 
 
+def test_node_module_sends_only_the_digest_of_a_content_the_controller_knows(run_module, tmp_path):
+    import hashlib
+
+    config = fixture_copy(tmp_path, "kind-fork_v2_runc_base_runtime_spec.toml")
+    digest = hashlib.sha256(config.read_bytes()).hexdigest()
+    other = hashlib.sha256(b"another content").hexdigest()
+    args = {"path": str(config), "base_runtime_spec": "/etc/containerd/rdma-spec.json", "validate": False}
+    known = run_module(module, dict(args, known_sha256=[other, digest]))["node"]
+    assert known["content"] is None and known["content_known"] is True
+    assert known["sha256"] == digest and known["exists"] is True and known["path"] == str(config)
+    unknown = run_module(module, dict(args, known_sha256=[other]))["node"]
+    assert unknown["content"] == config.read_text() and unknown["content_known"] is False
+    assert unknown["sha256"] == digest
+    # a missing file is never "known", not even for the digest the module reports for it ("")
+    missing = run_module(module, dict(args, path=str(tmp_path / "missing.toml"), known_sha256=[""]))["node"]
+    assert missing["exists"] is False and missing["content_known"] is False
+
+
 def test_a_crash_on_the_node_is_reported_with_its_reason():
     from ansible_collections.rdma.node.plugins.action import containerd_runtime as action
 
