@@ -178,9 +178,10 @@ class ActionModule(ActionBase):
     # -- the controller cache ------------------------------------------------------------------------
 
     def _index_keys(self):
+        """(record key, how many digests it keeps): this host's digests of the path, then any host's."""
         path = self._args["path"]
-        return ({"index": "host", "host": self._host, "path": path}, _KNOWN_PER_HOST), ({"index": "path", "path": path},
-                                                                                         _KNOWN_PER_PATH)
+        return (({"index": "host", "host": self._host, "path": path}, _KNOWN_PER_HOST),
+                ({"index": "path", "path": path}, _KNOWN_PER_PATH))
 
     def _known_digests(self):
         """The digests of this path's contents that the cache holds: this host's first, then any host's."""
