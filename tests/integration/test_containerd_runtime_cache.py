@@ -223,3 +223,24 @@ def test_an_unusable_cache_directory_costs_a_warning_and_nothing_else(tmp_path, 
                "%s: Not a directory); the whole file is read from the node every run." % unusable)
     assert apply["warnings"] == [message] and again["warnings"] == [message]
     assert runtimes_containerd_reads(config) == {"runc": str(spec_file), "test-handler": str(spec_file)}
+
+
+def test_a_remembered_plan_repeats_the_plans_warnings(tmp_path, spec_file):
+    # The default runtime is one the file does not configure: the planner warns, on every run.
+    config = tmp_path / "etc" / "config.toml"
+    config.parent.mkdir()
+    config.write_text((FIXTURES / KIND).read_text().replace('default_runtime_name = "runc"',
+                                                            'default_runtime_name = "crun"'))
+    node = Node(tmp_path)
+    step = task(config, spec_file)
+    warning = ("%s: the default CRI runtime 'crun' is not configured in the file, so containerd runs it from its "
+               "built-in definition without base_runtime_spec; add it to runtimes with create_missing=true to "
+               "cover it." % config)
+    (apply,), dummy = node.run([step])
+    assert apply["changed"] is True and apply["warnings"] == [warning]
+    (from_text,), calls = node.run([step])  # planned from the cached text
+    assert [call["node"]["content"] for call in calls] == [None]
+    (from_plan,), calls = node.run([step])  # the remembered plan
+    assert [call["node"]["content"] for call in calls] == [None]
+    assert from_text["changed"] is False and from_text["warnings"] == [warning]
+    assert without_noise(from_plan) == without_noise(from_text)
