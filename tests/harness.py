@@ -168,10 +168,21 @@ class ModuleRun(_JsonRun):
         return bool(self.result.get("failed") or self.result.get("unreachable"))
 
 
+_CONTENT_CACHE = []
+
+
+def _content_cache() -> str:
+    """rdma.node.containerd_runtime's controller cache for this test session, not the user's own."""
+    if not _CONTENT_CACHE:
+        _CONTENT_CACHE.append(tempfile.mkdtemp(prefix="rdma-node-content-cache-"))
+    return _CONTENT_CACHE[0]
+
+
 def ansible_environment(env=None, fact_cache=None, collections_root=None) -> dict:
     """The environment of a run: the caller's, this tree as rdma.node, the JSON callback, and ``env`` last."""
     environment = dict(os.environ)
     environment.update(BASE_ENVIRONMENT)
+    environment.setdefault("RDMA_NODE_CONTENT_CACHE", _content_cache())
     environment["ANSIBLE_COLLECTIONS_PATH"] = str(collections_root or COLLECTIONS_ROOT)
     environment["PATH"] = str(BIN) + os.pathsep + environment.get("PATH", "")  # ansible-* of the venv first
     if fact_cache is not None:

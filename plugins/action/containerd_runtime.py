@@ -28,13 +28,25 @@ step takes the directory lock every writer of this collection uses, compares the
 renames under it, so of two runs that read the same file only the first write lands; the other
 gets a conflict, reads the file again and re-plans its edit on top (up to ``_CAS_ATTEMPTS`` times),
 so parallel edits all land or the task fails saying so - never a lost update reported as changed.
+
+Not shipping what the controller already has (``_content_cache``): the controller keeps every text it
+read or wrote, addressed by SHA-256, and remembers per host and per path the digests it saw last.
+Step 1 sends those digests (the module's documented ``known_sha256``); a file that still has one of
+them comes back as its digest alone and its text is taken from the cache (verified against the
+digest; on a miss, step 1 runs once more without digests). A plan that found nothing to change is
+remembered too, keyed by everything it depends on (the file's digest and real path, every option,
+the node's containerd version and default config, and the planner's own code), so an idempotent
+re-run of an unchanged file neither transfers nor parses it. Anything that changes (check mode,
+diff, validation, the write) always works from the full text as before.
 """
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 import shlex
+import sys
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_bytes, to_text
@@ -46,6 +58,7 @@ from ansible_collections.rdma.node.plugins.plugin_utils._containerd_config impor
     BASE_RUNTIME_SPEC,
     REQUIRED_IF,
     ContainerdConfigError,
+    EditPlan,
     check_dump,
     native_version,
     plan_base_runtime_spec,
@@ -53,11 +66,17 @@ from ansible_collections.rdma.node.plugins.plugin_utils._containerd_config impor
     validate_spec_path,
     validation_text,
 )
+from ansible_collections.rdma.node.plugins.plugin_utils import _containerd_config, _toml_splice
+from ansible_collections.rdma.node.plugins.plugin_utils._content_cache import ContentCache, sha256_hex
 
 display = Display()
 
 # Rounds of read, plan, compare-and-swap before giving up on a file that keeps changing under us.
 _CAS_ATTEMPTS = 10
+
+# How many digests per host, and per path across hosts, step 1 offers the node.
+_KNOWN_PER_HOST = 4
+_KNOWN_PER_PATH = 16
 
 _LOG_MSG = re.compile(r'level=(?P<level>\w+) msg="(?P<msg>(?:[^"\\]|\\.)*)"')
 
@@ -73,11 +92,29 @@ def _containerd_messages(stderr, level):
             if match.group("level") == level]
 
 
+_PLANNER = []
+
+
+def _planner_identity():
+    """The planner's code and libraries: a cached plan is only valid for the code that made it."""
+    if not _PLANNER:
+        digest = hashlib.sha256()
+        for source in (_containerd_config.__file__, _toml_splice.__file__):
+            with open(source, "rb") as handle:
+                digest.update(handle.read())
+        tomlkit = _toml_splice.tomlkit
+        digest.update(repr((sys.version_info[:3], getattr(tomlkit, "__version__", None))).encode())
+        _PLANNER.append(digest.hexdigest())
+    return _PLANNER[0]
+
+
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = True
     _args = None
     _transferred = None  # (text, remote path) of the validated candidate, reused by the write step
+    _cache = None  # ContentCache of the texts read or written, and of plans that changed nothing
+    _host = None
     _supports_check_mode = True
     _supports_async = False
 
@@ -98,32 +135,116 @@ class ActionModule(ActionBase):
     def _containerd_runtime(self, args, task_vars):
         require_tomlkit()
         self._args, self._transferred = dict(args), None
-        for dummy in range(_CAS_ATTEMPTS):
-            result, new_text, node = self._plan(args, task_vars)
-            if new_text is None:
-                return result
-            written = self._write(result["path"], new_text, args["backup"], node["sha256"], task_vars)
-            if written is not None:
-                result.update(written)
-                return result
+        self._cache, self._host = ContentCache.from_environment(), task_vars.get("inventory_hostname")
+        try:
+            for dummy in range(_CAS_ATTEMPTS):
+                result, new_text, node = self._plan(args, task_vars)
+                if new_text is None:
+                    return result
+                written = self._write(result["path"], new_text, args["backup"], node["sha256"], task_vars)
+                if written is not None:
+                    self._remember_text(new_text)  # the next run finds the file as written: a digest will do
+                    result.update(written)
+                    return result
+        finally:
+            if self._cache.problem:
+                display.warning("rdma.node.containerd_runtime cannot use its controller cache (%s); the whole file "
+                                "is read from the node every run." % self._cache.problem)
         raise AnsibleActionFail(
             "%s kept changing on the node while this task edited it (%d attempts, each found it rewritten by "
             "another task or process before its own write); nothing was written by this task."
             % (node["path"], _CAS_ATTEMPTS))
 
-    def _read_node(self, args, task_vars):
-        """Step 1: the module reads the file and what containerd says; a failure keeps its reason."""
-        node_result = self._execute_module(module_name="rdma.node.containerd_runtime", module_args=dict(args),
+    def _read_node(self, args, task_vars, offer_known=True):
+        """Step 1: the module reads the file and what containerd says; a failure keeps its reason.
+
+        With ``offer_known`` the node is told the digests the cache holds for this path; a file that
+        has one of them comes back without its text (``content_known``).
+        """
+        module_args = dict(args)
+        known = self._known_digests() if offer_known else []
+        if known:
+            module_args["known_sha256"] = known
+        node_result = self._execute_module(module_name="rdma.node.containerd_runtime", module_args=module_args,
                                            task_vars=task_vars)
         if node_result.get("failed") or "node" not in node_result:
             raise AnsibleActionFail(_node_failure(node_result),
                                     result={k: v for k, v in node_result.items() if k not in ("msg", "failed")})
-        return node_result["node"]
+        node = node_result["node"]
+        if node.get("content") is not None:
+            self._remember_text(node["content"], node["sha256"])
+        return node
+
+    # -- the controller cache ------------------------------------------------------------------------
+
+    def _index_keys(self):
+        """(record key, how many digests it keeps): this host's digests of the path, then any host's."""
+        path = self._args["path"]
+        return (({"index": "host", "host": self._host, "path": path}, _KNOWN_PER_HOST),
+                ({"index": "path", "path": path}, _KNOWN_PER_PATH))
+
+    def _known_digests(self):
+        """The digests of this path's contents that the cache holds: this host's first, then any host's."""
+        known = []
+        for key, dummy in self._index_keys():
+            digests = self._cache.get_record(key)
+            for digest in digests if isinstance(digests, list) else []:
+                if digest not in known and self._cache.has(digest):
+                    known.append(digest)
+        return known
+
+    def _remember_text(self, text, digest=None):
+        """Keep ``text`` (read from, or written to, this path) and note its digest for the next run."""
+        stored = self._cache.put(to_bytes(text))
+        if stored is None or (digest is not None and stored != digest):
+            return
+        for key, limit in self._index_keys():
+            digests = self._cache.get_record(key)
+            digests = [d for d in digests if d != stored] if isinstance(digests, list) else []
+            self._cache.put_record(key, [stored] + digests[:limit - 1])
+
+    def _node_text(self, node, args, task_vars):
+        """``node`` with the file's text: from the node, else from the cache, else read again in full."""
+        if node["content"] is not None or not node.get("content_known"):
+            return node
+        data = self._cache.get(node["sha256"])
+        if data is not None:
+            display.vvv("%s: the node sent only its digest %s; its text came from the controller cache."
+                        % (node["path"], node["sha256"]))
+            return dict(node, content=to_text(data))
+        display.vvv("%s: the controller cache lost the text of %s; reading the file again." % (node["path"], node["sha256"]))
+        return self._read_node(args, task_vars, offer_known=False)
+
+    @staticmethod
+    def _plan_key(node, args):
+        """Everything the plan of an existing file depends on (more than it reads, never less)."""
+        default_config = node.get("default_config")
+        return {"plan": "containerd_runtime", "planner": _planner_identity(), "sha256": node["sha256"],
+                "path": node["path"], "options": dict(args), "base_runtime_spec": node.get(BASE_RUNTIME_SPEC),
+                "containerd_version": node.get("containerd_version"),
+                "default_config_sha256": None if default_config is None else sha256_hex(to_bytes(default_config))}
+
+    def _cached_plan(self, key):
+        """The remembered plan of a file that needed no change, or None."""
+        value = self._cache.get_record(key)
+        if not (isinstance(value, dict) and isinstance(value.get("config_version"), int)
+                and isinstance(value.get("warnings"), list)):
+            return None
+        return EditPlan(text=None, new_text=None, config_version=value["config_version"],
+                        warnings=[str(warning) for warning in value["warnings"]])
 
     def _plan(self, args, task_vars):
         """``(result, new_text, node)``: new_text is None when nothing is to be written."""
         present = args["state"] == "present"
         node = self._read_node(args, task_vars)
+        plan_key = self._plan_key(node, args) if node["exists"] else None
+        plan = self._cached_plan(plan_key) if plan_key else None
+        if plan is None:
+            node = self._node_text(node, args, task_vars)
+            plan_key = self._plan_key(node, args) if node["exists"] else None
+        else:
+            display.vvv("%s (SHA-256 %s) was planned before with these options and needed no change."
+                        % (node["path"], node["sha256"]))
         path = node["path"]
         spec = validate_spec_path(node.get(BASE_RUNTIME_SPEC)) if present else None
         result = dict(changed=False, path=path, runtimes_changed=[], runtimes_created=[], created=False,
@@ -133,7 +254,7 @@ class ActionModule(ActionBase):
         label = _containerd_label(node.get("containerd_version"))
 
         if node["exists"]:
-            before = text = node["content"]
+            before = text = node["content"]  # None with a remembered plan: nothing changes, nothing reads it
         elif not present:
             result["msg"] = "%s does not exist; nothing to remove." % path
             return result, None, node
@@ -151,8 +272,11 @@ class ActionModule(ActionBase):
             before, text = "", node["default_config"]
             result["created"] = True
 
-        plan = plan_base_runtime_spec(text, spec, runtimes=args["runtimes"], state=args["state"],
-                                      create_missing=args["create_missing"], source=path)
+        if plan is None:
+            plan = plan_base_runtime_spec(text, spec, runtimes=args["runtimes"], state=args["state"],
+                                          create_missing=args["create_missing"], source=path)
+            if plan_key and not plan.changed:
+                self._cache.put_record(plan_key, {"config_version": plan.config_version, "warnings": plan.warnings})
         for warning in plan.warnings:
             display.warning(warning)
         result.update(config_version=plan.config_version, runtimes_changed=plan.runtimes_changed,

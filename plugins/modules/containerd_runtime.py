@@ -102,6 +102,14 @@ options:
       - The SHA-256 of O(path) when the action plugin read it (empty when it did not exist). The write
         is refused when the file changed since, so a concurrent edit is reported instead of lost.
     type: str
+  known_sha256:
+    description:
+      - Internal, set by the action plugin when it reads the file; a task cannot set it (the action rejects it).
+      - SHA-256 digests of contents of O(path) that the controller already holds in its cache (see the notes).
+        When the file's digest is one of them, the node returns only the digest, not the file's text, and the
+        controller takes the text from its cache.
+    type: list
+    elements: str
   validate:
     description:
       - Check the result with the node's containerd before writing it. The candidate file is parsed by
@@ -138,6 +146,14 @@ requirements:
 notes:
   - Create the spec file with M(rdma.node.oci_rlimits) first, and raise containerd's own limit with
     M(rdma.node.systemd_limits) (C(LimitMEMLOCK=infinity)).
+  - B(Controller cache.) The controller keeps the texts of the files it read or wrote, addressed by their
+    SHA-256, in C($RDMA_NODE_CONTENT_CACHE), else C($XDG_CACHE_HOME/rdma-node/content), else
+    C(~/.cache/rdma-node/content) (private to the user, at most C($RDMA_NODE_CONTENT_CACHE_MAX_BYTES) bytes,
+    default 256 MiB, least recently used entries removed first; V(0) turns it off). It sends the node the
+    digests it holds for O(path); when the file still has one of them, only the digest comes back. It also
+    remembers that a file with that digest needed no change for these options and this containerd, so an
+    unchanged file is then not parsed again either. An entry that does not match its digest is ignored and
+    the file read again; an unusable cache directory only costs a warning and the full read.
   - Under containerd 1.6 a file listed in C(imports) that has a C([plugins."io.containerd.grpc.v1.cri"])
     section replaces the whole CRI section of C(config.toml); validation detects that case.
 seealso:
@@ -267,7 +283,9 @@ from ansible_collections.rdma.node.plugins.module_utils._files import (
 
 # The action plugin's write step: the new content (already on the node) and the digest it planned against.
 # They are documented, but only the action plugin passes them: its own argument spec does not accept them.
-NODE_ARGUMENT_SPEC = dict(ARGUMENT_SPEC, replace_with=dict(type="path"), expected_sha256=dict(type="str"))
+# known_sha256 likewise: the digests of contents the controller holds, so a known file is not sent again.
+NODE_ARGUMENT_SPEC = dict(ARGUMENT_SPEC, replace_with=dict(type="path"), expected_sha256=dict(type="str"),
+                          known_sha256=dict(type="list", elements="str", no_log=False))
 # The base runtime spec is a few kilobytes; refuse to load something absurd into memory.
 _SPEC_MAX_BYTES = 64 * 1024 * 1024
 _CONFIG_WHAT = "containerd's config.toml (TOML text)"
@@ -382,11 +400,14 @@ def main():
     # goes to the controller once (it plans the edit there, with tomlkit); the digest lets the write
     # step prove nothing changed in between without sending the file back.
     real, exists, content, digest = _read_config(module, params["path"])
+    # The controller already holds this exact content: the digest alone identifies it.
+    content_known = exists and digest in (params["known_sha256"] or ())
     directory = os.path.dirname(real)
     node = {
         "path": real,
         "exists": exists,
-        "content": content,
+        "content": None if content_known else content,
+        "content_known": content_known,
         "sha256": digest,
         "directory_exists": os.path.isdir(directory),
         "directory_writable": os.access(directory, os.W_OK),

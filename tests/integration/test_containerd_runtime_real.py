@@ -377,7 +377,9 @@ def test_eight_parallel_runs_each_adding_a_runtime_all_land_or_fail_visibly(tmp_
         ]}]))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_ROOT), ANSIBLE_NOCOLOR="1", ANSIBLE_FORKS="8",
                ANSIBLE_REMOTE_TMP=str(remote_tmp), ANSIBLE_LOCAL_TEMP=str(tmp_path / "local-tmp"),
-               ANSIBLE_HOST_KEY_CHECKING="false")
+               ANSIBLE_HOST_KEY_CHECKING="false",
+               # the forks share containerd_runtime's controller cache, as they would in production
+               RDMA_NODE_CONTENT_CACHE=str(tmp_path / "local-tmp" / "content-cache"))
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory),
                            str(playbook)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
                           check=False)

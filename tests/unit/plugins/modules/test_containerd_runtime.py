@@ -58,6 +58,24 @@ def test_node_module_reports_a_missing_file(run_module, tmp_path):
     assert result["node"]["directory_exists"] is False
 
 
+def test_node_module_sends_only_the_digest_of_a_content_the_controller_knows(run_module, tmp_path):
+    import hashlib
+
+    config = fixture_copy(tmp_path, "kind-fork_v2_runc_base_runtime_spec.toml")
+    digest = hashlib.sha256(config.read_bytes()).hexdigest()
+    other = hashlib.sha256(b"another content").hexdigest()
+    args = {"path": str(config), "base_runtime_spec": "/etc/containerd/rdma-spec.json", "validate": False}
+    known = run_module(module, dict(args, known_sha256=[other, digest]))["node"]
+    assert known["content"] is None and known["content_known"] is True
+    assert known["sha256"] == digest and known["exists"] is True and known["path"] == str(config)
+    unknown = run_module(module, dict(args, known_sha256=[other]))["node"]
+    assert unknown["content"] == config.read_text() and unknown["content_known"] is False
+    assert unknown["sha256"] == digest
+    # a missing file is never "known", not even for the digest the module reports for it ("")
+    missing = run_module(module, dict(args, path=str(tmp_path / "missing.toml"), known_sha256=[""]))["node"]
+    assert missing["exists"] is False and missing["content_known"] is False
+
+
 def test_a_crash_on_the_node_is_reported_with_its_reason():
     from ansible_collections.rdma.node.plugins.action import containerd_runtime as action
 
@@ -87,3 +105,41 @@ def test_a_file_that_keeps_changing_fails_visibly_after_the_last_attempt():
     assert len(attempts) == action._CAS_ATTEMPTS == 10
     assert str(caught.value).startswith(
         "/etc/containerd/config.toml kept changing on the node while this task edited it (10 attempts")
+
+
+def test_the_plan_key_holds_everything_the_plan_depends_on():
+    from ansible_collections.rdma.node.plugins.action import containerd_runtime as action
+
+    node = {"path": "/etc/containerd/config.toml", "sha256": "a" * 64, "base_runtime_spec": "/etc/containerd/spec.json",
+            "containerd_version": "containerd github.com/containerd/containerd 1.6.20~ds1",
+            "default_config": "version = 2\n"}
+    args = {"path": "/etc/containerd/config.toml", "base_runtime_spec": "/etc/containerd/spec.json", "runtimes": None,
+            "state": "present", "create_missing": False, "backup": False, "validate": None}
+    key = action.ActionModule._plan_key(node, args)
+    assert action.ActionModule._plan_key(dict(node), dict(args)) == key
+    node_changes = {"path": "/etc/containerd/other.toml", "sha256": "b" * 64, "base_runtime_spec": "/root/spec.json",
+                    "containerd_version": "containerd github.com/containerd/containerd 2.0.0",
+                    "default_config": "version = 3\n"}
+    option_changes = {"path": "config.toml", "base_runtime_spec": "~/spec.json", "runtimes": ["runc"],
+                      "state": "absent", "create_missing": True, "backup": True, "validate": False}
+    for name, value in node_changes.items():
+        assert action.ActionModule._plan_key(dict(node, **{name: value}), args) != key, name
+    for name, value in option_changes.items():
+        assert action.ActionModule._plan_key(node, dict(args, **{name: value})) != key, name
+    # and the planner's own code: the same key from other planner code is another key
+    assert key["planner"] == action._planner_identity() and len(key["planner"]) == 64
+
+
+def test_a_remembered_plan_that_is_not_well_formed_is_not_used(tmp_path):
+    from ansible_collections.rdma.node.plugins.action import containerd_runtime as action
+    from ansible_collections.rdma.node.plugins.plugin_utils._content_cache import ContentCache
+
+    plugin = action.ActionModule.__new__(action.ActionModule)
+    plugin._cache = ContentCache(str(tmp_path / "cache"))
+    for value in (None, [], {"config_version": "2", "warnings": []}, {"config_version": 2}, {"warnings": []}):
+        plugin._cache.put_record({"k": 1}, value)
+        assert plugin._cached_plan({"k": 1}) is None, value
+    plugin._cache.put_record({"k": 1}, {"config_version": 2, "warnings": ["w"]})
+    plan = plugin._cached_plan({"k": 1})
+    assert plan.changed is False and plan.config_version == 2 and plan.warnings == ["w"]
+    assert plan.runtimes_changed == [] and plan.runtimes_created == []

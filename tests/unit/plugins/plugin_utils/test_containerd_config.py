@@ -391,7 +391,9 @@ def test_controller_argument_spec_matches_the_module(monkeypatch):
     # Same options; paths are 'str' on the controller because they are expanded on the node.
     controller = {name: dict(opt, type="path") if name in ("path", "base_runtime_spec") else opt
                   for name, opt in cc.ARGUMENT_SPEC.items()}
-    # plus the write step's two options, which only the action plugin passes (its spec rejects them)
-    assert node_spec == dict(controller, replace_with={"type": "path"}, expected_sha256={"type": "str"})
-    assert "replace_with" not in cc.ARGUMENT_SPEC and "expected_sha256" not in cc.ARGUMENT_SPEC
+    # plus the write step's two options and the read step's known digests, which only the action plugin
+    # passes (its spec rejects them)
+    assert node_spec == dict(controller, replace_with={"type": "path"}, expected_sha256={"type": "str"},
+                             known_sha256={"type": "list", "elements": "str", "no_log": False})
+    assert not {"replace_with", "expected_sha256", "known_sha256"} & set(cc.ARGUMENT_SPEC)
     assert captured["required_if"] == cc.REQUIRED_IF
