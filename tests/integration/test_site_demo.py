@@ -208,3 +208,34 @@ def test_ansible_inventory_reads_the_directory_or_the_file_without_a_warning(tmp
     assert host["rdma_demo_node_root"] == {"__ansible_unsafe": str(inventory / ".nodes/a100-node-02")}
     assert host["ib_inventory_required_netdevs"] == ["bond0"]  # group_vars beside the file apply
     assert (inventory / ".nodes/a100-node-02/saved/dkms-status.txt").read_text().count("6.1.0-28-amd64") >= 1
+
+
+def test_the_one_task_of_site_finds_what_the_three_role_playbooks_find(demo, site_run):
+    """site.yml checks three roles in one task with one node call; each role's own playbook, run apart
+    (its own options, its own fact module), must come to the same findings and status on every host."""
+    site_facts = {host: site_run[0].facts(host) for host in EXPECTED_FINDINGS}
+    for role in ("ib_inventory", "driver_verify", "node_health"):
+        alone = run_playbook("playbooks/%s.yml" % role, *demo["args"], "-e", "%s_fail_on_findings=false" % role,
+                             env={"ANSIBLE_CACHE_PLUGIN": "memory"})
+        assert (alone.rc, alone.failed_hosts) == (0, []), alone.stderr
+        per_host = [task["name"] for task in alone.tasks if len(task["hosts"]) > 1]
+        assert len(per_host) == (3 if role == "driver_verify" else 2), per_host  # no separate validation task
+        for host, published in alone.custom_stats["rdma_" + role].items():
+            key = [(f["check"], f["severity"], f["subject"], f["message"]) for f in published["findings"]]
+            # The counter deltas differ by the seconds between the two runs' samples: compare their kind only.
+            in_site = [(f["check"], f["severity"], f["subject"], f["message"]) for f in site_facts[host][role + "_findings"]]
+            assert [k[:3] for k in key] == [k[:3] for k in in_site], (role, host)
+            if role != "node_health":
+                assert key == in_site, (role, host)
+            assert published["status"]["checks"] == site_facts[host][role + "_status"]["checks"], (role, host)
+
+
+def test_check_mode_with_a_limit_checks_the_limited_hosts_and_writes_no_metrics(demo, tmp_path):
+    run = run_playbook("rdma.node.site", *demo["args"], "--check", "--limit", "ib-a100", "-e", "fleet_report_dir=%s" % tmp_path,
+                       "-e", "node_health_metrics_dir=%s/metrics" % tmp_path, env={"ANSIBLE_CACHE_PLUGIN": "memory"})
+    assert run.rc == 2 and run.failed_hosts == ["a100-node-01", "a100-node-02"]
+    evaluated = run.task_results("run the checks of ib_inventory, driver_verify and node_health")
+    assert sorted(evaluated) == ["a100-node-01", "a100-node-02"]
+    assert not any(result["metrics_written"] for result in evaluated.values())
+    report = json.loads((tmp_path / "fleet-report.json").read_text())
+    assert findings_of(report) == {host: sorted(EXPECTED_FINDINGS[host]) for host in ("a100-node-01", "a100-node-02")}
