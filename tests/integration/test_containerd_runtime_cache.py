@@ -101,14 +101,6 @@ def without_noise(result: dict) -> dict:
 
 
 @pytest.fixture
-def spec_file(tmp_path):
-    spec = tmp_path / "rdma-spec.json"
-    proc = subprocess.run(["ctr", "oci", "spec"], capture_output=True, text=True, timeout=60, check=True)
-    spec.write_text(proc.stdout)
-    return spec
-
-
-@pytest.fixture
 def config(tmp_path):
     path = tmp_path / "etc" / "config.toml"
     path.parent.mkdir()

@@ -93,15 +93,6 @@ def task(path: Path, **options) -> dict:
     return {"rdma.node.containerd_runtime": dict({"path": str(path), "base_runtime_spec": SPEC_PATH}, **options)}
 
 
-@pytest.fixture
-def spec_file(tmp_path):
-    """A loadable base runtime spec (containerd's own default, from the real ctr)."""
-    spec = tmp_path / "rdma-spec.json"
-    proc = subprocess.run(["ctr", "oci", "spec"], capture_output=True, text=True, timeout=60, check=True)
-    spec.write_text(proc.stdout)
-    return spec
-
-
 def test_containerd_is_1_6():
     assert containerd_label().startswith("containerd 1.6.")
 
