@@ -153,3 +153,18 @@ def test_a_node_without_the_textfile_directory_is_checked_and_says_so(demo):
     assert (evaluated["metrics_written"], evaluated["metrics_note"]) == (False, note)
     assert note in evaluated["warnings"]
     assert not missing.exists()
+
+
+def test_a_connection_without_standard_input_gets_the_metrics_through_a_file(demo, tmp_path):
+    # rdma_test_no_stdin (tests/connection_plugins) is the local connection without pipelining.
+    metrics = tmp_path / "textfile"
+    metrics.mkdir()
+    run = run_playbook("playbooks/node_health.yml", *demo["args"], "--limit", "a100-node-01", "-e", "ansible_connection=rdma_test_no_stdin",
+                       "-e", "node_health_metrics_dir=%s" % metrics,
+                       env={"ANSIBLE_CACHE_PLUGIN": "memory", "ANSIBLE_CONNECTION_PLUGINS": str(COLLECTION_ROOT / "tests/connection_plugins")})
+    assert run.rc == 0, run.stderr
+    assert run.task_results(EVALUATE)["a100-node-01"]["metrics_written"] is True
+    assert sorted(p.name for p in metrics.iterdir()) == ["rdma_node.prom"]
+    written = metrics / "rdma_node.prom"
+    assert written.stat().st_mode & 0o777 == 0o644
+    assert 'rdma_node_findings{check="counter_rising",role="node_health",severity="critical"} 1' in written.read_text().splitlines()
