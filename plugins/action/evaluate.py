@@ -50,9 +50,11 @@ ARGUMENT_SPEC = {
     "gather": {"type": "raw"},
     "custom_checks": {"type": "list", "elements": "dict"},
     "metrics_file": {"type": "str"},
+    "fail_on_findings": {"type": "bool"},
+    "republish": {"type": "dict"},
 }
-MUTUALLY_EXCLUSIVE = [("role", "roles")]
-REQUIRED_ONE_OF = [("role", "roles")]
+MUTUALLY_EXCLUSIVE = [("role", "roles", "republish")]
+REQUIRED_ONE_OF = [("role", "roles", "republish")]
 
 
 class ActionModule(ActionBase):
@@ -66,6 +68,8 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE,
                                            required_one_of=REQUIRED_ONE_OF)[1]
+        if args["republish"] is not None:
+            return dict(result, **self._republish(args["republish"]))
         roles = args["roles"] or [args["role"]]
         if len(roles) > 1 and args["params"] is not None:
             raise AnsibleActionFail("rdma.node.evaluate: params is for one role; with roles, each role's options are read from its variables")
@@ -82,6 +86,7 @@ class ActionModule(ActionBase):
         subject = args["subject"] or task_vars.get("inventory_hostname") or "localhost"
 
         kept, published, summaries, metrics_file = dict(gathered), {}, [], args["metrics_file"]
+        failing = []
         for role in roles:
             params, custom_checks = args["params"] or {}, args["custom_checks"]
             if role in options:
@@ -96,7 +101,13 @@ class ActionModule(ActionBase):
             kept.update({role + "_findings": evaluated["findings"], role + "_status": evaluated["status"]})
             published["rdma_" + role] = {subject: {"status": evaluated["status"], "findings": evaluated["findings"]}}
             summaries.append(evaluated["status"]["summary"])
+            if not evaluated["status"]["ok"] and self._fails_on_findings(role, args["fail_on_findings"], options):
+                failing.append(role)
         result.update({"changed": False, "msg": "; ".join(summaries), "ansible_facts": kept})
+        if failing:
+            # Ansible keeps no facts and publishes no statistics of a failed task: the role's rescue
+            # task gives them back (republish) from ansible_failed_result, then fails the host.
+            result.update({"failed": True, "failed_roles": failing})
         if metrics_file:
             result["metrics_file"] = metrics_file
             result["metrics_written"], note = self._write_metrics(metrics_file, render_metrics(dict(facts, **kept)), task_vars)
@@ -106,6 +117,24 @@ class ActionModule(ActionBase):
         if args["publish"]:
             result["ansible_stats"] = {"data": published, "per_host": False, "aggregate": True}
         return result
+
+    @staticmethod
+    def _fails_on_findings(role, asked, options):
+        """The fail switch: as asked, else the role's own ``<role>_fail_on_findings`` option."""
+        if asked is not None:
+            return asked
+        return bool(options.get(role, {}).get(role + "_fail_on_findings", False))
+
+    @staticmethod
+    def _republish(failed):
+        """What a failed evaluate task kept and published, from its result (``ansible_failed_result``)."""
+        republished = {"changed": False, "msg": str(failed.get("msg") or "")}
+        if isinstance(failed.get("ansible_facts"), dict):
+            republished["ansible_facts"] = failed["ansible_facts"]
+        stats = failed.get("ansible_stats")
+        if isinstance(stats, dict) and stats.get("data"):
+            republished["ansible_stats"] = stats
+        return republished
 
     @staticmethod
     def _gather_calls(gather, roles, options):

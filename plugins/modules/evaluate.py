@@ -37,7 +37,7 @@ options:
   role:
     description:
       - The role whose checks run.
-      - Exactly one of O(role) and O(roles) is required.
+      - Exactly one of O(role), O(roles) and O(republish) is required.
     type: str
   roles:
     description:
@@ -111,6 +111,18 @@ options:
         is a warning and a note in the result (C(metrics_note)), not a failure. Nothing is written in check mode.
       - Default for C(node_health), C(rdma_node.prom) in C(node_health_metrics_dir) (none when that is empty).
     type: str
+  fail_on_findings:
+    description:
+      - Fail the task when a critical finding remains (the summary lines are the message, C(failed_roles)
+        names the roles).
+      - Default for a readiness role, its C(<role>_fail_on_findings) option; V(false) for the others.
+    type: bool
+  republish:
+    description:
+      - The result of a failed evaluate task, C(ansible_failed_result) in a rescue. Its facts are kept
+        and its statistics published, which Ansible dropped with the failure; no check runs.
+      - Exclusive with O(role) and O(roles); one of the three is required.
+    type: dict
 extends_documentation_fragment:
   - rdma.node.attributes
   - rdma.node.attributes.facts
@@ -123,8 +135,10 @@ attributes:
     support: full
 notes:
   - A bad parameter or a failing check gives one sentence that names the check and what was expected.
-  - A failed task keeps no facts and publishes nothing in Ansible, so the action never fails for a
-    finding; the roles' fail switch (C(<role>_fail_on_findings)) is the task after it.
+  - A failed task keeps no facts and publishes nothing in Ansible. When O(fail_on_findings) fails the
+    task, its result still holds the facts and the statistics; the roles run the evaluation in a block
+    whose rescue gives them back (O(republish)) and then fails the host, so only a failed host takes
+    more than one task.
 seealso:
   - module: rdma.node.ib_facts
   - module: rdma.node.driver_facts
@@ -155,6 +169,20 @@ EXAMPLES = r"""
   rdma.node.evaluate:
     roles: [ib_inventory, driver_verify, node_health]
 
+- name: Check the ports, and fail the host for a critical finding after keeping and publishing it
+  block:
+    - name: Check the ports
+      rdma.node.evaluate:
+        role: ib_inventory
+        fail_on_findings: true
+  rescue:
+    - name: Keep and publish the findings of the failed host
+      rdma.node.evaluate:
+        republish: "{{ ansible_failed_result }}"
+    - name: Fail the host
+      ansible.builtin.fail:
+        msg: "{{ ansible_failed_result.msg }}"
+
 - name: Show the summary line
   ansible.builtin.debug:
     msg: "{{ ansible_facts.ib_inventory_status.summary }}"
@@ -169,6 +197,11 @@ metrics_note:
   description: Why O(metrics_file) was not written.
   returned: when O(metrics_file) is given and was not written
   type: str
+failed_roles:
+  description: The roles whose critical findings failed the task.
+  returned: when O(fail_on_findings) failed the task
+  type: list
+  elements: str
 msg:
   description: The summary line of the host, the same as C(<role>_status.summary); with O(roles), each role's, joined by C(; ).
   returned: always

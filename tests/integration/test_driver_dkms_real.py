@@ -366,8 +366,10 @@ def test_bad_variables_are_rejected_before_anything_runs_on_the_node(tmp_path):
     run, stats, facts = run_playbook(tmp_path, hosts)
     assert run.rc == 2
     assert stats["typo-node"]["failures"] == 1
-    ((task, result),) = run.failed_results("typo-node")
+    # The role's rescue fails the host with the same sentence (and has no findings to keep).
+    (task, result), (rescue_task, failed) = run.failed_results("typo-node")
     assert task.endswith("Gather the driver facts, check the driver, keep and publish the findings")
+    assert rescue_task.endswith("Fail the host for its critical findings or for what stopped the check") and failed["msg"] == result["msg"]
     assert result["msg"].startswith("rdma.node.evaluate: the options of the role rdma.node.driver_verify are not valid: ")
     assert "driver_verify_gpudirect" in result["msg"] and "perhaps" in result["msg"] and "\n" not in result["msg"]
     assert "rdma_driver" not in facts["typo-node"]
