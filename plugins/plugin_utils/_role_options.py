@@ -25,6 +25,7 @@ import os
 import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.parsing.dataloader import DataLoader
 
 ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
 
@@ -50,7 +51,8 @@ def load_specs(roles_dir=ROLES_DIR):
             continue
         spec = ((_read_yaml(spec_path).get("argument_specs") or {}).get("main") or {}).get("options") or {}
         defaults_path = os.path.join(roles_dir, role, "defaults", "main.yml")
-        defaults = _read_yaml(defaults_path) if os.path.isfile(defaults_path) else {}
+        # As Ansible loads a role's defaults: trusted as templates (a default may name another option).
+        defaults = DataLoader().load_from_file(defaults_path, trusted_as_template=True) if os.path.isfile(defaults_path) else {}
         _SPECS[role] = (spec, defaults)
     return _SPECS
 

@@ -7,6 +7,8 @@ roles/*/defaults/main.yml) are read; the variables are what an inventory or an A
 from __future__ import annotations
 
 import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
 
 from ansible_collections.rdma.node.plugins.module_utils import _checks
 from ansible_collections.rdma.node.plugins.plugin_utils import _role_inputs
@@ -19,12 +21,14 @@ RUN_TIME_PARAMETERS = {"driver_verify": {"autoinstall"}}
 
 
 def rendered(values):
-    """A templar that renders nothing (the variables below hold no templates)."""
+    """For variables that hold no templates."""
     return values
 
 
 def options(role, **variables):
-    return role_options(role, variables, rendered)
+    """The options as the evaluate task reads them: Ansible's templar renders the roles' defaults that
+    name another option (node_health_sysfs_root follows ib_inventory_sysfs_root)."""
+    return role_options(role, variables, Templar(loader=DataLoader(), variables=variables).template)
 
 
 def test_unset_options_take_the_roles_defaults_and_variables_win():
@@ -120,7 +124,7 @@ def test_empty_optional_paths_are_left_out_and_memlock_adds_container_limits():
 
 
 def calls_of(roles, **variables):
-    return [(role, module, args) for role in roles for module, args in _role_inputs.gather_calls(role, role_options(role, variables, rendered))]
+    return [(role, module, args) for role in roles for module, args in _role_inputs.gather_calls(role, options(role, **variables))]
 
 
 def test_three_roles_gather_with_one_node_facts_call():
@@ -139,11 +143,19 @@ def test_one_module_is_kept_as_it_is():
         ("rdma.node.ib_facts", {"sysfs_root": "/sys", "gather_subset": ["ports"]})]
 
 
+def test_node_health_reads_the_sysfs_tree_of_ib_inventory_unless_told_otherwise():
+    assert options("node_health", ib_inventory_sysfs_root="/srv/node-a/sys")["node_health_sysfs_root"] == "/srv/node-a/sys"
+    assert options("node_health")["node_health_sysfs_root"] == "/sys"
+    merged = dict(_role_inputs.merge_gather_calls(calls_of(["ib_inventory", "node_health"], ib_inventory_sysfs_root="/srv/node-a/sys")))
+    assert merged["rdma.node.ib_facts"]["sysfs_root"] == "/srv/node-a/sys"
+
+
 def test_two_roles_reading_different_trees_is_a_conflict_naming_both():
     with pytest.raises(_role_inputs.GatherConflict) as error:
-        _role_inputs.merge_gather_calls(calls_of(["ib_inventory", "node_health"], ib_inventory_sysfs_root="/srv/node-a/sys"))
+        _role_inputs.merge_gather_calls(calls_of(["ib_inventory", "node_health"], ib_inventory_sysfs_root="/srv/node-a/sys",
+                                                 node_health_sysfs_root="/srv/node-b/sys"))
     assert str(error.value).startswith("the roles ib_inventory and node_health ask rdma.node.ib_facts to read sysfs_root "
-                                       "from '/srv/node-a/sys' and from '/sys'")
+                                       "from '/srv/node-a/sys' and from '/srv/node-b/sys'")
 
 
 def test_the_metrics_file_is_in_the_textfile_directory_or_nowhere():
