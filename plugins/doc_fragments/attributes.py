@@ -16,11 +16,17 @@ attributes:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
 """
 
+    # A fact gatherer (or the evaluation that keeps facts): reads only, so check mode is a normal run.
     FACTS = r"""
 options: {}
 attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
   facts:
     description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
+    support: full
 """
 
     FILES = r"""

@@ -27,13 +27,6 @@ extends_documentation_fragment:
   - rdma.node.facts_options.driver
   - rdma.node.attributes
   - rdma.node.attributes.facts
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
 notes:
   - Installed kernels are the releases in C(lib/modules) (and C(usr/lib/modules)) that have the
     kernel itself, a C(kernel/) module tree or a C(vmlinuz), plus every C(boot/vmlinuz-RELEASE).

@@ -126,13 +126,6 @@ options:
 extends_documentation_fragment:
   - rdma.node.attributes
   - rdma.node.attributes.facts
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
 notes:
   - A bad parameter or a failing check gives one sentence that names the check and what was expected.
   - A failed task keeps no facts and publishes nothing in Ansible. When O(fail_on_findings) fails the

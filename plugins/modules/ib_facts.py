@@ -24,13 +24,6 @@ extends_documentation_fragment:
   - rdma.node.facts_options.ib
   - rdma.node.attributes
   - rdma.node.attributes.facts
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
 notes:
   - Port states are normalised to the kernel's names (V(ACTIVE), V(DOWN), V(INIT), V(ARMED)). Physical
     states use the names C(ibstat) prints (V(LinkUp), V(Polling), V(Disabled)). The numeric code wins

@@ -22,13 +22,6 @@ extends_documentation_fragment:
   - rdma.node.facts_options.driver
   - rdma.node.attributes
   - rdma.node.attributes.facts
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  facts:
-    support: full
 options:
   gather:
     description:
