@@ -114,9 +114,9 @@ def test_next_run_compares_with_the_cached_sample(demo):
 
 
 def test_operators_checks_reach_the_findings_and_the_metrics(demo, tmp_path):
-    """The example inventory's JMESPath checks on the demo's A100 nodes; a bad one is one error naming it."""
-    example = yaml.safe_load((COLLECTION_ROOT / "inventories/example/group_vars/all.yml").read_text())["rdma_common_custom_checks"]
-    example += yaml.safe_load((COLLECTION_ROOT / "inventories/example/group_vars/ib-a100.yml").read_text())["rdma_group_custom_checks"]
+    """Operators' JMESPath checks (tests/fixtures/custom_checks) on the demo's A100 nodes; a bad one is one error naming it."""
+    operator_checks = yaml.safe_load((COLLECTION_ROOT / "tests/fixtures/custom_checks/operator_checks.yml").read_text())
+    example = operator_checks["common"] + operator_checks["ib-a100"]
     extra = tmp_path / "custom.yml"
     extra.write_text(yaml.safe_dump({"node_health_custom_checks": example}))
     env = {"ANSIBLE_CACHE_PLUGIN": "memory"}

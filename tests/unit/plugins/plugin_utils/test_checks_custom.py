@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import sysfs_tree
 import yaml
@@ -13,9 +15,8 @@ from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 from testpaths import COLLECTION_ROOT, FIXTURES
 
-GROUP_VARS = COLLECTION_ROOT / "inventories/example/group_vars"
-EXAMPLES = (yaml.safe_load((GROUP_VARS / "all.yml").read_text())["rdma_common_custom_checks"]
-            + yaml.safe_load((GROUP_VARS / "ib-a100.yml").read_text())["rdma_group_custom_checks"])
+OPERATOR_CHECKS = yaml.safe_load((FIXTURES / "custom_checks/operator_checks.yml").read_text())
+EXAMPLES = OPERATOR_CHECKS["common"] + OPERATOR_CHECKS["ib-a100"]
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +110,14 @@ def test_names_must_be_unique_and_not_a_registered_check():
     entry = {"name": "twice", "severity": "info", "message": "m", "expression": "rdma"}
     with pytest.raises(CheckError, match="custom_checks: two checks are named 'twice'"):
         custom({"rdma": {}}, [entry, entry])
+
+
+def test_the_readmes_example_finds_the_card_off_the_pinned_firmware():
+    block = re.search(r"```yaml\n(node_health_custom_checks:.*?)```", (COLLECTION_ROOT / "README.md").read_text(), re.S).group(1)
+    checks = yaml.safe_load(block)["node_health_custom_checks"]
+    devices = {"mlx5_0": {"name": "mlx5_0", "hca_type": "MT4123", "fw_ver": "20.37.1014"},
+               "mlx5_1": {"name": "mlx5_1", "hca_type": "MT4123", "fw_ver": "20.39.1002"},
+               "mlx5_2": {"name": "mlx5_2", "hca_type": "MT4129", "fw_ver": "28.39.1002"}}
+    result = evaluate_role("node_health", {"rdma": {"devices": devices, "ports": []}}, {}, "node",
+                           only=["custom_cx6_firmware_pinned"], custom_checks=checks)
+    assert [(f["subject"], f["severity"]) for f in result["findings"]] == [("mlx5_0", "warning")]
