@@ -28,3 +28,14 @@ def _collections_root() -> Path:
 
 
 COLLECTIONS_ROOT = _collections_root()
+
+CONTAINERD_CONFIGS = FIXTURES / "containerd" / "config_toml"
+
+
+def containerd_config_copy(tmp_path: Path, name: str, mode: int = 0o640) -> Path:
+    """A fixture config.toml copied to ``tmp_path/etc/<name>`` with ``mode``, for a test to edit."""
+    target = tmp_path / "etc" / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes((CONTAINERD_CONFIGS / name).read_bytes())
+    target.chmod(mode)
+    return target

@@ -145,10 +145,16 @@ class ActionModule(ActionBase):
             if "module" not in gather or unknown:
                 raise AnsibleActionFail("rdma.node.evaluate: gather takes module and args, got %s" % ", ".join(sorted(gather)))
             return [(gather["module"], gather.get("args") or {})]
-        if gather is not None and not boolean(gather, strict=False):
-            return []
+        if gather is not None:
+            try:
+                gather = boolean(gather, strict=True)
+            except TypeError:
+                raise AnsibleActionFail("rdma.node.evaluate: gather is %r; expected true, false or a dict with module and args"
+                                        % (gather,)) from None
+            if not gather:
+                return []
         wanted = [(role, module, module_args) for role in roles if role in options
-                  for module, module_args in _role_inputs.gather_calls(role, options[role], force=gather is not None)]
+                  for module, module_args in _role_inputs.gather_calls(role, options[role], force=gather is True)]
         return _role_inputs.merge_gather_calls(wanted)
 
     def _write_metrics(self, path, text, task_vars):

@@ -22,8 +22,8 @@ import pytest
 
 from ansible_collections.rdma.node.plugins.plugin_utils import _containerd_config as cc
 from harness import LOCALHOST, run_playbook
+from testpaths import CONTAINERD_CONFIGS, containerd_config_copy
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "containerd" / "config_toml"
 KEY_LINE = re.compile(r"^[ \t]*base_runtime_spec[ \t]*=")
 
 
@@ -45,14 +45,6 @@ def run_play(tmp_path: Path, tasks: list, play_vars: dict | None = None) -> list
     return [run.result(name, "localhost") for name in names]
 
 
-def fixture_copy(tmp_path: Path, name: str, mode: int = 0o640) -> Path:
-    target = tmp_path / "etc" / name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes((FIXTURES / name).read_bytes())
-    target.chmod(mode)
-    return target
-
-
 def only_key_lines_differ(before: str, after: str) -> bool:
     old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
@@ -66,7 +58,7 @@ def only_key_lines_differ(before: str, after: str) -> bool:
     "eks-ami_containerd2_v3_default_base_runtime_spec.toml",
 ])
 def test_check_apply_again_diff(tmp_path, name):
-    config = fixture_copy(tmp_path, name)
+    config = containerd_config_copy(tmp_path, name)
     original = config.read_bytes()
     spec = "/etc/containerd/rdma-spec.json"
     task = {"rdma.node.containerd_runtime": {"path": str(config), "base_runtime_spec": spec, "validate": False}}
@@ -102,7 +94,7 @@ def test_check_apply_again_diff(tmp_path, name):
 
 
 def test_state_absent_and_the_result_keys(tmp_path):
-    config = fixture_copy(tmp_path, "eks-ami_v2_nvidia_default-runtime_base_runtime_spec.toml")
+    config = containerd_config_copy(tmp_path, "eks-ami_v2_nvidia_default-runtime_base_runtime_spec.toml")
     original = config.read_text()
     removed, again = run_play(tmp_path, [
         {"rdma.node.containerd_runtime": {"path": str(config), "state": "absent", "validate": False}},
@@ -118,7 +110,7 @@ def test_state_absent_and_the_result_keys(tmp_path):
 
 
 def test_create_missing_nvidia_and_symlinked_path(tmp_path):
-    config = fixture_copy(tmp_path, "containerd-1.6_config_default_v2.toml")
+    config = containerd_config_copy(tmp_path, "containerd-1.6_config_default_v2.toml")
     link = tmp_path / "config.toml"
     link.symlink_to(config)
     (created,) = run_play(tmp_path, [
@@ -136,12 +128,12 @@ def test_bad_input_fails_with_one_sentence_and_changes_nothing(tmp_path):
     etc = tmp_path / "etc"
     etc.mkdir()
     files = {
-        "syntax.toml": (FIXTURES / "kind-fork_v2_runc_base_runtime_spec.toml").read_bytes().replace(
+        "syntax.toml": (CONTAINERD_CONFIGS / "kind-fork_v2_runc_base_runtime_spec.toml").read_bytes().replace(
             b'[plugins."io.containerd.grpc.v1.cri"]\n', b'[plugins."io.containerd.grpc.v1.cri"\n'),
-        "v4.toml": (FIXTURES / "eks-ami_containerd2_v3_default_base_runtime_spec.toml").read_bytes().replace(
+        "v4.toml": (CONTAINERD_CONFIGS / "eks-ami_containerd2_v3_default_base_runtime_spec.toml").read_bytes().replace(
             b"version = 3", b"version = 4"),
-        "nvidia-missing.toml": (FIXTURES / "kind-fork_v2_runc_base_runtime_spec.toml").read_bytes(),
-        "relative.toml": (FIXTURES / "kind-fork_v2_runc_base_runtime_spec.toml").read_bytes(),
+        "nvidia-missing.toml": (CONTAINERD_CONFIGS / "kind-fork_v2_runc_base_runtime_spec.toml").read_bytes(),
+        "relative.toml": (CONTAINERD_CONFIGS / "kind-fork_v2_runc_base_runtime_spec.toml").read_bytes(),
         "latin1.toml": b"version = 2\n# caf\xe9\n",
     }
     for name, data in files.items():

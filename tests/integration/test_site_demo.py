@@ -247,3 +247,12 @@ def test_check_mode_with_a_limit_checks_the_limited_hosts_and_writes_no_metrics(
     assert not any(result["metrics_written"] for result in evaluated.values())
     report = json.loads((tmp_path / "fleet-report.json").read_text())
     assert findings_of(report) == {host: sorted(EXPECTED_FINDINGS[host]) for host in ("a100-node-01", "a100-node-02")}
+
+
+def test_a_gather_switch_that_is_neither_true_nor_false_is_one_sentence(demo):
+    plays = [{"name": "Check the ports", "hosts": "v100-node-01", "gather_facts": False,
+              "tasks": [{"name": "Evaluate", "rdma.node.evaluate": {"role": "ib_inventory", "gather": "perhaps"}}]}]
+    run = run_playbook(plays, *demo["args"], env={"ANSIBLE_CACHE_PLUGIN": "memory"})
+    assert run.rc == 2
+    message = run.task_results("Evaluate")["v100-node-01"]["msg"]
+    assert message == "rdma.node.evaluate: gather is 'perhaps'; expected true, false or a dict with module and args"

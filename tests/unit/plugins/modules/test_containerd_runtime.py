@@ -6,25 +6,15 @@ in process. The action plugin through ansible-playbook: tests/integration/test_c
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ansible_collections.rdma.node.plugins.modules import containerd_runtime as module
+from testpaths import containerd_config_copy
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "containerd" / "config_toml"
-
-
-def fixture_copy(tmp_path: Path, name: str, mode: int = 0o640) -> Path:
-    target = tmp_path / "etc" / name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes((FIXTURES / name).read_bytes())
-    target.chmod(mode)
-    return target
 
 
 def test_node_module_reads_the_file_and_checks_the_spec(run_module, tmp_path):
-    config = fixture_copy(tmp_path, "kind-fork_v2_runc_base_runtime_spec.toml")
+    config = containerd_config_copy(tmp_path, "kind-fork_v2_runc_base_runtime_spec.toml")
     good, bad, array = tmp_path / "good.json", tmp_path / "bad.json", tmp_path / "array.json"
     good.write_text('{"ociVersion": "1.0.2-dev", "process": {"rlimits": []}}')
     bad.write_text('{"ociVersion": ')
@@ -46,7 +36,7 @@ def test_node_module_reads_the_file_and_checks_the_spec(run_module, tmp_path):
 
 
 def test_node_module_skips_containerd_and_spec_without_validation(run_module, tmp_path):
-    config = fixture_copy(tmp_path, "kind-fork_v2_runc_base_runtime_spec.toml")
+    config = containerd_config_copy(tmp_path, "kind-fork_v2_runc_base_runtime_spec.toml")
     result = run_module(module, {"path": str(config), "base_runtime_spec": "/nonexistent.json", "validate": False})
     assert result["node"]["spec_status"] is None
     assert "containerd" not in result["node"] and "default_config" not in result["node"]
@@ -61,7 +51,7 @@ def test_node_module_reports_a_missing_file(run_module, tmp_path):
 def test_node_module_sends_only_the_digest_of_a_content_the_controller_knows(run_module, tmp_path):
     import hashlib
 
-    config = fixture_copy(tmp_path, "kind-fork_v2_runc_base_runtime_spec.toml")
+    config = containerd_config_copy(tmp_path, "kind-fork_v2_runc_base_runtime_spec.toml")
     digest = hashlib.sha256(config.read_bytes()).hexdigest()
     other = hashlib.sha256(b"another content").hexdigest()
     args = {"path": str(config), "base_runtime_spec": "/etc/containerd/rdma-spec.json", "validate": False}
