@@ -12,7 +12,6 @@ from ansible_collections.rdma.node.plugins.modules import containerd_runtime as 
 from testpaths import containerd_config_copy
 
 
-
 def test_node_module_reads_the_file_and_checks_the_spec(run_module, tmp_path):
     config = containerd_config_copy(tmp_path, "kind-fork_v2_runc_base_runtime_spec.toml")
     good, bad, array = tmp_path / "good.json", tmp_path / "bad.json", tmp_path / "array.json"
