@@ -14,6 +14,11 @@ and forks setting, it times side by side, alternating in rounds so that they sha
   cache, to show what the persistent cache costs;
 * ``ping_assert`` (only with ``--only``): ping and then one ``assert`` on every host, the floor of a
   role that gathers and checks in one task and then fails a host in a second one (ib_inventory).
+* ``ping_fail`` (only with ``--only``): ping and then ``fail`` on every host. Every hardware profile of
+  the demo plants a critical fault, so ``site`` fails every host of this fleet: this is what reaching
+  the hosts and failing each of them costs Ansible itself.
+* ``site_nofail`` (only with ``--only``): ``site`` with ``-e rdma_fail_on_findings=false``, the report
+  without failing a host: what failing the hosts costs the site run.
 
 ansible-playbook runs as an operator runs it: default stdout callback (its output goes to a file),
 no retry files. For each job it records the wall time and the CPU time (user + system of
@@ -52,11 +57,12 @@ BIN = Path(sys.executable).parent
 JOBS = ("ping", "ib_inventory", "site", "report")
 # Measured only when asked for (--only): site.yml with ansible's default in-memory fact cache, which
 # shows what the persistent (jsonfile) cache costs the site run.
-OPTIONAL_JOBS = ("site_nocache", "ping_assert")
+OPTIONAL_JOBS = ("site_nocache", "ping_assert", "ping_fail", "site_nofail")
 # ansible-playbook exits 2 when hosts failed: the demo profiles plant faults, so the checking jobs must.
-ACCEPTED_RC = {"ping": (0,), "ping_assert": (0,), "ib_inventory": (0, 2), "site": (0, 2), "site_nocache": (0, 2), "report": (0,)}
+ACCEPTED_RC = {"ping": (0,), "ping_assert": (0,), "ping_fail": (2,), "ib_inventory": (0, 2), "site": (0, 2), "site_nocache": (0, 2),
+               "site_nofail": (0,), "report": (0,)}
 # Where each job that writes the fleet report writes it.
-REPORT_DIRS = {"site": "site-report", "site_nocache": "site-nocache-report", "report": "cached-report"}
+REPORT_DIRS = {"site": "site-report", "site_nocache": "site-nocache-report", "site_nofail": "site-nofail-report", "report": "cached-report"}
 
 PING_PLAYBOOK = """\
 ---
@@ -72,6 +78,12 @@ PING_ASSERT_PLAYBOOK = PING_PLAYBOOK + """
     - name: Assert, as a role's fail switch does
       ansible.builtin.assert:
         that: inventory_hostname | length > 0
+"""
+
+PING_FAIL_PLAYBOOK = PING_PLAYBOOK + """
+    - name: Fail the host, as site.yml fails a host with a critical finding
+      ansible.builtin.fail:
+        msg: "1 critical finding(s) on {{ inventory_hostname }}"
 """
 
 
@@ -108,6 +120,7 @@ def build_fleet(base, host_counts):
         inventories[count] = directory
     (base / "ping.yml").write_text(PING_PLAYBOOK)
     (base / "ping_assert.yml").write_text(PING_ASSERT_PLAYBOOK)
+    (base / "ping_fail.yml").write_text(PING_FAIL_PLAYBOOK)
     return inventories
 
 
@@ -134,12 +147,14 @@ def command(job, base, inventory):
     playbook = {
         "ping": [str(base / "ping.yml")],
         "ping_assert": [str(base / "ping_assert.yml")],
+        "ping_fail": [str(base / "ping_fail.yml")],
         "ib_inventory": ["rdma.node.ib_inventory"],
         "site": ["rdma.node.site", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["site"])],
         "site_nocache": ["rdma.node.site", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["site_nocache"])],
+        "site_nofail": ["rdma.node.site", "-e", "rdma_fail_on_findings=false", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["site_nofail"])],
         "report": ["rdma.node.fleet_report", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["report"])],
     }[job]
-    extra = cache if job in ("site", "report") else {}
+    extra = cache if job in ("site", "site_nofail", "report") else {}
     return [str(BIN / "ansible-playbook"), "-i", str(inventory / "hosts.yml"), *playbook], extra
 
 
