@@ -179,7 +179,9 @@ def run_job(job, base, inventory, forks, log):
         expected = int(inventory.name.split("-")[1])
         if hosts != expected:
             raise SystemExit("%s on %s wrote no report of %d hosts (%s); see %s" % (job, inventory.name, expected, report, log))
-    return elapsed, usage.ru_utime + usage.ru_stime
+    # ru_maxrss of the children is the largest of them: ansible-playbook's main process, which forks a
+    # worker per host and task and so pays for its own size at every fork.
+    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def measure(options, base, inventories):
@@ -194,10 +196,10 @@ def measure(options, base, inventories):
                 for job in options.only:
                     log = base / "logs" / ("%s-%d-%s-%d.log" % (job, count, forks, round_number))
                     log.parent.mkdir(exist_ok=True)
-                    wall, cpu = run_job(job, base, inventory, forks, log)
+                    wall, cpu, rss = run_job(job, base, inventory, forks, log)
                     setting[job].append((wall, cpu))
-                    print("%5d hosts  forks %-7s  round %d  %-12s %8.1f s wall %8.1f s CPU  (load %.1f)"
-                          % (count, forks, round_number + 1, job, wall, cpu, os.getloadavg()[0]), file=sys.stderr, flush=True)
+                    print("%5d hosts  forks %-7s  round %d  %-12s %8.1f s wall %8.1f s CPU  %6.0f MB max RSS  (load %.1f)"
+                          % (count, forks, round_number + 1, job, wall, cpu, rss, os.getloadavg()[0]), file=sys.stderr, flush=True)
     return times
 
 

@@ -171,6 +171,9 @@ def test_markdown_report(demo, site_run):
     assert text.count("| mlx5_1 | MT4119 | 16.35.2000 | MT_0000000008 | Gen3 x16 of Gen3 x16 |") == 1
     assert "| `node_health/pcie_degraded` | 1 | 0 | 0 | 1 |" in text
     assert not re.search(r"\|[ \t]*\|", text)  # no blank cell anywhere
+    # A finding reads as its message, which names its port, and the check that made it, once.
+    assert "- **critical** mlx5_1/1 is DOWN (Polling); expected ACTIVE `ib_inventory/port_down`" in text
+    assert "mlx5_1/1: mlx5_1/1" not in text
 
 
 def test_html_report_renders_the_host_table(demo, site_run, tmp_path):
