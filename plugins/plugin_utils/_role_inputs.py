@@ -74,11 +74,8 @@ def _ib_inventory_gather(options):
 
 
 def _dkms_names(options):
-    names = []
-    for name in options["driver_verify_dkms_modules"] + options["driver_verify_dkms_extra_modules"]:
-        if name not in names:
-            names.append(name)
-    return names
+    """The DKMS modules to check, the role's and the operator's extra ones, each once, in order."""
+    return list(dict.fromkeys(options["driver_verify_dkms_modules"] + options["driver_verify_dkms_extra_modules"]))
 
 
 @_register(_PARAMETERS, "driver_verify")

@@ -57,10 +57,6 @@ def load_specs(roles_dir=ROLES_DIR):
     return _SPECS
 
 
-def has_options(role):
-    return role in load_specs()
-
-
 def role_options(role, variables, template):
     """The options of ``role`` (names with the role's prefix), validated and typed.
 
