@@ -355,7 +355,7 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("%s rejects the new %s: %s; nothing was changed." % (label, path, detail))
         for message in _containerd_messages(stderr, "warning"):
             display.warning("%s about %s: %s" % (label, path, message))
-        check_dump(to_text(res.get("stdout", "")), expected, path, label)
+        check_dump(to_text(res.get("stdout", "")), expected, path, label, dumped=remote)
 
     def _write(self, path, new_text, backup, expected_sha256, task_vars):
         """Step 3: the module's write step; None when the file changed since it was read (retry)."""

@@ -425,19 +425,23 @@ def validation_text(text: str, config_dir: str) -> str:
     return apply_splices(text, [Splice(entry.value_start, entry.value_end, tomlkit.item(fixed).as_string())])
 
 
-def check_dump(dump: str, expected: t.Mapping[str, t.Optional[str]], source: str, containerd: str) -> int:
+def check_dump(dump: str, expected: t.Mapping[str, t.Optional[str]], source: str, containerd: str,
+               dumped: t.Optional[str] = None) -> int:
     """Check containerd's ``config dump`` of the result: each runtime must carry the expected base spec.
 
     ``expected`` maps runtime names to the spec path (``None`` for state=absent: no base spec). The dump
     is containerd's merged view, imports included, in the schema the node's containerd speaks.
+    ``dumped`` is the file containerd was given when that is a copy of ``source``.
     Returns that schema version.
     """
     data = parse_config(dump, "%s config dump" % containerd)
     version = config_version(data, "%s config dump" % containerd)
-    imports = [item for item in data.get("imports") or [] if isinstance(item, str)]
+    # containerd lists the file it was given among its imports, in no fixed order (it walks a Go map).
+    given = {source, dumped or source}
+    imports = sorted(item for item in data.get("imports") or [] if isinstance(item, str) and item not in given)
     hint = ""
-    if len(imports) > 1:
-        hint = "; a file it imports (%s) probably replaces that section" % ", ".join(imports[1:])
+    if imports:
+        hint = "; a file it imports (%s) probably replaces that section" % ", ".join(imports)
     for name, want in expected.items():
         runtime = _get_table(data, runtime_table_path(version, name), "%s config dump" % containerd)
         if runtime is None and want is None:

@@ -372,6 +372,19 @@ def test_check_dump_names_an_import_that_replaced_the_runtime():
         cc.check_dump(DUMP % SPEC, {"nvidia": SPEC}, "/etc/containerd/config.toml", "containerd 1.6.20")
 
 
+def test_check_dump_names_the_imports_whatever_order_containerd_lists_them_in():
+    # containerd 1.6 lists the loaded files from a Go map: the file it was given (here a copy) may come anywhere.
+    dump = (DUMP % "").replace(
+        '["/etc/containerd/config.toml", "/etc/containerd/conf.d/10.toml"]',
+        '["/etc/containerd/conf.d/20.toml", "/tmp/ansible-tmp-1/config.toml", "/etc/containerd/conf.d/10.toml"]')
+    with pytest.raises(cc.ContainerdConfigError) as caught:
+        cc.check_dump(dump, {"runc": SPEC}, "/etc/containerd/config.toml", "containerd 1.6.20",
+                      dumped="/tmp/ansible-tmp-1/config.toml")
+    assert str(caught.value).endswith(
+        "(config dump); a file it imports (/etc/containerd/conf.d/10.toml, /etc/containerd/conf.d/20.toml) "
+        "probably replaces that section; nothing was changed.")
+
+
 def test_controller_argument_spec_matches_the_module(monkeypatch):
     from ansible_collections.rdma.node.plugins.modules import containerd_runtime as module
 
