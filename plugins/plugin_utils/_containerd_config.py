@@ -437,8 +437,7 @@ def check_dump(dump: str, expected: t.Mapping[str, t.Optional[str]], source: str
     data = parse_config(dump, "%s config dump" % containerd)
     version = config_version(data, "%s config dump" % containerd)
     # containerd lists the file it was given among its imports, in no fixed order (it walks a Go map).
-    given = {source, dumped or source}
-    imports = sorted(item for item in data.get("imports") or [] if isinstance(item, str) and item not in given)
+    imports = sorted(item for item in data.get("imports") or [] if isinstance(item, str) and item not in (source, dumped))
     hint = ""
     if imports:
         hint = "; a file it imports (%s) probably replaces that section" % ", ".join(imports)
