@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from browser import count_near, rendered_dom, screenshot
 from harness import FactCache, run_playbook
@@ -118,9 +119,68 @@ def test_site_fails_exactly_the_faulty_hosts(site_run):
         assert {"rdma", "rdma_driver", "ib_inventory_status", "driver_verify_status", "node_health_status"} <= set(result["ansible_facts"])
     per_host_tasks = [task["name"] for task in run.tasks if len(task["hosts"]) > 1]
     assert per_host_tasks == ["Gather the node's RDMA, driver and health facts in one call, run the checks of ib_inventory, driver_verify and "
-                              "node_health", "Fail the hosts with a critical finding"]
+                              "node_health", "Fail the host for its critical findings"]
+    message = run.task_results("Fail the host for its critical findings")["v100-node-02"]["msg"]
+    assert message.startswith("2 critical finding(s) on v100-node-02: mlx5_1/1 is DOWN (Polling); expected ACTIVE; ")
     # The job's statistics: the report's summary, sized for AWX, not every host's findings per role.
     assert sorted(run.custom_stats) == ["rdma_fleet", "rdma_fleet_report"]
+
+
+@pytest.fixture(scope="module")
+def one_healthy_host(tmp_path_factory):
+    """The demo with v100-node-01's PCIe fault mended (both HCAs trained at Gen3 x16): a healthy host."""
+    base = tmp_path_factory.mktemp("healthy")
+    inventory = base / "inventory"
+    shutil.copytree(COLLECTION_ROOT / "inventories/demo", inventory, ignore=shutil.ignore_patterns(".nodes*"))
+    description = inventory / "demo.simulated_nodes.yml"
+    nodes = yaml.safe_load(description.read_text())
+    for device in nodes["hardware"]["v100-node-01"]["devices"].values():
+        assert device["pcie"]["current_width"] == 8
+        device["pcie"] = dict(device["pcie"], current_width=16)
+    description.write_text(yaml.safe_dump(nodes, sort_keys=False))
+    cache = base / "fact-cache"
+    run = run_playbook("rdma.node.site", "-i", str(inventory), "-e", "fleet_report_dir=%s/report" % base, fact_cache=cache)
+    return {"base": base, "inventory": inventory, "cache": cache, "run": run}
+
+
+def test_only_the_failing_hosts_run_a_task_to_fail(one_healthy_host):
+    run = one_healthy_host["run"]
+    assert run.rc == 2, run.stderr[-3000:]
+    assert run.failed_hosts == CRITICAL_HOSTS
+    assert run.stats["v100-node-01"]["ok"] > 0
+    assert sorted(run.task_results("Fail the host for its critical findings")) == CRITICAL_HOSTS
+    report = json.loads((one_healthy_host["base"] / "report/fleet-report.json").read_text())
+    assert findings_of(report)["v100-node-01"] == [GPUDIRECT_READY]
+    # Report only: the last play has no host, the job succeeds.
+    reporting = run_playbook("rdma.node.site", "-i", str(one_healthy_host["inventory"]), "-e", "rdma_fail_on_findings=false",
+                             "-e", "fleet_report_dir=%s/report-only" % one_healthy_host["base"], env={"ANSIBLE_CACHE_PLUGIN": "memory"})
+    assert (reporting.rc, reporting.failed_hosts) == (0, []), reporting.stderr[-3000:]
+    assert [task["name"] for task in reporting.tasks if len(task["hosts"]) > 1] == [
+        "Gather the node's RDMA, driver and health facts in one call, run the checks of ib_inventory, driver_verify and node_health"]
+
+
+CRITICAL_HOSTS = ["a100-node-01", "a100-node-02", "v100-node-02"]
+# The role on every host of a play fails each critical host in its own last task, which every host runs.
+ROLE_ON_EVERY_HOST = [{"name": "Report", "hosts": "all", "gather_facts": False, "roles": ["rdma.node.fleet_report"]}]
+
+
+@pytest.mark.parametrize("playbook, switch, failed, fail_task", [
+    ("playbooks/fleet_report.yml", None, [], None),
+    # The report job writes the report once; only the failing hosts run a task of their own.
+    ("playbooks/fleet_report.yml", "true", CRITICAL_HOSTS, ("Fail the host for its critical findings", CRITICAL_HOSTS)),
+    (ROLE_ON_EVERY_HOST, "true", CRITICAL_HOSTS, ("Fail the hosts with a critical finding", sorted(CRITICAL_HOSTS + ["v100-node-01"]))),
+], ids=["report-job", "report-job-failing", "role-on-every-host-failing"])
+def test_the_report_fails_each_host_with_a_critical_finding_when_asked(one_healthy_host, tmp_path, playbook, switch, failed, fail_task):
+    """The report's switch (an AWX survey answer) fails every critical host, not only the first host of the play."""
+    extra = ["-e", "fleet_report_fail_on_critical=%s" % switch] if switch else []
+    run = run_playbook(playbook, "-i", str(one_healthy_host["inventory"]), "-e", "fleet_report_dir=%s" % tmp_path, *extra,
+                       fact_cache=one_healthy_host["cache"])
+    assert (run.rc, run.failed_hosts) == (2 if failed else 0, failed), run.stderr[-3000:]
+    per_host_tasks = [(task["name"].split(" : ")[-1], sorted(task["hosts"])) for task in run.tasks if len(task["hosts"]) > 1]
+    assert [task for task in per_host_tasks if task[0].startswith("Fail")] == ([fail_task] if fail_task else [])
+    if playbook == "playbooks/fleet_report.yml":
+        assert per_host_tasks == ([fail_task] if fail_task else [])
+    assert json.loads((tmp_path / "fleet-report.json").read_text())["totals"]["critical"] == 3
 
 
 def test_ib_inventory_fail_switch(demo):
