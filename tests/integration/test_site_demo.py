@@ -183,6 +183,17 @@ def test_the_report_fails_each_host_with_a_critical_finding_when_asked(one_healt
     assert json.loads((tmp_path / "fleet-report.json").read_text())["totals"]["critical"] == 3
 
 
+def test_the_report_job_checks_its_options_against_the_write_entry_point(one_healthy_host, tmp_path):
+    """The role's write entry point (tasks_from: write) has its own argument spec: a bad answer stops the job before any file."""
+    run = run_playbook("playbooks/fleet_report.yml", "-i", str(one_healthy_host["inventory"]), "-e", "fleet_report_dir=%s/report" % tmp_path,
+                       "-e", "fleet_report_fail_on_critical=maybe", fact_cache=one_healthy_host["cache"])
+    assert run.rc == 2
+    [(task, result)] = run.failed_results(run.failed_hosts[0])
+    assert task.endswith("Validating arguments against arg spec 'write' - Write one RDMA report for the whole fleet, once, and name the hosts to fail")
+    assert result["argument_errors"][0].startswith("argument 'fleet_report_fail_on_critical' is of type str and we were unable to convert to bool")
+    assert not (tmp_path / "report").exists()
+
+
 def test_ib_inventory_fail_switch(demo):
     failing = run_playbook("rdma.node.ib_inventory", *demo["args"])
     assert (failing.rc, failing.failed_hosts) == (2, ["v100-node-02"])
