@@ -4,12 +4,14 @@ makes this working tree importable as ``ansible_collections.rdma.node``."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 COLLECTION_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = COLLECTION_ROOT / "tests" / "fixtures"
 TOOLS = COLLECTION_ROOT / "tools"
+DEMO_INVENTORY = COLLECTION_ROOT / "inventories" / "demo"
 
 
 def _collections_root() -> Path:
@@ -38,4 +40,11 @@ def containerd_config_copy(tmp_path: Path, name: str, mode: int = 0o640) -> Path
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes((CONTAINERD_CONFIGS / name).read_bytes())
     target.chmod(mode)
+    return target
+
+
+def demo_inventory_copy(target: Path) -> Path:
+    """The demo inventory directory copied to ``target`` without its built node roots (``.nodes*``):
+    a run against the copy builds its own, after the test has edited the description if it needs to."""
+    shutil.copytree(DEMO_INVENTORY, target, ignore=shutil.ignore_patterns(".nodes*"))
     return target

@@ -9,7 +9,6 @@ interval), which the rates show.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import time
 
@@ -19,7 +18,7 @@ import sysfs_tree
 import yaml
 
 from playbook import run_playbook
-from testpaths import COLLECTION_ROOT
+from testpaths import COLLECTION_ROOT, demo_inventory_copy
 
 # The node_health task that gathers, checks and writes the metrics (task names match by their end).
 EVALUATE = "check the node's health, write the metrics, keep and publish the findings"
@@ -31,7 +30,7 @@ def demo(tmp_path_factory):
     base = tmp_path_factory.mktemp("health")
     sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), str(base / "nodes"))
     inventory = base / "inventory"  # the demo's hosts and group_vars; the node roots are base/nodes (-e below)
-    shutil.copytree(COLLECTION_ROOT / "inventories/demo", inventory, ignore=shutil.ignore_patterns(".nodes*"))
+    demo_inventory_copy(inventory)
     cache = base / "cache"
     env = {"ANSIBLE_CACHE_PLUGIN": "jsonfile", "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(cache)}
     args = ["-i", str(inventory), "-e", "rdma_demo_node_root=%s/nodes/{{ inventory_hostname }}" % base,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -19,7 +18,7 @@ import yaml
 
 from browser import count_near, rendered_dom, screenshot
 from harness import FactCache, run_playbook
-from testpaths import COLLECTION_ROOT, COLLECTIONS_ROOT
+from testpaths import COLLECTIONS_ROOT, demo_inventory_copy
 
 CRITICAL_RED = (0xC6, 0x28, 0x28)
 OK_GREEN = (0x2E, 0x7D, 0x32)
@@ -44,7 +43,7 @@ def demo(tmp_path_factory):
     """A copy of the demo inventory directory without any built tree: the run builds its node roots."""
     base = tmp_path_factory.mktemp("demo")
     inventory = base / "inventory"
-    shutil.copytree(COLLECTION_ROOT / "inventories/demo", inventory, ignore=shutil.ignore_patterns(".nodes*"))
+    demo_inventory_copy(inventory)
     return {"base": base, "inventory": inventory, "args": ["-i", str(inventory)]}
 
 
@@ -131,7 +130,7 @@ def one_healthy_host(tmp_path_factory):
     """The demo with v100-node-01's PCIe fault mended (both HCAs trained at Gen3 x16): a healthy host."""
     base = tmp_path_factory.mktemp("healthy")
     inventory = base / "inventory"
-    shutil.copytree(COLLECTION_ROOT / "inventories/demo", inventory, ignore=shutil.ignore_patterns(".nodes*"))
+    demo_inventory_copy(inventory)
     description = inventory / "demo.simulated_nodes.yml"
     nodes = yaml.safe_load(description.read_text())
     for device in nodes["hardware"]["v100-node-01"]["devices"].values():
@@ -276,7 +275,7 @@ def test_html_report_filters_in_the_browser(demo, site_run):
 @pytest.mark.parametrize("source", ["inventories/demo", "inventories/demo/demo.simulated_nodes.yml"])
 def test_ansible_inventory_reads_the_directory_or_the_file_without_a_warning(tmp_path, source):
     inventory = tmp_path / "inventory"
-    shutil.copytree(COLLECTION_ROOT / "inventories/demo", inventory, ignore=shutil.ignore_patterns(".nodes*"))
+    demo_inventory_copy(inventory)
     target = inventory / source.split("inventories/demo", 1)[1].lstrip("/")
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_ROOT), ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS="ignore", ANSIBLE_NOCOLOR="1")
     listed = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-inventory"), "-i", str(target), "--list"],

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ import pytest
 import sysfs_tree
 
 from playbook import run_playbook
-from testpaths import COLLECTION_ROOT
+from testpaths import COLLECTION_ROOT, demo_inventory_copy
 
 HOSTS = ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
 WATCHED = [Path("/etc/containerd"), Path("/etc/systemd")]
@@ -57,7 +56,7 @@ def snapshot(paths):
 def remediated(tmp_path_factory):
     base = tmp_path_factory.mktemp("demo-remediation")
     inventory = base / "inventory"
-    shutil.copytree(COLLECTION_ROOT / "inventories/demo", inventory, ignore=shutil.ignore_patterns(".nodes*"))
+    demo_inventory_copy(inventory)
     fake_bin = base / "bin"
     fake_bin.mkdir()
     calls = base / "systemctl-calls.log"

@@ -16,12 +16,11 @@ The machine's /etc/containerd and systemd are never touched, and no service is r
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
 from playbook import run_playbook
-from testpaths import COLLECTION_ROOT
+from testpaths import demo_inventory_copy
 
 BROKEN_TOML = '[plugins]\nversion = 2\n[plugins]\nx = 1\n'
 
@@ -30,7 +29,7 @@ BROKEN_TOML = '[plugins]\nversion = 2\n[plugins]\nx = 1\n'
 def failed_rollout(tmp_path_factory):
     base = tmp_path_factory.mktemp("site-failure")
     inventory = base / "inventory"
-    shutil.copytree(COLLECTION_ROOT / "inventories/demo", inventory, ignore=shutil.ignore_patterns(".nodes*"))
+    demo_inventory_copy(inventory)
     containerd = base / "etc-containerd"
     containerd.mkdir()
     (containerd / "config.toml").write_text(BROKEN_TOML)
