@@ -53,8 +53,9 @@ make_venv() {
 }
 
 link_collection() {
-  # ansible-playbook and pytest import the working tree as rdma.node through this symlink.
-  COLLECTIONS="$CACHE/collections"
+  # ansible-playbook and pytest import the working tree as rdma.node through this symlink, one
+  # collections root per checkout: two checkouts on one machine never run each other's code.
+  COLLECTIONS="$CACHE/collections/$(printf '%s' "$ROOT" | sha256sum | cut -c1-12)"
   mkdir -p "$COLLECTIONS/ansible_collections/rdma"
   ln -sfn "$ROOT" "$COLLECTIONS/ansible_collections/rdma/node"
 }
