@@ -8,7 +8,7 @@ import subprocess
 
 import sysfs_tree
 
-from ansible_collections.rdma.node.plugins.module_utils._bandwidth_plan import build_plan, select_ports
+from ansible_collections.rdma.node.plugins.plugin_utils._bandwidth_plan import build_plan, select_ports
 from ansible_collections.rdma.node.plugins.module_utils._perftest_output import average_for, parse_perftest
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
 from testpaths import COLLECTION_ROOT, FIXTURES

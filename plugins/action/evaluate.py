@@ -24,18 +24,17 @@ from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.rdma.node.plugins.module_utils import _checks
+from ansible_collections.rdma.node.plugins.plugin_utils import _registry
 from ansible_collections.rdma.node.plugins.plugin_utils import _role_inputs
-from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role, load_checks
+from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 from ansible_collections.rdma.node.plugins.plugin_utils._metrics import render as render_metrics
 from ansible_collections.rdma.node.plugins.plugin_utils._role_options import RoleOptionsError, load_specs, role_options
 
-# Import every check file and read every role's argument specification now, while this plugin is
-# loaded: the strategy loads an action's class in ansible-playbook's main process, before it forks a
-# worker per host and task, so the workers inherit them. Loaded in each worker instead, the collection
-# loader compiled the checks again for every host: two thirds of the task's controller time
-# (profiled at 100 hosts).
-load_checks()
+# The checks are imported with _evaluation, and every role's argument specification is read now,
+# while this plugin is loaded: the strategy loads an action's class in ansible-playbook's main process,
+# before it forks a worker per host and task, so the workers inherit them. Loaded in each worker
+# instead, the collection loader compiled the checks again for every host: two thirds of the task's
+# controller time (profiled at 100 hosts).
 load_specs()
 
 ARGUMENT_SPEC = {
@@ -96,7 +95,7 @@ class ActionModule(ActionBase):
                 metrics_file = metrics_file or _role_inputs.metrics_file(role, options[role])
             try:
                 evaluated = evaluate_role(role, facts, params, subject, args["only"], args["skip"], custom_checks or [])
-            except _checks.CheckError as exc:
+            except _registry.CheckError as exc:
                 raise AnsibleActionFail("rdma.node.evaluate: %s" % exc) from None
             kept.update({role + "_findings": evaluated["findings"], role + "_status": evaluated["status"]})
             published["rdma_" + role] = {subject: {"status": evaluated["status"], "findings": evaluated["findings"]}}

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.module_utils._bandwidth_plan import (
+from ansible_collections.rdma.node.plugins.plugin_utils._bandwidth_plan import (
     DEFAULT_TCP_PORT_BASE,
     ROUNDS_COVER,
     build_plan,
@@ -18,8 +18,8 @@ from ansible_collections.rdma.node.plugins.module_utils._bandwidth_plan import (
     pairs_as_lists,
     select_ports,
 )
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
-from ansible_collections.rdma.node.plugins.module_utils._checks_bandwidth import evaluate
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._checks.bandwidth import evaluate
 
 
 def _plain(value):

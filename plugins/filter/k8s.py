@@ -4,7 +4,7 @@
 """Filters for the cluster side: device plugin config, tolerations, mofed.wait, node resources.
 
 The two that give findings (mofed.wait, node resources) run the registered checks of the k8s_rdma
-role (plugin_utils/_checks_cluster.py) on the objects they are given.
+role (plugins/plugin_utils/_checks/cluster.py) on the objects they are given.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
-from ansible_collections.rdma.node.plugins.plugin_utils._checks_cluster import mofed_wait_findings, resource_findings
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._checks.cluster import mofed_wait_findings, resource_findings
 from ansible_collections.rdma.node.plugins.plugin_utils._k8s_rdma import (
     MOFED_WAIT_LABEL,
     K8sRdmaError,

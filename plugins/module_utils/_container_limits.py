@@ -7,7 +7,7 @@ Pure parsers over the texts the node has (``/proc/<pid>/limits``, ``systemctl sh
 namespaces ls``, ``ctr tasks ls``, ``ctr containers info``) and one gatherer, :func:`gather`, that
 runs the few commands through a ``run(argv)`` callable (the module passes ``module.run_command``) and
 returns the facts of ``rdma.node.container_limits``. Nothing here judges: the checks of
-``module_utils/_checks_memlock.py`` compare these facts with what the role wrote.
+``plugins/plugin_utils/_checks/memlock.py`` compare these facts with what the role wrote.
 
 Every value of a limit is kept as ``/proc`` prints it (``"8388608"``, ``"unlimited"``), soft and
 hard, so the facts show what the kernel says and the checks parse them with ``_rlimits``.

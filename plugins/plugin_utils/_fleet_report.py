@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import datetime
 
-from ansible_collections.rdma.node.plugins.module_utils._checks_fleet import ROLE as FLEET_ROLE
-from ansible_collections.rdma.node.plugins.module_utils._findings import tally
+from ansible_collections.rdma.node.plugins.plugin_utils._checks.fleet import ROLE as FLEET_ROLE
+from ansible_collections.rdma.node.plugins.plugin_utils._findings import tally
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 
 # The version of the report's JSON shape; a consumer checks it before reading the rest.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible_collections.rdma.node.plugins.module_utils._findings import plain
+from ansible_collections.rdma.node.plugins.plugin_utils._findings import plain
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import registered_roles
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report import build_report, failing_hosts
 

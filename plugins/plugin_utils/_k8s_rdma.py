@@ -16,7 +16,7 @@ Controller-side logic of the ``rdma.node.k8s_rdma`` role and the ``k8s`` filters
 
 Nothing here talks to a cluster: the role reads and patches with ``kubernetes.core`` modules and
 hands the objects to these functions. The findings are made by the registered checks of
-``_checks_cluster.py`` from what these functions compute. Bad input raises ``K8sRdmaError`` with one
+``_checks/cluster.py`` from what these functions compute. Bad input raises ``K8sRdmaError`` with one
 sentence.
 """
 
@@ -26,7 +26,7 @@ import copy
 import json
 import re
 
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
 
 TOLERATION_OPERATORS = ("Exists", "Equal")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 
-from ansible_collections.rdma.node.plugins.module_utils._findings import SEVERITIES
+from ansible_collections.rdma.node.plugins.plugin_utils._findings import SEVERITIES
 
 PREFIX = "rdma_node_"
 # The port states of the kernel, as the value of rdma_node_port_state (IBTA PortState).

@@ -9,7 +9,7 @@ import yaml
 from sysfs_tree import build_host, unpack
 
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
-from ansible_collections.rdma.node.plugins.plugin_utils._checks_cluster import mofed_wait_findings, resource_findings
+from ansible_collections.rdma.node.plugins.plugin_utils._checks.cluster import mofed_wait_findings, resource_findings
 from ansible_collections.rdma.node.plugins.plugin_utils._k8s_rdma import (
     K8sRdmaError,
     bond_masters,

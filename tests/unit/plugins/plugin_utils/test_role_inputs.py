@@ -10,9 +10,9 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-from ansible_collections.rdma.node.plugins.module_utils import _checks
+from ansible_collections.rdma.node.plugins.plugin_utils import _registry
 from ansible_collections.rdma.node.plugins.plugin_utils import _role_inputs
-from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import load_checks
+from ansible_collections.rdma.node.plugins.plugin_utils import _evaluation  # noqa: F401 (registers every check)
 from ansible_collections.rdma.node.plugins.plugin_utils._role_options import RoleOptionsError, load_specs, role_options
 
 READINESS = ("ib_inventory", "driver_verify", "node_health")
@@ -87,8 +87,7 @@ def test_every_default_of_a_specification_is_the_roles_default(role):
 
 @pytest.mark.parametrize("role", READINESS)
 def test_the_derived_parameters_are_every_parameter_the_roles_checks_read(role):
-    load_checks()
-    declared = {name for check in _checks.checks(role) for name in check.params}
+    declared = {name for check in _registry.checks(role) for name in check.params}
     derived = set(_role_inputs.parameters(role, options(role), {}))
     assert derived == declared - RUN_TIME_PARAMETERS.get(role, set())
 

@@ -30,8 +30,8 @@ of that name as well as in the cluster section.
 
 from __future__ import annotations
 
-from ansible_collections.rdma.node.plugins.module_utils import _checks
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError, check, summary
+from ansible_collections.rdma.node.plugins.plugin_utils import _registry
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, summary
 from ansible_collections.rdma.node.plugins.plugin_utils._k8s_rdma import (
     MOFED_WAIT_LABEL,
     K8sRdmaError,
@@ -529,7 +529,7 @@ def mofed_wait_findings(nodes, tolerations, planned_tolerations=None, policy_nam
         wait = {"waited_seconds": waited_seconds, "previously_stuck": list(previously_stuck or [])}
     cluster = {"nodes": nodes, "tolerations": tolerations or [], "planned_tolerations": planned_tolerations, "mofed_wait": wait}
     params = {"policy_name": policy_name, "mofed_wait_label": label, "check_mode": check_mode}
-    evaluated = _checks.evaluate(ROLE, {"k8s_cluster": cluster}, params, subject="cluster", only=MOFED_CHECKS)
+    evaluated = _registry.evaluate(ROLE, {"k8s_cluster": cluster}, params, subject="cluster", only=MOFED_CHECKS)
     state = mofed_state(cluster, params)
     details = {name: {key: entry[key] for key in ("untolerated", "untolerated_after_patch", "not_ready")} for name, entry in state["nodes"].items()}
     return {"stuck": state["stuck"], "nodes": details, "findings": evaluated["findings"]}
@@ -543,7 +543,7 @@ def resource_findings(nodes, resources, inventory_groups, node_names=None, prefi
     cluster = {"nodes": nodes}
     params = {"resources": resources, "inventory_groups": inventory_groups, "node_names": node_names or {}, "resource_prefix": prefix,
               "expected_resource_count": expected_count, "mofed_wait_label": mofed_label}
-    evaluated = _checks.evaluate(ROLE, {"k8s_cluster": cluster}, params, subject="cluster", only=RESOURCE_CHECKS)
+    evaluated = _registry.evaluate(ROLE, {"k8s_cluster": cluster}, params, subject="cluster", only=RESOURCE_CHECKS)
     state = resource_state(cluster, params) or {"checked": []}
     checked = [{key: entry[key] for key in ("node", "group", "resource", "capacity", "allocatable", "ok")} for entry in state["checked"]]
     return {"findings": evaluated["findings"], "checked": checked}

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The registry of checks: every finding of the collection comes from a function registered here.
 
-A check is a plain function in a ``_checks_<domain>.py`` file beside this one::
+A check is a plain function in a module of ``plugin_utils/_checks`` (one per role)::
 
     @check("driver_verify", "uverbs_missing", reads=("rdma_driver",), params=("require_uverbs",))
     def uverbs_missing(facts, params, found):
@@ -19,20 +19,18 @@ A check is a plain function in a ``_checks_<domain>.py`` file beside this one::
 A role may register one ``@summary`` function: what its status carries besides the counts (the port
 verdicts of ``ib_inventory``, the kernels of ``driver_verify``...).
 
-Files named ``_checks_*.py`` are found by ``load()``; adding a check is adding a function (and its
-test) to one of them, or a new file. Nothing else lists checks. ``evaluate()`` runs a role's checks
+The checks live in ``plugin_utils/_checks/<domain>.py``, one module per role, listed in that
+package's ``__init__``; adding a check is adding a function (and its test) to one of them. ``evaluate()`` runs a role's checks
 in the order they were registered and returns the findings and the status that the roles publish.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import traceback
 
-from ansible_collections.rdma.node.plugins.module_utils._findings import SEVERITIES, FindingError, finding, plain, tally
+from ansible_collections.rdma.node.plugins.plugin_utils._findings import SEVERITIES, FindingError, finding, plain, tally
 
-PREFIX = "_checks_"
 _CHECKS = {}
 _SUMMARIES = {}
 
@@ -118,13 +116,6 @@ def summary(role, reads=(), params=()):
         _SUMMARIES[role] = Check(role, "summary", _names(reads, "reads", role + " summary"), _names(params, "params", role + " summary"), function)
         return function
     return decorate
-
-
-def load(package=__name__.rpartition(".")[0], directory=os.path.dirname(__file__)):
-    """Import every ``_checks_*.py`` of ``package`` (found in ``directory``) so its checks register."""
-    for entry in sorted(os.listdir(directory)):
-        if entry.startswith(PREFIX) and entry.endswith(".py"):
-            importlib.import_module("%s.%s" % (package, entry[:-3]))
 
 
 def roles():

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.rdma.node.plugins.module_utils._bandwidth_plan import build_plan, select_ports
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError, checks
-from ansible_collections.rdma.node.plugins.module_utils._checks_bandwidth import evaluate
+from ansible_collections.rdma.node.plugins.plugin_utils._bandwidth_plan import build_plan, select_ports
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, checks
+from ansible_collections.rdma.node.plugins.plugin_utils._checks.bandwidth import evaluate
 from ansible_collections.rdma.node.plugins.module_utils._perftest_output import failure_causes
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 from bandwidth_demo import demo_hosts, demo_plan, perftest_result

@@ -15,7 +15,7 @@ Parameters (the role's group_vars, without the ``ib_inventory_`` prefix):
 
 from __future__ import annotations
 
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError, check, summary
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, summary
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import port_key
 
 ROLE = "ib_inventory"

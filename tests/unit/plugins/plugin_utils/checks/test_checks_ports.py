@@ -6,7 +6,7 @@ import pytest
 import sysfs_tree
 import yaml
 
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
 from testpaths import COLLECTION_ROOT

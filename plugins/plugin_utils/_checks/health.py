@@ -27,7 +27,7 @@ Parameters, without the ``node_health_`` prefix:
 
 from __future__ import annotations
 
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError, check, summary
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, summary
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RLIM_INFINITY, RlimitError, parse_rlimit_value
 from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import PORT_COUNTER_WIDTH_BITS
 

@@ -13,9 +13,9 @@ verdict. A pair test's findings go to both of its hosts, with the test's id as s
 
 from __future__ import annotations
 
-from ansible_collections.rdma.node.plugins.module_utils import _checks
-from ansible_collections.rdma.node.plugins.module_utils._bandwidth_plan import ROLE, failure_text, verdicts
-from ansible_collections.rdma.node.plugins.module_utils._checks import check, summary
+from ansible_collections.rdma.node.plugins.plugin_utils import _registry
+from ansible_collections.rdma.node.plugins.plugin_utils._bandwidth_plan import ROLE, failure_text, verdicts
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import check, summary
 from ansible_collections.rdma.node.plugins.module_utils._perftest_output import failure_causes
 
 PARAMS = ("host", "plan", "selection", "loopback_results", "pair_runs", "check_mode")
@@ -208,4 +208,4 @@ def evaluate(plan, host, loopback_results=None, pair_runs=None, check_mode=False
     """The findings and status of ``host`` from its checks, as ``rdma.node.evaluate`` gives them (the bandwidth_verdicts filter)."""
     params = {"host": host, "plan": plan, "selection": selection, "loopback_results": loopback_results or [],
               "pair_runs": pair_runs or [], "check_mode": bool(check_mode)}
-    return _checks.evaluate(ROLE, {}, params, subject=host)
+    return _registry.evaluate(ROLE, {}, params, subject=host)

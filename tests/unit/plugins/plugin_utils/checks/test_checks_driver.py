@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.rdma.node.plugins.module_utils import _driver
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 from testpaths import FIXTURES
 

@@ -1,11 +1,11 @@
-"""The node_remediation checks (module_utils/_checks_memlock.py) on limits recorded on this machine and on the
+"""The node_remediation checks (plugins/plugin_utils/_checks/memlock.py) on limits recorded on this machine and on the
 results the role's change modules return."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
 from ansible_collections.rdma.node.plugins.module_utils._container_limits import parse_container_labels, parse_limits
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 from testpaths import FIXTURES

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import collections
 
-from ansible_collections.rdma.node.plugins.module_utils._checks import check
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import check
 
 ROLE = "fleet_consistency"
 FACTS = ("hosts",)

@@ -20,7 +20,7 @@ running containers, the test container). Parameters, without the ``node_remediat
 
 from __future__ import annotations
 
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError, check, summary
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, summary
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RlimitError, parse_rlimit_value
 
 ROLE = "node_remediation"

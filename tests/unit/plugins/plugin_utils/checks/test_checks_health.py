@@ -8,7 +8,7 @@ import sysfs_tree
 import yaml
 
 from ansible_collections.rdma.node.plugins.module_utils import _sysfs_health as health
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import resolve_subsets
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
 from ansible_collections.rdma.node.plugins.modules import ib_facts

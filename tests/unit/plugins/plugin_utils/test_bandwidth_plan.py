@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.rdma.node.plugins.module_utils._bandwidth_plan import (
+from ansible_collections.rdma.node.plugins.plugin_utils._bandwidth_plan import (
     JOB_ENV,
     BandwidthPlanError,
     build_plan,

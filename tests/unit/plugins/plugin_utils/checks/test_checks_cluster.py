@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from ansible_collections.rdma.node.plugins.filter.k8s import rdma_shared_device_plugin_config
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 from ansible_collections.rdma.node.plugins.plugin_utils._k8s_rdma import stale_resource_patches
 from testpaths import FIXTURES

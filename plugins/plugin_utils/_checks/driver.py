@@ -11,7 +11,7 @@ results of the role's ``dkms autoinstall -k KERNEL`` runs, when it remediated).
 
 from __future__ import annotations
 
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError, check, summary
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, summary
 from ansible_collections.rdma.node.plugins.module_utils._dkms import summarize
 from ansible_collections.rdma.node.plugins.module_utils._driver import GPUDIRECT_MODULES
 

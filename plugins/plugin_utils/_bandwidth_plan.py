@@ -13,7 +13,7 @@ Pure functions over the facts of ``rdma.node.ib_facts`` and the results of ``rdm
 * the plan the role executes: one loopback test per port, then steps of pair tests where a host takes
   part in at most one test per step and every test of a step has its own TCP port;
 * the verdict of each test of one host once the tests have run; the registered checks of
-  ``_checks_bandwidth.py`` turn them into findings, and the role's status shows them.
+  ``_checks/bandwidth.py`` turn them into findings, and the role's status shows them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
-from ansible_collections.rdma.node.plugins.module_utils._checks import CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import port_key
 
 ROLE = "bandwidth_check"

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from ansible_collections.rdma.node.plugins.module_utils import _checks
-from ansible_collections.rdma.node.plugins.module_utils._findings import FindingError, finding, tally
-from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import load_checks, registered_roles
+from ansible_collections.rdma.node.plugins.plugin_utils import _registry
+from ansible_collections.rdma.node.plugins.plugin_utils._findings import FindingError, finding, tally
+from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import registered_roles
 
 ROLE = "test_registry_role"
 
@@ -17,18 +17,17 @@ ROLE = "test_registry_role"
 @pytest.fixture()
 def registry(monkeypatch):
     """An empty registry for the test's own checks; the collection's are put back afterwards."""
-    monkeypatch.setattr(_checks, "_CHECKS", {})
-    monkeypatch.setattr(_checks, "_SUMMARIES", {})
-    return _checks
+    monkeypatch.setattr(_registry, "_CHECKS", {})
+    monkeypatch.setattr(_registry, "_SUMMARIES", {})
+    return _registry
 
 
 def test_every_role_of_the_collection_is_discovered():
-    load_checks()
     assert {"ib_inventory", "driver_verify"} <= set(registered_roles())
     for role in registered_roles():
-        for entry in _checks.checks(role):
+        for entry in _registry.checks(role):
             assert entry.description, "%s has no docstring to say what it finds" % entry
-            assert entry.function.__module__.rpartition(".")[2].startswith(_checks.PREFIX)
+            assert entry.function.__module__.rpartition(".")[0].endswith("plugin_utils._checks")
 
 
 def test_checks_get_only_what_they_declare(registry):
@@ -66,7 +65,7 @@ def test_only_and_skip(registry):
         registry.register(ROLE, name, lambda facts, params, found, name=name: found.info(name, "ran %s" % name))
     assert registry.evaluate(ROLE, {}, only=["b"])["status"]["checks"] == ["b"]
     assert registry.evaluate(ROLE, {}, skip=["b"])["status"]["checks"] == ["a", "c"]
-    with pytest.raises(_checks.CheckError, match=r"only: .* names no check of test_registry_role: z \(known: a, b, c\)"):
+    with pytest.raises(_registry.CheckError, match=r"only: .* names no check of test_registry_role: z \(known: a, b, c\)"):
         registry.evaluate(ROLE, {}, only=["z"])
 
 
@@ -75,9 +74,9 @@ def test_a_failing_check_is_named_not_a_traceback(registry):
     def divides(facts, params, found):
         return 1 / 0
 
-    with pytest.raises(_checks.CheckError) as raised:
+    with pytest.raises(_registry.CheckError) as raised:
         registry.evaluate(ROLE, {})
-    assert str(raised.value).startswith("check test_registry_role.divides failed: ZeroDivisionError: division by zero (test_checks.py line")
+    assert str(raised.value).startswith("check test_registry_role.divides failed: ZeroDivisionError: division by zero (test_registry.py line")
 
 
 def test_a_malformed_finding_is_refused(registry):
@@ -86,7 +85,7 @@ def test_a_malformed_finding_is_refused(registry):
         found.add("fatal", "x", "bad severity")
 
     expected = r"test_registry_role.sloppy: finding severity of test_registry_role.sloppy must be one of critical, warning, info, got 'fatal'"
-    with pytest.raises(_checks.CheckError, match=expected):
+    with pytest.raises(_registry.CheckError, match=expected):
         registry.evaluate(ROLE, {})
 
 
@@ -96,14 +95,13 @@ def test_the_same_name_twice_from_two_places_is_an_error(registry):
     def other(facts, params, found):
         return None
 
-    with pytest.raises(_checks.CheckError, match="registered twice"):
+    with pytest.raises(_registry.CheckError, match="registered twice"):
         registry.register(ROLE, "twice", other)
 
 
 def test_unknown_role():
-    load_checks()
-    with pytest.raises(_checks.CheckError, match=r"no checks are registered for the role 'nope' \(known: .*ib_inventory"):
-        _checks.evaluate("nope", {})
+    with pytest.raises(_registry.CheckError, match=r"no checks are registered for the role 'nope' \(known: .*ib_inventory"):
+        _registry.evaluate("nope", {})
 
 
 def test_findings_carry_only_json():

@@ -11,7 +11,7 @@ An entry of ``node_health_custom_checks`` (any role's ``custom_checks`` of ``rdm
       expression: "rdma.ports[?state=='ACTIVE' && link_layer=='InfiniBand' && rate_gbps < `200`]"
       subject: "join('/', [device, to_string(port)])"
 
-becomes a ``_checks.Check`` named ``custom_<name>`` that reads the facts in ``reads`` (default
+becomes a ``_registry.Check`` named ``custom_<name>`` that reads the facts in ``reads`` (default
 ``[rdma]``), so it is skipped like any check when they are missing, and whose findings carry the
 role, the check, the severity and the message like every other. A result that JMESPath counts as
 true is a finding; a list result gives one finding per element, with ``subject`` (JMESPath) applied
@@ -30,8 +30,8 @@ except ImportError:  # the controller lacks it: a clear error when a custom chec
     jmespath = None
     JMESPathError = ValueError
 
-from ansible_collections.rdma.node.plugins.module_utils._checks import Check, CheckError
-from ansible_collections.rdma.node.plugins.module_utils._findings import SEVERITIES
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import Check, CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._findings import SEVERITIES
 
 PREFIX = "custom_"
 KEYS = ("name", "severity", "message", "expression", "subject", "reads")
