@@ -9,7 +9,8 @@ package registers them in ``plugin_utils/_registry.py``.
 
 from __future__ import annotations
 
-from ansible_collections.rdma.node.plugins.plugin_utils import _checks  # noqa: F401 (imported to register every check)
+# Importing the package registers every check.
+from ansible_collections.rdma.node.plugins.plugin_utils import _checks  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.rdma.node.plugins.plugin_utils import _registry
 
 

@@ -12,7 +12,7 @@ from ansible.template import Templar
 
 from ansible_collections.rdma.node.plugins.plugin_utils import _registry
 from ansible_collections.rdma.node.plugins.plugin_utils import _role_inputs
-from ansible_collections.rdma.node.plugins.plugin_utils import _evaluation  # noqa: F401 (registers every check)
+from ansible_collections.rdma.node.plugins.plugin_utils import _evaluation  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.rdma.node.plugins.plugin_utils._role_options import RoleOptionsError, load_specs, role_options
 
 READINESS = ("ib_inventory", "driver_verify", "node_health")
