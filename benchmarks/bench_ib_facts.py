@@ -6,7 +6,8 @@ every port); every port has the 21 IBTA counters and 25 mlx5 hw_counters, every 
 behind a PCIe switch, and 8 GPUs share those switches. Then, side by side in one run, alternating to
 share the machine's noise, for each ``gather_subset`` of ib_facts:
 
-* ``gather``: ``_sysfs.gather(root)`` plus the subset's ``_sysfs_health`` readers, all ib_facts does;
+* ``gather``: what ib_facts does for the subset (``_ib_collect.read_ib_facts``: the ports, then each
+  subset's declared reader);
 * ``floor``: the same system calls and nothing else: every file gather opened (opened, read, closed),
   every directory it listed and every link it read, recorded from a gather run.
 
@@ -17,7 +18,6 @@ Prints the median of each and their ratio, per subset (``ports`` is ib_facts' de
 from __future__ import annotations
 
 import argparse
-import builtins
 import json
 import os
 import statistics
@@ -35,13 +35,15 @@ from testpaths import COLLECTIONS_ROOT  # noqa: E402  (tests/)
 
 sys.path.insert(0, str(COLLECTIONS_ROOT))
 
-from ansible_collections.rdma.node.plugins.module_utils import _sysfs, _sysfs_health  # noqa: E402
+from ansible_collections.rdma.node.plugins.module_utils import _ib_collect  # noqa: E402
 
 HCAS = 16
 VFS = 64
 GIDS_PER_PORT = 256
 GPUS = 8
-SUBSETS = (["ports"], ["counters"], ["pcie"], ["locality"], ["gpudirect"], ["roce"], ["all"])
+# Every subset that reads files (kernel_log runs journalctl, or reads one saved file), and all of them.
+_ib_collect.load_readers()
+SUBSETS = tuple([subset.name] for subset in _ib_collect.wanted_subsets(["all"])) + (["all"],)
 
 COUNTERS = {name: str(index) for index, name in enumerate([
     "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors", "port_rcv_remote_physical_errors",
@@ -105,26 +107,24 @@ def build_large_node(root):
 
 def gather_subset(root, subsets):
     """What ib_facts does for one gather_subset."""
-    facts, warnings = _sysfs.gather(root)
-    wanted = _sysfs_health.resolve_subsets(subsets)
-    if wanted != {"ports"}:
-        _sysfs_health.add_health_facts(facts, root, wanted, None)
-    return facts, warnings
+    return _ib_collect.read_ib_facts({"sysfs_root": root, "proc_root": None, "gather_subset": subsets})
 
 
 class Recorder:
-    """Records the file system calls gather makes, by wrapping them inside the _sysfs module only."""
+    """Records the file system calls a gather makes: the files it opens, the directories it lists and
+    the links it reads (os.open, os.listdir, os.readlink, wrapped while it runs)."""
 
     def __init__(self):
         self.opened, self.listed, self.links = [], [], []
 
     def __enter__(self):
-        real_open, real_listdir, real_readlink = builtins.open, os.listdir, os.readlink
-        self._saved = (real_open, real_listdir, real_readlink)
+        self._saved = (os.open, os.listdir, os.readlink)
+        real_open, real_listdir, real_readlink = self._saved
 
-        def recording_open(path, *args, **kwargs):
-            self.opened.append(path)
-            return real_open(path, *args, **kwargs)
+        def recording_open(path, flags, *args, **kwargs):
+            if not flags & (os.O_WRONLY | os.O_RDWR) and not flags & getattr(os, "O_DIRECTORY", 0):
+                self.opened.append(path)
+            return real_open(path, flags, *args, **kwargs)
 
         def recording_listdir(path):
             self.listed.append(path)
@@ -134,15 +134,11 @@ class Recorder:
             self.links.append(path)
             return real_readlink(path)
 
-        _sysfs.open = recording_open  # module global shadows the builtin for the readers only
-        _sysfs_health.open = recording_open
-        os.listdir, os.readlink = recording_listdir, recording_readlink
+        os.open, os.listdir, os.readlink = recording_open, recording_listdir, recording_readlink
         return self
 
     def __exit__(self, *exc):
-        del _sysfs.open
-        del _sysfs_health.open
-        os.listdir, os.readlink = self._saved[1], self._saved[2]
+        os.open, os.listdir, os.readlink = self._saved
 
 
 def read_floor(calls):
@@ -160,10 +156,13 @@ def read_floor(calls):
             pass
     for path in opened:
         try:
-            with open(path, "rb") as handle:
-                handle.read(4096)
+            fd = os.open(path, os.O_RDONLY)
         except OSError:
-            pass
+            continue
+        try:
+            os.read(fd, 4096)
+        finally:
+            os.close(fd)
 
 
 def timed(function, *args):

@@ -24,8 +24,9 @@ options:
     default: /proc
   gather_subset:
     description:
-      - Which facts to gather. V(ports) (devices, ports, netdevs, summary) is always gathered and
-        costs what ib_facts always cost; every other subset adds files to read.
+      - Which facts to gather, by the names of their readers. V(ports) (devices, ports, netdevs,
+        summary) is always gathered and costs what ib_facts always cost; every other subset adds files
+        to read.
       - V(counters) adds the port counters to every port in C(ansible_facts.rdma.ports).
       - V(pcie) adds C(ansible_facts.rdma.pcie), the PCIe link of each RDMA device.
       - V(locality) adds C(ansible_facts.rdma.gpus) and C(ansible_facts.rdma.locality). It lists
@@ -33,12 +34,15 @@ options:
       - V(gpudirect) adds C(ansible_facts.rdma.gpudirect).
       - V(roce) adds C(ansible_facts.rdma.roce), the netns mode and the GID table of every Ethernet
         port.
+      - V(temperature) adds C(ansible_facts.rdma.temperature), the HCA's temperatures from the mlx5
+        driver's hwmon device (Linux 6.6 and later).
       - V(kernel_log) adds C(ansible_facts.rdma.kernel_log), the carrier losses of the RDMA netdevs
         in the kernel log window, read from O(kernel_log_file) or from C(journalctl) on the node.
       - V(all) gathers every subset but V(kernel_log), the only one that runs a command.
+      - The names are checked on the node, where the readers declare them; a name no reader declares
+        fails the module with one sentence that lists the known ones.
     type: list
     elements: str
-    choices: [all, ports, counters, pcie, gpudirect, locality, roce, kernel_log]
     default: [ports]
   counters_interval:
     description:

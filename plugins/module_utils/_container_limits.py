@@ -23,9 +23,17 @@ import tempfile
 import time
 
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RlimitError, parse_rlimit_value
+from ansible_collections.rdma.node.plugins.module_utils._subsets import CONTAINER_LIMITS, declare
 from ansible_collections.rdma.node.plugins.module_utils._systemd_dropin import parse_systemctl_show
 
 # /proc/<pid>/limits names the limits in words; the facts use the rlimit's short name.
+# The memlock facts as a subset a role gathers (node_health): read-only, containers' namespaces not
+# listed (a readiness run asks what containerd and a new container get, not every running one).
+declare("memlock", CONTAINER_LIMITS, fills=("rdma_memlock",),
+        inputs={"service": "containerd_service", "address": "containerd_address", "expected_memlock": "memlock_wanted",
+                "probe_spec": "memlock_probe_spec", "probe_image": "memlock_probe_image"},
+        fixed={"namespaces": []}, base=True)
+
 LIMIT_NAMES = {"Max locked memory": "memlock", "Max open files": "nofile"}
 # A limits line: the name, at least two spaces, then soft and hard (the unit column may be empty).
 _LIMIT_LINE = re.compile(r"^(?P<name>\S.*?)\s{2,}(?P<soft>\S+)\s+(?P<hard>\S+)")

@@ -11,6 +11,7 @@ import os
 from ansible_collections.rdma.node.plugins.module_utils._dkms import iter_status, parse_dkms_version
 from ansible_collections.rdma.node.plugins.module_utils._driver import gather
 from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes, take_read_warnings
+from ansible_collections.rdma.node.plugins.module_utils._subsets import DRIVER_FACTS, declare
 
 # The options of the driver facts, shared by the modules that gather them.
 DRIVER_OPTIONS = {
@@ -20,6 +21,11 @@ DRIVER_OPTIONS = {
     "ofed_info_file": {"type": "path"},
     "run_tools": {"type": "bool", "default": True},
 }
+
+# The one subset of the driver facts: the driver_verify options named in inputs fill the module's.
+declare("driver", DRIVER_FACTS, fills=("rdma_driver",),
+        inputs={"root": "facts_root", "dkms_modules": "dkms_modules", "dkms_status_file": "dkms_status_file",
+                "ofed_info_file": "ofed_info_file", "run_tools": "run_tools"}, base=True)
 
 _C_LOCALE = {"LANG": "C", "LC_ALL": "C"}
 # Saved tool outputs are kilobytes; a bound keeps a wrong path (a log, a device) from exhausting memory.

@@ -1,19 +1,24 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdma.node contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The node-side parts of the health facts that are not plain sysfs reads: a second counter sample
-taken in the same module call, and the carrier events of the RDMA netdevs in the kernel log.
-
-Pure functions over dicts and text; ``_ib_collect`` does the reading, sleeping and running.
+"""The node-side parts of the health facts that are not plain sysfs reads: the port counters with a
+second sample taken in the same module call, and the carrier events of the RDMA netdevs in the kernel
+log. Their readers (the ``counters`` and ``kernel_log`` subsets) are at the end; the functions above
+them are pure, over dicts and text.
 """
 
 from __future__ import annotations
 
 import datetime
 import os
+import time
 
+from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes
 from ansible_collections.rdma.node.plugins.module_utils._health_text import parse_carrier_events, summarize_carrier
-from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import PORT_COUNTER_WIDTH_BITS
+from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, FactReadError, reader
+from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import PORT_COUNTER_WIDTH_BITS, port_counters
+
+KERNEL_LOG_MAX_BYTES = 64 * 1024 * 1024
 
 # At most this many carrier events are returned (the newest): the counts per netdev cover them all,
 # the list is for a reader, and a fleet's fact cache should not hold a flapping port's whole log.
@@ -102,3 +107,69 @@ def kernel_log_facts(text, netdevs, sysfs_root, window_hours, source, windowed_b
         "events": [{k: e[k] for k in ("netdev", "rdma_netdev", "carrier", "time", "source", "message")} for e in events[-MAX_EVENTS:]],
         "events_total": len(events),
     }
+
+
+# ------------------------------------------------------------------------------------ readers
+
+
+def _read_port_counters(facts, sysfs_root):
+    ib_dir = os.path.join(sysfs_root, "class", "infiniband")
+    for port in facts["ports"]:
+        port.update(port_counters(os.path.join(ib_dir, port["device"], "ports", str(port["port"]))))
+
+
+@reader("counters", IB_FACTS, fills=("rdma.ports[].counters", "rdma.counters_time"),
+        inputs=("counters_interval", "counters_resample_root"))
+def read_counters(facts, params, module):
+    """The port counters (counters, counters_ext, hw_counters), time stamped; with counters_interval,
+    read a second time after that many seconds (from counters_resample_root when given), so that one
+    call yields a rise."""
+    interval = params["counters_interval"]
+    if interval < 0:
+        raise FactReadError("counters_interval is %s; expected a number of seconds of 0 or more (0: one sample)" % interval)
+    again_root = params.get("counters_resample_root") or params["sysfs_root"]
+    if interval and not os.path.isdir(again_root):
+        raise FactReadError("counters_resample_root %s is not a directory; expected a sysfs tree such as /sys" % again_root)
+    _read_port_counters(facts, params["sysfs_root"])
+    facts["counters_time"] = time.time()
+    if not interval:
+        return
+    facts["counters_earlier"] = {"time": facts["counters_time"], "ports": error_counters(facts["ports"])}
+    time.sleep(interval)
+    _read_port_counters(facts, again_root)
+    facts["counters_time"] = time.time()
+    facts["counters_interval_seconds"] = facts["counters_time"] - facts["counters_earlier"]["time"]
+
+
+@reader("kernel_log", IB_FACTS, fills=("rdma.kernel_log",), inputs=("kernel_log_file", "kernel_log_window_hours"), in_all=False)
+def read_kernel_log(facts, params, module):
+    """Carrier losses of the RDMA netdevs (and their bond slaves) in the kernel log window: from
+    kernel_log_file, or from journalctl -k on the node (which keeps only the window itself). Not part
+    of gather_subset all: it runs a command where every other subset reads files."""
+    hours = params["kernel_log_window_hours"]
+    if hours < 1:
+        raise FactReadError("kernel_log_window_hours is %s; expected a whole number of hours of 1 or more" % hours)
+    root, netdevs = params["sysfs_root"], facts["netdevs"]
+    path = params.get("kernel_log_file")
+    if path:
+        try:
+            data = read_bytes(path, "a saved kernel log", KERNEL_LOG_MAX_BYTES)
+        except FileReadError as exc:  # also FileShapeError: one sentence naming the file
+            raise FactReadError("kernel_log_file: %s" % exc) from None
+        if data is None:
+            raise FactReadError("kernel_log_file %s does not exist; expected saved journalctl -k or dmesg output" % path)
+        facts["kernel_log"] = kernel_log_facts(data.decode("utf-8", "replace"), netdevs, root, hours, path, False)
+        return
+    journalctl = module.get_bin_path("journalctl") if module is not None else None
+    if journalctl is None:
+        facts["kernel_log"] = dict(kernel_log_facts("", netdevs, root, hours, None, True), error="journalctl is not installed")
+        return
+    # Kernel messages and systemd-networkd's carrier lines, both in the window, oldest first.
+    argv = [journalctl, "-o", "short-iso", "--no-pager", "--since", "-%dh" % hours, "_TRANSPORT=kernel", "+",
+            "SYSLOG_IDENTIFIER=systemd-networkd"]
+    rc, out, err = module.run_command(argv)
+    result = kernel_log_facts(out if rc == 0 else "", netdevs, root, hours, "journalctl", True)
+    if rc != 0:
+        last = (err or "").strip().splitlines()
+        result["error"] = "journalctl exited with %d: %s" % (rc, last[-1] if last else "no message")
+    facts["kernel_log"] = result

@@ -1,32 +1,33 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdma.node contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What rdma.node.ib_facts (and rdma.node.node_facts) run on the node: the sysfs reader and the
-health subsets. The module files keep only their documentation."""
+"""What rdma.node.ib_facts (and rdma.node.node_facts) run on the node: the ports (always), then the
+reader of each fact subset asked for. The module files keep only their documentation.
+
+The subsets beyond the ports declare themselves where they are read (``_subsets.reader``), in the
+modules that ``load_readers`` imports; nothing here lists them.
+"""
 
 from __future__ import annotations
 
 import os
-import time
 
-from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes, take_read_warnings
-from ansible_collections.rdma.node.plugins.module_utils._ib_common import SUBSETS, resolve_subsets
+from ansible_collections.rdma.node.plugins.module_utils._files import take_read_warnings
+from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, FactReadError, declare, subsets
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
 
-# The health readers (_sysfs_health, _health_collect) are imported only when a health subset is asked
-# for: on a node, importing them costs more than reading the ports does, and the port inventory of a
-# large fleet asks for the ports only.
+# The base subset, always read: every other reader adds to the facts it builds.
+PORTS = declare("ports", IB_FACTS, fills=("rdma.devices", "rdma.ports", "rdma.netdevs", "rdma.summary"), inputs=("sysfs_root",),
+                base=True)
+ALL = "all"
 
-# kernel_log is not part of "all": it runs journalctl, where every other subset only reads files.
-KERNEL_LOG = "kernel_log"
-SUBSET_CHOICES = ["all"] + list(SUBSETS) + [KERNEL_LOG]
-KERNEL_LOG_MAX_BYTES = 64 * 1024 * 1024
-
-# The options of the RDMA facts, shared by the modules that gather them.
+# The options of the RDMA facts, shared by the modules that gather them. gather_subset has no
+# choices here: the readers that define them are imported only when a subset beyond ports is asked
+# for, and the names are checked then (one sentence for a name no reader declares).
 IB_OPTIONS = {
     "sysfs_root": {"type": "path", "default": "/sys"},
     "proc_root": {"type": "path", "default": "/proc"},
-    "gather_subset": {"type": "list", "elements": "str", "choices": SUBSET_CHOICES, "default": ["ports"]},
+    "gather_subset": {"type": "list", "elements": "str", "default": ["ports"]},
     "counters_interval": {"type": "float", "default": 0},
     "counters_resample_root": {"type": "path"},
     "kernel_log_file": {"type": "path"},
@@ -34,73 +35,48 @@ IB_OPTIONS = {
 }
 
 
-def collect_ib(module):
-    """``(rdma facts, warnings)`` for the module's IB_OPTIONS; fails the module on a bad sysfs root."""
-    root = module.params["sysfs_root"]
+def load_readers():
+    """Import the modules whose readers declare the subsets beyond the ports; returns them."""
+    from ansible_collections.rdma.node.plugins.module_utils import _health_collect, _sysfs_health
+
+    return _sysfs_health, _health_collect
+
+
+def wanted_subsets(requested):
+    """The subsets of ``requested`` in the order they are read, ports first; ``all`` is every subset
+    that does not run a command. A name no reader declares raises FactReadError."""
+    requested = list(requested or [PORTS.name])
+    if requested != [PORTS.name]:
+        load_readers()
+    known = subsets(IB_FACTS)
+    unknown = [name for name in requested if name != ALL and name not in {s.name for s in known}]
+    if unknown:
+        raise FactReadError("gather_subset: %s is not a fact subset; expected %s or %s"
+                            % (", ".join(unknown), ", ".join(s.name for s in known), ALL))
+    return [s for s in known if s is PORTS or s.name in requested or (ALL in requested and s.in_all)]
+
+
+def read_ib_facts(params, module=None):
+    """``(rdma facts, warnings)`` for the IB_OPTIONS values in ``params`` (defaults where absent).
+
+    ``module`` runs the commands of the readers that run one (kernel_log's journalctl); without it
+    they say that they could not. Bad option values raise FactReadError with one sentence."""
+    params = dict({name: spec.get("default") for name, spec in IB_OPTIONS.items()}, **params)
+    root = params["sysfs_root"]
     if not os.path.isdir(root):
-        module.fail_json(msg="sysfs_root %s is not a directory; expected the path of a sysfs tree such as /sys" % root)
+        raise FactReadError("sysfs_root %s is not a directory; expected the path of a sysfs tree such as /sys" % root)
+    chosen = wanted_subsets(params["gather_subset"])
+    take_read_warnings()  # this read's warnings only
     facts, warnings = gather(root)
-    subsets = resolve_subsets(module.params["gather_subset"])
-    if subsets != {"ports"}:
-        from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import add_health_facts
-        add_health_facts(facts, root, subsets, module.params["proc_root"])
-    if "counters" in subsets:
-        _resample_counters(module, facts)
-    if KERNEL_LOG in module.params["gather_subset"]:
-        facts[KERNEL_LOG] = _kernel_log(module, facts, root)
+    for subset in chosen:
+        if subset.reader is not None:
+            subset.reader(facts, params, module)
     return facts, warnings + take_read_warnings()
 
 
-def _resample_counters(module, facts):
-    """Time stamp the counters; with ``counters_interval`` keep them as the earlier sample, wait, and
-    read them again (from ``counters_resample_root`` when given), so one call yields a delta."""
-    interval = module.params["counters_interval"]
-    if interval < 0:
-        module.fail_json(msg="counters_interval is %s; expected a number of seconds of 0 or more (0: one sample)" % interval)
-    facts["counters_time"] = time.time()
-    if not interval:
-        return
-    from ansible_collections.rdma.node.plugins.module_utils._health_collect import error_counters
-    from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import port_counters
-
-    again_root = module.params["counters_resample_root"] or module.params["sysfs_root"]
-    if not os.path.isdir(again_root):
-        module.fail_json(msg="counters_resample_root %s is not a directory; expected a sysfs tree such as /sys" % again_root)
-    facts["counters_earlier"] = {"time": facts["counters_time"], "ports": error_counters(facts["ports"])}
-    time.sleep(interval)
-    ib_dir = os.path.join(again_root, "class", "infiniband")
-    for port in facts["ports"]:
-        port.update(port_counters(os.path.join(ib_dir, port["device"], "ports", str(port["port"]))))
-    facts["counters_time"] = time.time()
-    facts["counters_interval_seconds"] = facts["counters_time"] - facts["counters_earlier"]["time"]
-
-
-def _kernel_log(module, facts, root):
-    """Carrier events of the RDMA netdevs in the kernel log window: from ``kernel_log_file``, or
-    from ``journalctl -k`` on the node (which keeps only the window itself)."""
-    from ansible_collections.rdma.node.plugins.module_utils._health_collect import kernel_log_facts
-
-    hours = module.params["kernel_log_window_hours"]
-    if hours < 1:
-        module.fail_json(msg="kernel_log_window_hours is %s; expected a whole number of hours of 1 or more" % hours)
-    path = module.params["kernel_log_file"]
-    if path:
-        try:
-            data = read_bytes(path, "a saved kernel log", KERNEL_LOG_MAX_BYTES)
-        except FileReadError as exc:  # also FileShapeError: one sentence naming the file
-            module.fail_json(msg="kernel_log_file: %s" % exc)
-        if data is None:
-            module.fail_json(msg="kernel_log_file %s does not exist; expected saved journalctl -k or dmesg output" % path)
-        return kernel_log_facts(data.decode("utf-8", "replace"), facts["netdevs"], root, hours, path, False)
-    journalctl = module.get_bin_path("journalctl")
-    if journalctl is None:
-        return dict(kernel_log_facts("", facts["netdevs"], root, hours, None, True), error="journalctl is not installed")
-    # Kernel messages and systemd-networkd's carrier lines, both in the window, oldest first.
-    argv = [journalctl, "-o", "short-iso", "--no-pager", "--since", "-%dh" % hours, "_TRANSPORT=kernel", "+",
-            "SYSLOG_IDENTIFIER=systemd-networkd"]
-    rc, out, err = module.run_command(argv)
-    result = kernel_log_facts(out if rc == 0 else "", facts["netdevs"], root, hours, "journalctl", True)
-    if rc != 0:
-        last = (err or "").strip().splitlines()
-        result["error"] = "journalctl exited with %d: %s" % (rc, last[-1] if last else "no message")
-    return result
+def collect_ib(module):
+    """``(rdma facts, warnings)`` for the module's IB_OPTIONS; one sentence and no facts on bad input."""
+    try:
+        return read_ib_facts(module.params, module)
+    except FactReadError as exc:
+        module.fail_json(msg=str(exc))

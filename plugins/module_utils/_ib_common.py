@@ -188,17 +188,3 @@ def is_shell_prompt(line):
 def port_key(device, port):
     """The ``device/port`` name used in summaries and expectations, e.g. ``mlx5_0/1``."""
     return "%s/%s" % (device, port)
-
-
-# The fact subsets of ib_facts: "ports" is what the sysfs reader (_sysfs) always gathers; the others
-# are read by _sysfs_health.
-SUBSETS = ("ports", "counters", "pcie", "gpudirect", "locality", "roce")
-
-
-def resolve_subsets(requested):
-    """``all`` means every subset; ``ports`` is always gathered, the others add to it."""
-    wanted = set(requested or ["ports"])
-    if "all" in wanted:
-        wanted = set(SUBSETS)
-    wanted.add("ports")
-    return wanted

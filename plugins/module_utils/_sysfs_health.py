@@ -2,7 +2,7 @@
 # Copyright: rdma.node contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Health facts beside the port facts of ``_sysfs.gather``: counters, PCIe links, GPUs and their
-locality to the HCAs, GPUDirect readiness and RoCE (netns mode, GID table).
+locality to the HCAs, GPUDirect readiness, RoCE (netns mode, GID table) and the HCA's temperature.
 
 Each reader takes the sysfs root (and, for GPUDirect, the procfs root) plus the facts ``gather``
 returned, reads only files, and turns whatever is missing or unreadable into ``None``. Nothing here
@@ -20,6 +20,7 @@ import os
 import re
 
 from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient
+from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, reader
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import read_attr
 
 # ------------------------------------------------------------------------------------ counters
@@ -567,32 +568,104 @@ def roce_netdev_addresses(netdevs, proc_root):
                    "ipv6": (ipv6 or {}).get(name, []) if ipv6 is not None else None} for name in netdevs}
 
 
-# ------------------------------------------------------------------------------------ entry point
+# ------------------------------------------------------------------------------------ temperature
+
+# The mlx5 driver registers a hwmon device named "mlx5" on each PCI function from Linux 6.6
+# (drivers/net/ethernet/mellanox/mlx5/core/hwmon.c): one temperature channel per ASIC/platform sensor
+# ("asic"), plus the cable module's when it reports one ("Module0"). Each channel has temp<N>_input,
+# temp<N>_highest (the highest since the last reset) and temp<N>_crit (the sensor's high threshold),
+# in millidegrees Celsius, and temp<N>_label.
+NO_HWMON = "the kernel exposes no hwmon temperature for it (the mlx5 driver registers one from Linux 6.6)"
+_TEMP_INPUT = re.compile(r"^temp([0-9]{1,3})_input$")
+_MILLIDEGREES = re.compile(r"^-?[0-9]{1,7}$")
 
 
-def add_health_facts(facts, root, subsets, proc_root=None):
-    """Add the facts of the requested subsets to ``facts`` (the result of ``_sysfs.gather``)."""
-    devices, ports = facts["devices"], facts["ports"]
+def _celsius(text):
+    """A hwmon millidegree value as degrees Celsius; None for anything else."""
+    if text is None or not _MILLIDEGREES.match(text):
+        return None
+    return int(text) / 1000.0
+
+
+def hwmon_temperatures(pci_dir):
+    """``(sensors, reason)`` of the hwmon devices of one PCI function: each sensor's label and its
+    current, highest and critical temperature in degrees Celsius; ``reason`` says why there are none."""
+    try:
+        devices = sorted(name for name in os.listdir(os.path.join(pci_dir, "hwmon")) if name.startswith("hwmon"))
+    except OSError:
+        return [], NO_HWMON
+    sensors = []
+    for device in devices:
+        directory = os.path.join(pci_dir, "hwmon", device)
+        try:
+            channels = sorted(int(m.group(1)) for m in map(_TEMP_INPUT.match, os.listdir(directory)) if m)
+        except OSError:
+            continue
+        for channel in channels:
+            prefix = os.path.join(directory, "temp%d_" % channel)
+            sensors.append({
+                "hwmon": device,
+                "label": read_attr(prefix + "label") or "temp%d" % channel,
+                "input_celsius": _celsius(read_attr(prefix + "input")),
+                "highest_celsius": _celsius(read_attr(prefix + "highest")),
+                "crit_celsius": _celsius(read_attr(prefix + "crit")),
+            })
+    if not sensors:
+        return [], "its hwmon device has no temperature channel"
+    return sensors, None
+
+
+# ------------------------------------------------------------------------------------ readers
+# Each reader fills one fact subset of rdma.node.ib_facts (see _subsets); _ib_collect runs them.
+
+
+@reader("pcie", IB_FACTS, fills=("rdma.pcie",))
+def read_pcie(facts, params, module):
+    """The PCIe link of each RDMA device's PCI function: current and maximum speed and width, or gone."""
+    root = params["sysfs_root"]
     ib_dir = os.path.join(root, "class", "infiniband")
-    if "counters" in subsets:
-        for port in ports:
-            port.update(port_counters(os.path.join(ib_dir, port["device"], "ports", str(port["port"]))))
-    if "pcie" in subsets:
-        facts["pcie"] = {name: pcie_link(root, os.path.join(ib_dir, name)) for name in devices}
-    if "locality" in subsets:
-        gpu_list = gpus(root)
-        hcas = hca_locations(devices, ports, root)
-        facts["gpus"] = gpu_list
-        facts["locality"] = {"hcas": hcas, "gpus": locality(gpu_list, hcas)}
-    if "gpudirect" in subsets:
-        facts["gpudirect"] = gpudirect(root, proc_root)
-    if "roce" in subsets:
-        gids, netdevs = [], []
-        for port in ports:
-            if port["link_layer"] == "Ethernet":
-                port_path = os.path.join(ib_dir, port["device"], "ports", str(port["port"]))
-                gids.extend(roce_gids(port_path, port["device"], port["port"]))
-                netdevs.extend(name for name in port["netdevs"] if name not in netdevs)
-        facts["roce"] = {"netns_mode": netns_mode(root), "netns_mode_source": NETNS_PARAMETER, "gids": gids,
-                         "netdev_addresses": roce_netdev_addresses(netdevs, proc_root)}
-    return facts
+    facts["pcie"] = {name: pcie_link(root, os.path.join(ib_dir, name)) for name in facts["devices"]}
+
+
+@reader("locality", IB_FACTS, fills=("rdma.gpus", "rdma.locality"))
+def read_locality(facts, params, module):
+    """The NVIDIA GPUs and, for each, the RDMA devices ranked from nearest to farthest on the PCI tree."""
+    root = params["sysfs_root"]
+    gpu_list = gpus(root)
+    hcas = hca_locations(facts["devices"], facts["ports"], root)
+    facts["gpus"] = gpu_list
+    facts["locality"] = {"hcas": hcas, "gpus": locality(gpu_list, hcas)}
+
+
+@reader("gpudirect", IB_FACTS, fills=("rdma.gpudirect",), inputs=("proc_root",))
+def read_gpudirect(facts, params, module):
+    """Which GPUDirect RDMA path the node offers (peer memory, DMA-BUF) and what each one lacks."""
+    facts["gpudirect"] = gpudirect(params["sysfs_root"], params["proc_root"])
+
+
+@reader("roce", IB_FACTS, fills=("rdma.roce",), inputs=("proc_root",))
+def read_roce(facts, params, module):
+    """The RDMA netns mode, the RoCE GID table of the Ethernet ports and their netdevs' addresses."""
+    root = params["sysfs_root"]
+    ib_dir = os.path.join(root, "class", "infiniband")
+    gids, netdevs = [], []
+    for port in facts["ports"]:
+        if port["link_layer"] == "Ethernet":
+            port_path = os.path.join(ib_dir, port["device"], "ports", str(port["port"]))
+            gids.extend(roce_gids(port_path, port["device"], port["port"]))
+            netdevs.extend(name for name in port["netdevs"] if name not in netdevs)
+    facts["roce"] = {"netns_mode": netns_mode(root), "netns_mode_source": NETNS_PARAMETER, "gids": gids,
+                     "netdev_addresses": roce_netdev_addresses(netdevs, params["proc_root"])}
+
+
+@reader("temperature", IB_FACTS, fills=("rdma.temperature",))
+def read_temperature(facts, params, module):
+    """The HCA's temperatures from the mlx5 driver's hwmon device (ASIC, cable module), per RDMA device."""
+    ib_dir = os.path.join(params["sysfs_root"], "class", "infiniband")
+    temperatures = {}
+    for name, device in facts["devices"].items():
+        if device.get("virtual_function"):
+            continue  # a VF has no sensors of its own: its PF reports the card
+        sensors, reason = hwmon_temperatures(os.path.join(ib_dir, name, "device"))
+        temperatures[name] = {"pci_address": device.get("pci_address"), "sensors": sensors, "reason": reason}
+    facts["temperature"] = temperatures

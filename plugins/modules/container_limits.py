@@ -239,23 +239,23 @@ from ansible_collections.rdma.node.plugins.module_utils._systemd_dropin import D
 NAMESPACE_NAME = re.compile(r"^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$")
 
 
+ARGUMENT_SPEC = dict(
+    service=dict(type="str", default="containerd.service"),
+    address=dict(type="path", default="/run/containerd/containerd.sock"),
+    pidfile=dict(type="path"),
+    namespaces=dict(type="list", elements="str", default=["k8s.io"]),
+    expected_memlock=dict(type="str", default=""),
+    probe_spec=dict(type="path"),
+    probe_image=dict(type="str", default=""),
+    probe_image_namespace=dict(type="str", default="k8s.io"),
+    probe_rootfs=dict(type="path"),
+    probe_command=dict(type="list", elements="str", default=["/bin/cat", "/proc/self/limits"]),
+    probe_timeout=dict(type="int", default=60),
+)
+
+
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            service=dict(type="str", default="containerd.service"),
-            address=dict(type="path", default="/run/containerd/containerd.sock"),
-            pidfile=dict(type="path"),
-            namespaces=dict(type="list", elements="str", default=["k8s.io"]),
-            expected_memlock=dict(type="str", default=""),
-            probe_spec=dict(type="path"),
-            probe_image=dict(type="str", default=""),
-            probe_image_namespace=dict(type="str", default="k8s.io"),
-            probe_rootfs=dict(type="path"),
-            probe_command=dict(type="list", elements="str", default=["/bin/cat", "/proc/self/limits"]),
-            probe_timeout=dict(type="int", default=60),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     params = module.params
     try:
         unit = normalize_unit(params["service"])

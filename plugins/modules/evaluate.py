@@ -19,8 +19,11 @@ description:
     them for a later report job, and publishes them with the custom stats of the run (what
     M(ansible.builtin.set_stats) publishes, the C(artifact_data) of an AWX job) as
     C(rdma_<role>), a mapping of the subject to C(status) and C(findings), aggregated over the hosts."
-  - A check whose facts are missing (a fact subset that was not gathered) is not run; the status
-    lists it under C(skipped_checks) with the facts it lacked.
+  - Each check declares the fact paths it reads (C(rdma.pcie), C(rdma.ports[].counters), C(rdma_driver))
+    and each fact reader the paths it fills. A check whose data was not gathered (its subset was not
+    asked for, an option switched it off, the host could not be reached) is not run and never counted
+    as passed; the status lists it under C(skipped_checks) with the subsets it lacked and the reason,
+    and what a check that ran could not judge under C(not_checked).
   - Runs on the controller; nothing is sent to the node, unless O(gather) runs a fact module there first.
   - "For the readiness roles C(ib_inventory), C(driver_verify) and C(node_health) the role's name is
     enough: the action reads the role's options from the task's variables (the role's defaults where
@@ -37,7 +40,7 @@ options:
   role:
     description:
       - The role whose checks run.
-      - Exactly one of O(role), O(roles) and O(republish) is required.
+      - Exactly one of O(role) and O(roles) is required.
     type: str
   roles:
     description:
@@ -82,11 +85,20 @@ options:
     description:
       - Run fact modules of the collection on the node first, in the same task, and check the facts
         they return (kept as host facts too). At fleet scale this saves a task on every host.
-      - A dict with C(module) (V(rdma.node.ib_facts), V(rdma.node.driver_facts), V(rdma.node.node_facts)...)
-        and its C(args) runs that module.
-      - Not given, each readiness role gathers what its checks read unless its C(<role>_gather) option
-        is V(false) (the play gathered already); V(true) gathers for every role whatever that option
-        says; V(false) gathers nothing. Other roles gather nothing unless given a dict.
+      - A dict with C(module) and its C(args) runs that module; only the collection's fact modules,
+        which read and change nothing (V(rdma.node.ib_facts), V(rdma.node.driver_facts),
+        V(rdma.node.node_facts), V(rdma.node.container_limits)).
+      - Not given, each role that gathers (one with a C(<role>_gather) option, that is C(ib_inventory),
+        C(driver_verify) and C(node_health)) gathers the fact subsets its chosen checks read, with the
+        arguments its options give, unless that option is V(false) (the play gathered already); a
+        boolean option C(<role>_<subset>) that is V(false) (C(node_health_kernel_log)) leaves that subset
+        out, and the checks that need it are skipped with that reason. V(true) gathers for every role
+        whatever C(<role>_gather) says; V(false) gathers nothing. Other roles gather nothing unless
+        given a dict.
+      - A host that cannot be reached during the gather is not a failed task. It keeps the fact
+        C(rdma_unreachable) (C(reason), Ansible's message, and C(time)), every check is skipped with that
+        reason, and the report shows the host as unreachable. A later run that reaches it sets the fact
+        to V(null).
     type: raw
   custom_checks:
     description:
@@ -94,7 +106,7 @@ options:
       - Each is a dict with C(name) (letters, digits, C(_)), C(severity) (V(critical), V(warning) or
         V(info)), C(message), C(expression) (JMESPath over the host's facts, evaluated on the controller
         with the jmespath library) and optionally C(subject) (JMESPath applied to each element of a
-        list result; default the check's name) and C(reads) (the top-level facts the expression needs,
+        list result; default the check's name) and C(reads) (the fact paths the expression needs,
         default V([rdma]); a check whose facts are missing is skipped).
       - A result that JMESPath counts as true is a finding (V(false), V(null), empty strings, lists and
         objects are false); a list gives one finding per element.
@@ -106,9 +118,14 @@ options:
     description:
       - Also write the host's metrics (Prometheus text format, C(rdma_node_*)) to this file on the node, for
         node_exporter's textfile collector, replacing it atomically (a copy beside it, renamed over it).
-      - No module runs for it, so it adds no Python start on the node, only one shell command that reads the
-        text on its standard input, where the connection can send one. A directory that does not exist
-        is a warning and a note in the result (C(metrics_note)), not a failure. Nothing is written in check mode.
+      - No module runs for it, so it adds no Python start on the node, only one shell command. It reads
+        the text on its standard input where pipelining is enabled (as Ansible sends modules then);
+        otherwise the text is transferred to Ansible's temporary directory on the node first.
+      - The temporary file is created under a random name beside the target, exclusively and without
+        following a link (a link planted in the directory makes the write fail, never redirects it),
+        with mode 0644 from the umask (nothing is chmod-ed), and removed when the write fails.
+      - A directory that does not exist is a warning and a note in the result (C(metrics_note)), not a
+        failure. Nothing is written in check mode.
       - Default for C(node_health), C(rdma_node.prom) in C(node_health_metrics_dir) (none when that is empty).
     type: str
   fail_on_findings:
@@ -117,12 +134,6 @@ options:
         names the roles).
       - Default for a readiness role, its C(<role>_fail_on_findings) option; V(false) for the others.
     type: bool
-  republish:
-    description:
-      - The result of a failed evaluate task, C(ansible_failed_result) in a rescue. Its facts are kept
-        and its statistics published, which Ansible dropped with the failure; no check runs.
-      - Exclusive with O(role) and O(roles); one of the three is required.
-    type: dict
 extends_documentation_fragment:
   - rdma.node.attributes
   - rdma.node.attributes.facts
@@ -130,7 +141,7 @@ notes:
   - A bad parameter or a failing check gives one sentence that names the check and what was expected.
   - A failed task keeps no facts and publishes nothing in Ansible. When O(fail_on_findings) fails the
     task, its result still holds the facts and the statistics; the roles run the evaluation in a block
-    whose rescue gives them back (O(republish)) and then fails the host, so only a failed host takes
+    whose rescue gives them back (M(rdma.node.republish)) and then fails the host, so only a failed host takes
     more than one task.
 seealso:
   - module: rdma.node.ib_facts
@@ -170,8 +181,8 @@ EXAMPLES = r"""
         fail_on_findings: true
   rescue:
     - name: Keep and publish the findings of the failed host
-      rdma.node.evaluate:
-        republish: "{{ ansible_failed_result }}"
+      rdma.node.republish:
+        result: "{{ ansible_failed_result }}"
     - name: Fail the host
       ansible.builtin.fail:
         msg: "{{ ansible_failed_result.msg }}"
@@ -186,6 +197,10 @@ metrics_written:
   description: Whether O(metrics_file) was written.
   returned: when O(metrics_file) is given
   type: bool
+metrics_written_via:
+  description: How the metrics reached the node, V(standard input) (pipelining) or V(a transferred file); V(null) in check mode.
+  returned: when O(metrics_file) is given
+  type: str
 metrics_note:
   description: Why O(metrics_file) was not written.
   returned: when O(metrics_file) is given and was not written
@@ -212,7 +227,9 @@ ansible_facts:
     <role>_status:
       description:
         - C(ok) (no critical finding), the counts C(critical), C(warning), C(info), the C(checks) that ran,
-          the C(skipped_checks) with their C(missing_facts), the C(summary) line, and what the role adds
+          the C(skipped_checks) (each with C(check), the C(missing) subsets and the C(reason)), C(not_checked)
+          (each with C(check), C(subject) and C(reason), what a check that ran could not judge), the
+          C(summary) line, and what the role adds
           (the port verdicts of C(ib_inventory), the kernels of C(driver_verify), ...).
       type: dict
 """

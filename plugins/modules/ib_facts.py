@@ -273,6 +273,25 @@ ansible_facts:
                     relation: same_pcie_switch
                     shared_bridge: "0000:18:00.0"
                     link_layers: [InfiniBand]
+        temperature:
+          description:
+            - With the V(temperature) subset, by RDMA device (physical functions only), the sensors of the
+              hwmon device the mlx5 driver registers on its PCI function (Linux 6.6 and later), that is the
+              ASIC (label C(asic)) and the cable module when it reports one (C(Module0)).
+            - Each sensor has C(hwmon), C(label), and C(input_celsius), C(highest_celsius) (the highest
+              since the history was last reset) and C(crit_celsius) (the sensor's high threshold), in
+              degrees Celsius, V(null) where unreadable.
+            - C(sensors) is empty and C(reason) says why where the kernel exposes no hwmon device or it has
+              no temperature channel; the checks then say "not checked" for the device.
+          type: dict
+          returned: when the temperature subset is gathered
+          sample:
+            mlx5_0:
+              pci_address: "0000:3b:00.0"
+              reason: null
+              sensors:
+                - {hwmon: hwmon3, label: asic, input_celsius: 65.0, highest_celsius: 71.0, crit_celsius: 105.0}
+                - {hwmon: hwmon3, label: Module0, input_celsius: 62.0, highest_celsius: 64.0, crit_celsius: 75.0}
         gpudirect:
           description:
             - With the V(gpudirect) subset, which GPUDirect RDMA path the node offers.

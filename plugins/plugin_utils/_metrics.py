@@ -7,8 +7,9 @@ Input is the host's ``ansible_facts`` (``rdma`` from ib_facts, every ``<role>_fi
 ``node_health_status``); output is the content of one ``.prom`` file. Every metric is ``rdma_node_*``
 with ``# HELP`` and ``# TYPE`` lines, label values escaped as the exposition format says (backslash,
 double quote, newline), samples sorted so that two runs on the same facts write the same text.
-The file is written by ``ansible.builtin.copy`` (a temporary file renamed into place), so the
-collector never reads half of it.
+The file is written by ``rdma.node.evaluate``'s node writer (a temporary file renamed into place), so
+the collector never reads half of it. A check that did not run for lack of data is exported too
+(``rdma_node_check_skipped``), so a dashboard never reads a missing finding as a pass.
 """
 
 from __future__ import annotations
@@ -81,6 +82,11 @@ def render(facts, now=None):
     saturated = _Family("port_saturated", "gauge", "1 when the counter sits at the maximum of its IBTA width and no longer counts.")
     findings = _Family("findings", "gauge", "Findings of the rdma.node checks on this host by role, check and severity.")
     last_run = _Family("last_run_timestamp_seconds", "gauge", "When rdma.node last checked this host (seconds since the epoch).")
+    temperature = _Family("hca_temperature_celsius", "gauge", "Temperature of an HCA sensor (ASIC, cable module) from the mlx5 hwmon device.")
+    temperature_crit = _Family("hca_temperature_critical_celsius", "gauge", "Critical threshold of that HCA sensor, the sensor's own.")
+    skipped = _Family("check_skipped", "gauge",
+                      "1 for a check that did not run because its facts were not gathered (missing names the fact subsets).")
+    unjudged = _Family("check_not_judged", "gauge", "1 for what a check that ran could not judge for lack of data (subject names it).")
     for port in rdma.get("ports") or []:
         labels = _port_labels(port)
         state.add(labels, PORT_STATES.get(port.get("state"), 0))
@@ -106,8 +112,22 @@ def render(facts, now=None):
                     counts[slot] = counts.get(slot, 0) + 1
     for (role, check, severity), number in counts.items():
         findings.add({"role": role, "check": check, "severity": severity}, number)
+    for name, reading in sorted((rdma.get("temperature") or {}).items()):
+        for sensor in (reading or {}).get("sensors") or []:
+            labels = {"device": name, "sensor": sensor.get("label") or ""}
+            temperature.add(labels, sensor.get("input_celsius"))
+            temperature_crit.add(labels, sensor.get("crit_celsius") or None)
+    for key, value in facts.items():
+        if key.endswith("_status") and isinstance(value, dict):
+            role = key[:-len("_status")]
+            for entry in value.get("skipped_checks") or []:
+                if isinstance(entry, dict):
+                    skipped.add({"role": role, "check": entry.get("check") or "?", "missing": ",".join(entry.get("missing") or [])}, 1)
+            for entry in value.get("not_checked") or []:
+                if isinstance(entry, dict):
+                    unjudged.add({"role": role, "check": entry.get("check") or "?", "subject": entry.get("subject") or ""}, 1)
     last_run.add({}, float(now if now is not None else time.time()))
     lines = []
-    for family in (state, active, rate, counter, counter_rate, saturated, findings, last_run):
+    for family in (state, active, rate, counter, counter_rate, saturated, temperature, temperature_crit, findings, skipped, unjudged, last_run):
         lines.extend(family.lines())
     return "\n".join(lines) + "\n"

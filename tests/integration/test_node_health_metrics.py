@@ -163,7 +163,59 @@ def test_a_connection_without_standard_input_gets_the_metrics_through_a_file(dem
                        env={"ANSIBLE_CACHE_PLUGIN": "memory", "ANSIBLE_CONNECTION_PLUGINS": str(COLLECTION_ROOT / "tests/connection_plugins")})
     assert run.rc == 0, run.stderr
     assert run.task_results(EVALUATE)["a100-node-01"]["metrics_written"] is True
+    assert run.task_results(EVALUATE)["a100-node-01"]["metrics_written_via"] == "a transferred file"
     assert sorted(p.name for p in metrics.iterdir()) == ["rdma_node.prom"]
     written = metrics / "rdma_node.prom"
     assert written.stat().st_mode & 0o777 == 0o644
     assert 'rdma_node_findings{check="counter_rising",role="node_health",severity="critical"} 1' in written.read_text().splitlines()
+
+
+@pytest.mark.parametrize("pipelining, via", [("true", "standard input"), ("false", "a transferred file")])
+def test_the_text_goes_on_standard_input_only_where_pipelining_is_enabled(demo, pipelining, via):
+    """Ansible feeds a module on standard input only with pipelining, which it allows only where become
+    needs no tty; without it (sudo with requiretty, su) the metrics are transferred first, as modules are."""
+    run = run_playbook("playbooks/node_health.yml", *demo["args"], "--limit", "a100-node-02", "-e", "ansible_pipelining=%s" % pipelining,
+                       env={"ANSIBLE_CACHE_PLUGIN": "memory"})
+    assert run.rc == 0, run.stderr
+    evaluated = run.task_results(EVALUATE)["a100-node-02"]
+    assert (evaluated["metrics_written"], evaluated["metrics_written_via"]) == (True, via)
+    assert prom(demo, "a100-node-02").read_text().startswith("# HELP rdma_node_port_state")
+
+
+PORTS_THEN_HEALTH = """\
+---
+- name: Gather the ports only, then check the health with what was gathered
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Gather the ports only
+      rdma.node.ib_facts:
+        sysfs_root: "{{ ib_inventory_sysfs_root }}"
+    - name: Check the health without gathering
+      ansible.builtin.include_role:
+        name: rdma.node.node_health
+      vars:
+        node_health_gather: false
+"""
+
+
+def test_a_ports_only_gather_skips_the_checks_that_need_more_and_names_them(demo, tmp_path):
+    """node_health_gather false after a ports-only ib_facts: no check over counters, PCIe, temperature
+    or GPUDirect may count as run; each is skipped with the subset it lacked, in the status and in the
+    metrics."""
+    playbook = tmp_path / "ports_then_health.yml"
+    playbook.write_text(PORTS_THEN_HEALTH)
+    run = run_playbook(str(playbook), *demo["args"], "--limit", "a100-node-01", env={"ANSIBLE_CACHE_PLUGIN": "memory"})
+    assert run.rc == 0, run.stderr
+    status = run.task_results(EVALUATE)["a100-node-01"]["ansible_facts"]["node_health_status"]
+    skipped = {entry["check"]: entry for entry in status["skipped_checks"]}
+    for check, subset in (("pcie_degraded", "pcie"), ("counter_rising", "counters"), ("hca_temperature", "temperature"),
+                          ("gpudirect", "gpudirect"), ("roce_gid_missing", "roce")):
+        assert skipped[check] == {"check": check, "missing": [subset], "reason": "the %s facts were not gathered" % subset}
+        assert check not in status["checks"]
+    assert skipped["effective_memlock"]["missing"] == ["memlock"]
+    assert "not run for lack of data" in status["summary"]
+    served = samples(prom(demo, "a100-node-01").read_text())
+    assert served['rdma_node_check_skipped{check="pcie_degraded",missing="pcie",role="node_health"}'] == 1
+    assert served['rdma_node_check_skipped{check="hca_temperature",missing="temperature",role="node_health"}'] == 1
+    assert not any(key.startswith('rdma_node_findings{check="pcie_degraded"') for key in served)

@@ -11,7 +11,7 @@ results of the role's ``dkms autoinstall -k KERNEL`` runs, when it remediated).
 
 from __future__ import annotations
 
-from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, summary
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, parameter, summary
 from ansible_collections.rdma.node.plugins.module_utils._dkms import summarize
 from ansible_collections.rdma.node.plugins.module_utils._driver import GPUDIRECT_MODULES
 
@@ -20,6 +20,13 @@ FACTS = ("rdma_driver",)
 # DKMS states in which a module is usable on a kernel.
 USABLE_STATES = ("installed", "installed-weak")
 KERNEL_KINDS = ("running", "next_boot", "newer")
+
+
+@parameter(ROLE, "dkms_modules")
+def dkms_modules(options, facts):
+    """The DKMS modules to check, the role's and the operator's extra ones, each once, in order. The
+    gather passes the same list to driver_facts (its dkms_modules input)."""
+    return list(dict.fromkeys(options["driver_verify_dkms_modules"] + options["driver_verify_dkms_extra_modules"]))
 
 
 def _names(params, name):

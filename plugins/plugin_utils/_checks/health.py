@@ -27,16 +27,24 @@ Parameters, without the ``node_health_`` prefix:
 
 from __future__ import annotations
 
-from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, summary
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, parameter, summary
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RLIM_INFINITY, RlimitError, parse_rlimit_value
 from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import PORT_COUNTER_WIDTH_BITS
 
 ROLE = "node_health"
-FACTS = ("rdma",)
+# The fact paths the checks read, at the grain of ib_facts' subsets (module_utils/_subsets).
+COUNTERS = ("rdma.ports[].counters",)
+PORTS = ("rdma.ports",)
 SECONDS_PER_HOUR = 3600.0
 # The counters link_flapping owns: counter_rising leaves them alone so a flap is reported once.
 FLAP_COUNTERS = ("link_downed",)
-GPUDIRECT_MODES = ("auto", "required", "off")
+
+
+@parameter(ROLE, "previous_sample")
+def previous_sample(options, facts):
+    """The previous run's counter sample, kept in the fact cache as node_health_status.counter_sample
+    (none on a first run)."""
+    return (facts.get("node_health_status") or {}).get("counter_sample")
 
 
 def port_name(port):
@@ -127,7 +135,7 @@ def _duration(seconds):
     return "%g h" % round(seconds / SECONDS_PER_HOUR, 1)
 
 
-@check(ROLE, "counter_threshold", reads=FACTS, params=("counter_limits", "previous_sample"))
+@check(ROLE, "counter_threshold", reads=COUNTERS, params=("counter_limits", "previous_sample"))
 def counter_threshold(facts, params, found):
     """A port's error counter total is above its limit, and there is no earlier sample to tell whether the errors are recent."""
     limits = _limits(params, "counter_limits")
@@ -144,7 +152,7 @@ def counter_threshold(facts, params, found):
                 {c: limit for c, _v, limit in over}, {c: value for c, value, _l in over})
 
 
-@check(ROLE, "counter_rising", reads=FACTS, params=("counter_rise_limits", "previous_sample"))
+@check(ROLE, "counter_rising", reads=COUNTERS, params=("counter_rise_limits", "previous_sample"))
 def counter_rising(facts, params, found):
     """An error counter rose faster than its limit per hour between two samples (this run's two, or the previous run's and this one)."""
     limits = _limits(params, "counter_rise_limits")
@@ -162,7 +170,7 @@ def counter_rising(facts, params, found):
                 name, counter, before, after, _duration(seconds), source, rate, bound), "<= %g per hour" % limit, round(rate, 1))
 
 
-@check(ROLE, "counter_saturated", reads=FACTS)
+@check(ROLE, "counter_saturated", reads=COUNTERS)
 def counter_saturated(facts, params, found):
     """An error counter sits at the maximum of its width: it no longer counts, so rises and rates are blind until it is cleared."""
     for port in _ports_with_counters(facts["rdma"]):
@@ -190,7 +198,7 @@ def carrier_losses(rdma):
     return losses
 
 
-@check(ROLE, "link_flapping", reads=FACTS, params=("carrier_losses_max", "previous_sample"))
+@check(ROLE, "link_flapping", reads=COUNTERS, optional=("rdma.kernel_log",), params=("carrier_losses_max", "previous_sample"))
 def link_flapping(facts, params, found):
     """A port's link went down between two samples (link_downed rose) or its netdev lost carrier too often in the kernel log window."""
     rdma = facts["rdma"]
@@ -231,7 +239,7 @@ def _physical_links(rdma):
             if isinstance(link, dict) and not (devices.get(name) or {}).get("virtual_function")]
 
 
-@check(ROLE, "pcie_degraded", reads=FACTS)
+@check(ROLE, "pcie_degraded", reads=("rdma.pcie",))
 def pcie_degraded(facts, params, found):
     """An HCA's PCIe link trained below its maximum width or speed (reported once per card, not per PCI function)."""
     slots = {}
@@ -250,7 +258,7 @@ def pcie_degraded(facts, params, found):
                        expected, actual)
 
 
-@check(ROLE, "pcie_device_gone", reads=FACTS)
+@check(ROLE, "pcie_device_gone", reads=("rdma.pcie",))
 def pcie_device_gone(facts, params, found):
     """An RDMA device's PCI function is gone from the bus (dangling link, not listed, or config space of all ones)."""
     for name, link in _physical_links(facts["rdma"]):
@@ -259,17 +267,42 @@ def pcie_device_gone(facts, params, found):
                            "present", "gone")
 
 
-def _gpudirect_mode(params):
-    mode = params.get("gpudirect") or "auto"
-    if mode not in GPUDIRECT_MODES:
-        raise CheckError("node_health_gpudirect: expected one of %s, got %r" % (", ".join(GPUDIRECT_MODES), mode))
-    return mode
+@check(ROLE, "hca_temperature", reads=("rdma.temperature",), params=("temperature_margin_celsius",))
+def hca_temperature(facts, params, found):
+    """An HCA temperature sensor (ASIC or cable module) at or above its critical threshold, or within the margin below it."""
+    margin = params.get("temperature_margin_celsius")
+    margin = 10.0 if margin is None else float(margin)
+    seen = set()
+    for name, reading in sorted(facts["rdma"]["temperature"].items()):
+        reading = reading if isinstance(reading, dict) else {}
+        if not reading.get("sensors"):
+            found.not_checked(name, "no temperature of %s: %s" % (name, reading.get("reason") or "its sensors could not be read"))
+            continue
+        card = pcie_slot(reading.get("pci_address")) or name
+        for sensor in reading["sensors"]:
+            label = sensor.get("label") or "?"
+            if (card, label) in seen:
+                continue  # the functions of one card share its ASIC and its cable module: one verdict
+            seen.add((card, label))
+            now, crit = sensor.get("input_celsius"), sensor.get("crit_celsius")
+            subject = "%s %s" % (name, label)
+            if now is None or not crit or crit <= 0:
+                lacking = "no current temperature" if now is None else "no critical threshold to compare with"
+                found.not_checked(subject, "%s of %s gives %s" % (label, name, lacking))
+                continue
+            if now >= crit:
+                found.critical(subject, "%s of %s is at %g °C, at or above its critical %g °C: the card throttles or shuts its "
+                               "link down; check the airflow, the fans and the cable module." % (label, name, now, crit),
+                               "< %g °C" % crit, now)
+            elif now >= crit - margin:
+                found.warning(subject, "%s of %s is at %g °C, within %g °C of its critical %g °C." % (label, name, now, margin, crit),
+                              "< %g °C" % (crit - margin), now)
 
 
-@check(ROLE, "gpudirect", reads=FACTS, params=("gpudirect",))
+@check(ROLE, "gpudirect", reads=("rdma.gpudirect",), optional=("rdma.gpus",), params=("gpudirect",))
 def gpudirect(facts, params, found):
     """Which GPUDirect RDMA path works (peer memory, DMA-BUF), or exactly what each one lacks."""
-    mode = _gpudirect_mode(params)
+    mode = params.get("gpudirect") or "auto"  # its choices are the role specification's
     rdma = facts["rdma"]
     state = rdma.get("gpudirect")
     if mode == "off" or not isinstance(state, dict):
@@ -298,7 +331,7 @@ def _compute_hcas(rdma, layers):
     return active
 
 
-@check(ROLE, "gpu_hca_locality", reads=FACTS, params=("locality_link_layers",))
+@check(ROLE, "gpu_hca_locality", reads=("rdma.locality",) + PORTS, params=("locality_link_layers",))
 def gpu_hca_locality(facts, params, found):
     """A GPU whose nearest active compute HCA is only reachable across NUMA nodes (nvidia-smi SYS)."""
     rdma = facts["rdma"]
@@ -316,7 +349,7 @@ def gpu_hca_locality(facts, params, found):
                       best["device"])
 
 
-@check(ROLE, "roce_netns_mode", reads=FACTS, params=("roce_netns_mode",))
+@check(ROLE, "roce_netns_mode", reads=("rdma.roce",), params=("roce_netns_mode",))
 def roce_netns_mode(facts, params, found):
     """The RDMA subsystem's netns mode is not the one the RDMA shared device plugin expects."""
     wanted = params.get("roce_netns_mode")
@@ -329,7 +362,7 @@ def roce_netns_mode(facts, params, found):
                        actual, wanted, wanted, 1 if wanted == "shared" else 0), wanted, actual)
 
 
-@check(ROLE, "roce_gid_missing", reads=FACTS)
+@check(ROLE, "roce_gid_missing", reads=("rdma.roce",))
 def roce_gid_missing(facts, params, found):
     """An address of a RoCE port's netdev has no RoCE v2 GID: RoCE v2 traffic cannot use it."""
     roce = facts["rdma"].get("roce") or {}
@@ -370,7 +403,7 @@ def _below(pair, wanted):
 @check(ROLE, "effective_memlock", reads=("rdma_memlock",), params=("memlock_wanted",))
 def effective_memlock(facts, params, found):
     """containerd's process or a new container has a lower locked-memory limit than RDMA needs (read-only; the fix is node_remediation)."""
-    wanted = _rlimit(params.get("memlock_wanted") or "unlimited", "node_health_memlock_wanted")
+    wanted = _rlimit(str(params.get("memlock_wanted") or "unlimited"), "node_health_memlock_wanted")
     limits = facts["rdma_memlock"]
     containerd = limits.get("containerd") or {}
     if containerd.get("pid") and containerd.get("memlock"):
@@ -391,7 +424,7 @@ def effective_memlock(facts, params, found):
                            _limit_text(wanted), probe["memlock"])
 
 
-@summary(ROLE, reads=FACTS, params=("previous_sample",))
+@summary(ROLE, reads=PORTS, params=("previous_sample",))
 def health_summary(facts, params, findings):
     """The counter sample the next run compares with (kept in the fact cache), the counter rates per
     hour of this run, and what the kernel log and GPUDirect facts said."""

@@ -19,6 +19,8 @@ from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckEr
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import port_key
 
 ROLE = "ib_inventory"
+# The ports subset of ib_facts: devices, ports, netdevs (the summary comes with them).
+FACTS = ("rdma.devices", "rdma.ports", "rdma.netdevs")
 LINK_LAYERS = ("InfiniBand", "Ethernet")
 RULE_KEYS = ("port", "count", "any_of", "link_layer", "min_rate_gbps")
 PARAMS = ("expected_ports", "allowed_down_ports", "required_netdevs")
@@ -112,7 +114,7 @@ def _required_ports(facts, params):
     return [(rule, by_key.get(rule["port"])) for rule in rules(params) if rule["port"]]
 
 
-@check(ROLE, "no_rdma_devices", reads=("rdma",))
+@check(ROLE, "no_rdma_devices", reads=FACTS)
 def no_rdma_devices(facts, params, found):
     """A host of an RDMA group on which the kernel shows no RDMA device at all."""
     if not facts["rdma"].get("devices") and not facts["rdma"].get("ports"):
@@ -120,7 +122,7 @@ def no_rdma_devices(facts, params, found):
                        "the driver is not loaded or the HCA is gone.", "at least one RDMA device", 0)
 
 
-@check(ROLE, "no_expectations", reads=("rdma",), params=PARAMS)
+@check(ROLE, "no_expectations", reads=FACTS, params=PARAMS)
 def no_expectations(facts, params, found):
     """A group that sets no expectation passes every host unchecked; say so."""
     if not any(params.get(name) for name in PARAMS):
@@ -129,7 +131,7 @@ def no_expectations(facts, params, found):
                       "so its ports are not compared with anything.", "expectations in group_vars", None)
 
 
-@check(ROLE, "missing_device", reads=("rdma",), params=("expected_ports",))
+@check(ROLE, "missing_device", reads=FACTS, params=("expected_ports",))
 def missing_device(facts, params, found):
     """A port rule names a device the host does not have."""
     devices = facts["rdma"].get("devices") or {}
@@ -139,7 +141,7 @@ def missing_device(facts, params, found):
             found.critical(rule["port"], "device %s does not exist; expected it ACTIVE" % device, "ACTIVE", None)
 
 
-@check(ROLE, "missing_port", reads=("rdma",), params=("expected_ports",))
+@check(ROLE, "missing_port", reads=FACTS, params=("expected_ports",))
 def missing_port(facts, params, found):
     """A port rule names a port that the (existing) device does not have."""
     devices = facts["rdma"].get("devices") or {}
@@ -148,7 +150,7 @@ def missing_port(facts, params, found):
             found.critical(rule["port"], "port %s does not exist; expected it ACTIVE" % rule["port"], "ACTIVE", None)
 
 
-@check(ROLE, "port_down", reads=("rdma",), params=("expected_ports",))
+@check(ROLE, "port_down", reads=FACTS, params=("expected_ports",))
 def port_down(facts, params, found):
     """A port that a rule requires is not ACTIVE."""
     for rule, port in _required_ports(facts, params):
@@ -156,7 +158,7 @@ def port_down(facts, params, found):
             found.critical(rule["port"], "%s is %s; expected ACTIVE" % (rule["port"], _describe(port)), "ACTIVE", port.get("state"))
 
 
-@check(ROLE, "wrong_link_layer", reads=("rdma",), params=("expected_ports",))
+@check(ROLE, "wrong_link_layer", reads=FACTS, params=("expected_ports",))
 def wrong_link_layer(facts, params, found):
     """A required ACTIVE port runs another link layer than its rule says."""
     for rule, port in _required_ports(facts, params):
@@ -165,7 +167,7 @@ def wrong_link_layer(facts, params, found):
                            rule["link_layer"], port.get("link_layer"))
 
 
-@check(ROLE, "rate_degraded", reads=("rdma",), params=("expected_ports",))
+@check(ROLE, "rate_degraded", reads=FACTS, params=("expected_ports",))
 def rate_degraded(facts, params, found):
     """A required ACTIVE port runs below its rule's minimum rate (a link trained down)."""
     for rule, port in _required_ports(facts, params):
@@ -177,7 +179,7 @@ def rate_degraded(facts, params, found):
                            rule["min_rate_gbps"], rate)
 
 
-@check(ROLE, "too_few_active_ports", reads=("rdma",), params=("expected_ports",))
+@check(ROLE, "too_few_active_ports", reads=FACTS, params=("expected_ports",))
 def too_few_active_ports(facts, params, found):
     """Fewer ports than an "any N ports" rule asks for are ACTIVE at the rule's link layer and rate."""
     ports = list(_ports(facts).values())
@@ -196,7 +198,7 @@ def too_few_active_ports(facts, params, found):
             rule["count"], len(good))
 
 
-@check(ROLE, "unexpected_port_down", reads=("rdma",), params=("expected_ports", "allowed_down_ports"))
+@check(ROLE, "unexpected_port_down", reads=FACTS, params=("expected_ports", "allowed_down_ports"))
 def unexpected_port_down(facts, params, found):
     """A port that no rule requires and that is not allowed down is not ACTIVE."""
     required = {rule["port"] for rule in rules(params) if rule["port"]}
@@ -206,7 +208,7 @@ def unexpected_port_down(facts, params, found):
             found.warning(key, "%s is %s and is not in the ports allowed to be down" % (key, _describe(port)), "ACTIVE", port.get("state"))
 
 
-@check(ROLE, "netdev_carrier_down", reads=("rdma",), params=("expected_ports", "allowed_down_ports"))
+@check(ROLE, "netdev_carrier_down", reads=FACTS, params=("expected_ports", "allowed_down_ports"))
 def netdev_carrier_down(facts, params, found):
     """An ACTIVE port whose netdev has no carrier (IPoIB or RoCE traffic cannot flow)."""
     for key, port in _ports(facts).items():
@@ -214,7 +216,7 @@ def netdev_carrier_down(facts, params, found):
             found.warning(key, "%s is ACTIVE but its netdev %s has no carrier" % (key, (port.get("netdevs") or ["?"])[0]), "Up", "Down")
 
 
-@check(ROLE, "missing_netdev", reads=("rdma",), params=("required_netdevs",))
+@check(ROLE, "missing_netdev", reads=FACTS, params=("required_netdevs",))
 def missing_netdev(facts, params, found):
     """A netdev the group requires (a RoCE bond, say) is not attached to any RDMA port."""
     names = params.get("required_netdevs") or []
@@ -226,7 +228,7 @@ def missing_netdev(facts, params, found):
             found.critical(name, "netdev %s is not attached to any RDMA port" % name, name, None)
 
 
-@summary(ROLE, reads=("rdma",), params=("expected_ports", "allowed_down_ports"))
+@summary(ROLE, reads=FACTS, params=("expected_ports", "allowed_down_ports"))
 def port_verdicts(facts, params, findings):
     """Each port with its verdict and what was expected of it, and the facts' summary, for the report."""
     allowed = _allowed_down(params)

@@ -8,15 +8,13 @@ import pytest
 import sysfs_tree
 
 from ansible_collections.rdma.node.plugins.module_utils import _sysfs_health as health
-from ansible_collections.rdma.node.plugins.module_utils._ib_common import SUBSETS, resolve_subsets
-from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
+from ansible_collections.rdma.node.plugins.module_utils._ib_collect import read_ib_facts, wanted_subsets
+from ansible_collections.rdma.node.plugins.module_utils._subsets import FactReadError
 from testpaths import COLLECTION_ROOT, FIXTURES
 
 
 def facts_of(root, subsets=("all",), proc_root=None):
-    facts, warnings = gather(root)
-    health.add_health_facts(facts, root, resolve_subsets(list(subsets)), proc_root)
-    return facts, warnings
+    return read_ib_facts({"sysfs_root": root, "proc_root": proc_root, "gather_subset": list(subsets)})
 
 
 def port(facts, device, number=1):
@@ -410,10 +408,22 @@ def test_infiniband_ports_have_no_roce_gids(h100_tree):
                     "netdev_addresses": None}
 
 
-def test_subsets_resolve():
-    assert resolve_subsets(["all"]) == set(SUBSETS)
-    assert resolve_subsets(["counters"]) == {"ports", "counters"}
-    assert resolve_subsets(None) == {"ports"}
+def names(subsets):
+    return [s.name for s in subsets]
+
+
+def test_subsets_resolve_in_reading_order_with_the_ports_first():
+    assert names(wanted_subsets(None)) == ["ports"]
+    assert names(wanted_subsets(["counters"])) == ["ports", "counters"]
+    everything = names(wanted_subsets(["all"]))
+    assert everything[0] == "ports" and {"counters", "pcie", "locality", "gpudirect", "roce", "temperature"} <= set(everything)
+    assert "kernel_log" not in everything, "all leaves out the one subset that runs a command"
+    assert names(wanted_subsets(["all", "kernel_log"]))[-1] == "kernel_log"
+
+
+def test_an_unknown_subset_is_one_sentence_naming_the_known_ones():
+    with pytest.raises(FactReadError, match=r"^gather_subset: temprature is not a fact subset; expected ports, .*temperature.* or all$"):
+        wanted_subsets(["temprature"])
 
 
 # --------------------------------------------------------------------------- netdev addresses

@@ -7,8 +7,7 @@ import re
 import sysfs_tree
 
 from ansible_collections.rdma.node.plugins.filter.metrics import node_health_metrics
-from ansible_collections.rdma.node.plugins.module_utils import _sysfs_health as health
-from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
+from ansible_collections.rdma.node.plugins.module_utils._ib_collect import read_ib_facts
 from ansible_collections.rdma.node.plugins.plugin_utils._metrics import escape, render
 from testpaths import FIXTURES
 
@@ -17,8 +16,7 @@ SAMPLE = re.compile(r'^(rdma_node_[a-z_]+)(\{[^}]*\})? (\S+)$')
 
 def h100_facts(tmp_path):
     sysfs_tree.unpack((FIXTURES / "sysfs/gpud-h100.sysfs").read_bytes(), str(tmp_path))
-    rdma, _warnings = gather(str(tmp_path))
-    health.add_health_facts(rdma, str(tmp_path), {"ports", "counters"})
+    rdma, _warnings = read_ib_facts({"sysfs_root": str(tmp_path), "gather_subset": ["counters"]})
     return {"rdma": rdma}
 
 

@@ -19,6 +19,7 @@ def registry(monkeypatch):
     """An empty registry for the test's own checks; the collection's are put back afterwards."""
     monkeypatch.setattr(_registry, "_CHECKS", {})
     monkeypatch.setattr(_registry, "_SUMMARIES", {})
+    monkeypatch.setattr(_registry, "_PARAMETERS", {})
     return _registry
 
 
@@ -56,8 +57,9 @@ def test_missing_facts_skip_the_check_and_say_so(registry):
 
     result = registry.evaluate(ROLE, {"rdma": {}}, {})
     assert result["findings"] == []
-    assert result["status"]["skipped_checks"] == [{"check": "needs_counters", "missing_facts": ["rdma_counters"]}]
-    assert result["status"]["summary"].endswith("no findings.")
+    assert result["status"]["skipped_checks"] == [
+        {"check": "needs_counters", "missing": ["rdma_counters"], "reason": "the rdma_counters facts were not gathered"}]
+    assert result["status"]["summary"] == "test_registry_role on host: no findings; 1 check(s) not run for lack of data."
 
 
 def test_only_and_skip(registry):
@@ -114,3 +116,73 @@ def test_findings_carry_only_json():
     with pytest.raises(FindingError, match="subject"):
         finding("r", "c", "info", None, "m")
     assert tally([made, dict(made, severity="critical")]) == {"critical": 1, "warning": 0, "info": 1}
+
+
+@pytest.mark.parametrize("facts, path, present", [
+    ({"rdma": {"pcie": {}}}, "rdma.pcie", True),
+    ({"rdma": {"pcie": None}}, "rdma.pcie", False),
+    ({"rdma": {}}, "rdma.pcie", False),
+    ({"rdma": "garbled"}, "rdma.pcie", False),
+    ({"rdma": {"ports": [{"counters": {}}, {"counters": None}]}}, "rdma.ports[].counters", False),
+    ({"rdma": {"ports": [{"counters": {}}, {"counters": {"x": 1}}]}}, "rdma.ports[].counters", True),
+    ({"rdma": {"ports": [{"counters": {}}, {}]}}, "rdma.ports[].counters", False),
+    ({"rdma": {"ports": []}}, "rdma.ports[].counters", True),
+    ({"rdma": {"ports": "mlx5_0"}}, "rdma.ports[].counters", False),
+    ({"rdma_driver": {}}, "rdma_driver", True),
+])
+def test_a_fact_path_is_gathered_only_when_its_data_is_there(facts, path, present):
+    assert _registry.path_present(facts, path) is present
+
+
+def test_paths_name_the_subset_that_fills_them():
+    assert _registry.subset_of("rdma.pcie") == "pcie"
+    assert _registry.subset_of("rdma.ports[].counters") == "counters"
+    assert _registry.subset_of("rdma.kernel_log.netdevs") == "kernel_log"
+    assert _registry.subset_of("rdma.ports") == "ports"
+    assert _registry.subset_of("rdma") == "ports"
+    assert _registry.subset_of("rdma_driver") == "driver"
+    assert _registry.subset_of("rdma_memlock") == "memlock"
+    assert _registry.subset_of("k8s_cluster") == "k8s_cluster"
+
+
+def test_every_path_a_registered_check_reads_is_filled_by_a_declared_reader():
+    unfilled = {(check.role, check.name, path) for role in registered_roles() for check in _registry.checks(role)
+                for path in check.reads + check.optional if _registry.subset_of(path) == path}
+    # Cluster-scope and fleet checks read what their roles compute on the controller, not node facts.
+    assert {(role, path) for role, _name, path in unfilled} <= {("k8s_rdma", "k8s_cluster"), ("fleet_consistency", "hosts")}
+
+
+def test_an_optional_path_lets_the_check_run_and_says_what_it_could_not_see(registry):
+    @registry.check(ROLE, "flaps", reads=("rdma.ports[].counters",), optional=("rdma.kernel_log",))
+    def flaps(facts, params, found):
+        found.info("x", "ran")
+
+    result = registry.evaluate(ROLE, {"rdma": {"ports": [{"counters": {}}]}}, {}, unavailable={"kernel_log": "node_health_kernel_log is false"})
+    assert result["status"]["checks"] == ["flaps"]
+    assert result["status"]["not_checked"] == [{"check": "flaps", "subject": "kernel_log", "reason": "node_health_kernel_log is false"}]
+
+
+def test_not_checked_is_recorded_once_and_is_never_a_finding(registry):
+    @registry.check(ROLE, "half_blind", reads=("rdma",))
+    def half_blind(facts, params, found):
+        found.not_checked("mlx5_0", "no sensor")
+        found.not_checked("mlx5_0", "no   sensor")
+
+    result = registry.evaluate(ROLE, {"rdma": {}}, {})
+    assert result["findings"] == [] and result["status"]["ok"] is True
+    assert result["status"]["not_checked"] == [{"check": "half_blind", "subject": "mlx5_0", "reason": "no sensor"}]
+
+
+def test_a_malformed_fact_path_is_refused_at_registration(registry):
+    with pytest.raises(_registry.CheckError, match=r"check test_registry_role.bad reads: 'rdma\.\.pcie' is not a fact path"):
+        registry.register(ROLE, "bad", lambda facts, params, found: None, reads=("rdma..pcie",))
+
+
+def test_computed_parameters_win_over_options_and_others_come_from_the_option(registry):
+    @registry.check(ROLE, "uses", params=("limit", "joined", "given_at_run_time"))
+    def uses(facts, params, found):
+        found.info("x", "%(limit)s %(joined)s %(given_at_run_time)s" % params)
+
+    registry.parameter(ROLE, "joined")(lambda options, facts: options[ROLE + "_a"] + options[ROLE + "_b"])
+    got = registry.parameters(ROLE, {ROLE + "_limit": 3, ROLE + "_a": [1], ROLE + "_b": [2], ROLE + "_joined": "ignored"}, {})
+    assert got == {"limit": 3, "joined": [1, 2], "given_at_run_time": None}

@@ -366,7 +366,7 @@ def test_a_healthy_cluster_has_no_finding_and_the_status_says_what_it_is():
 def test_without_the_cluster_fact_nothing_runs():
     result = evaluate_role("k8s_rdma", {}, PARAMS, subject="cluster/prod")
     assert result["findings"] == [] and result["status"]["checks"] == []
-    assert all(s["missing_facts"] == ["k8s_cluster"] for s in result["status"]["skipped_checks"])
+    assert all(s["missing"] == ["k8s_cluster"] for s in result["status"]["skipped_checks"])
 
 
 @pytest.mark.parametrize("change, text", [

@@ -8,10 +8,8 @@ import pytest
 import sysfs_tree
 import yaml
 
-from ansible_collections.rdma.node.plugins.module_utils import _sysfs_health as health
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
-from ansible_collections.rdma.node.plugins.module_utils._ib_common import resolve_subsets
-from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
+from ansible_collections.rdma.node.plugins.module_utils._ib_collect import read_ib_facts
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 from testpaths import COLLECTION_ROOT, FIXTURES
 
@@ -23,8 +21,7 @@ EXAMPLES = OPERATOR_CHECKS["common"] + OPERATOR_CHECKS["ib-a100"]
 def h100(tmp_path_factory):
     dest = str(tmp_path_factory.mktemp("h100") / "sys")
     sysfs_tree.unpack((FIXTURES / "sysfs/gpud-h100.sysfs").read_bytes(), dest)
-    facts, _warnings = gather(dest)
-    health.add_health_facts(facts, dest, resolve_subsets(["all"]))
+    facts, _warnings = read_ib_facts({"sysfs_root": dest, "proc_root": None, "gather_subset": ["all"]})
     return facts
 
 
@@ -68,7 +65,8 @@ def test_shipped_peermem_example_on_gpudirect_facts():
 def test_missing_reads_skip_the_check_like_any_other():
     entry = [{"name": "driver_ok", "severity": "info", "message": "m", "expression": "rdma_driver.ofed", "reads": ["rdma_driver"]}]
     findings, status = custom({"rdma": {"ports": []}}, entry)
-    assert findings == [] and {"check": "custom_driver_ok", "missing_facts": ["rdma_driver"]} in status["skipped_checks"]
+    skipped = {"check": "custom_driver_ok", "missing": ["driver"], "reason": "the driver facts were not gathered"}
+    assert findings == [] and skipped in status["skipped_checks"]
 
 
 def test_jmespath_truth_zero_is_true_empty_is_false():

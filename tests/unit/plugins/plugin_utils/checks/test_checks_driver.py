@@ -118,7 +118,8 @@ def test_driver_checks_skip_without_driver_facts():
     result = evaluate_role("driver_verify", {}, DEFAULTS, subject="node")
     assert result["findings"] == []
     assert {s["check"] for s in result["status"]["skipped_checks"]} >= {"module_not_loaded", "dkms_missing_next_boot"}
-    assert all(s["missing_facts"] == ["rdma_driver"] for s in result["status"]["skipped_checks"])
+    assert all(s["missing"] == ["driver"] and s["reason"] == "the driver facts were not gathered"
+               for s in result["status"]["skipped_checks"])
 
 
 def test_a_bad_parameter_is_one_sentence():

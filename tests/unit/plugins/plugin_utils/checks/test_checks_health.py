@@ -7,10 +7,8 @@ import pytest
 import sysfs_tree
 import yaml
 
-from ansible_collections.rdma.node.plugins.module_utils import _sysfs_health as health
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
-from ansible_collections.rdma.node.plugins.module_utils._ib_common import resolve_subsets
-from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
+from ansible_collections.rdma.node.plugins.module_utils._ib_collect import read_ib_facts
 from ansible_collections.rdma.node.plugins.modules import ib_facts
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 from testpaths import COLLECTION_ROOT, FIXTURES
@@ -20,8 +18,7 @@ DEFAULTS = {key[len("node_health_"):]: value for key, value in
 
 
 def facts_of(root, proc_root=None, subsets=("all",), at=1000.0):
-    facts, _warnings = gather(root)
-    health.add_health_facts(facts, root, resolve_subsets(list(subsets)), proc_root)
+    facts, _warnings = read_ib_facts({"sysfs_root": root, "proc_root": proc_root, "gather_subset": list(subsets)})
     facts["counters_time"] = at
     return facts
 
@@ -162,7 +159,8 @@ def test_demo_a100_node_01_symbol_errors_rising_and_no_gpudirect(run_module, dem
 def test_demo_a100_node_02_is_healthy_on_the_node(run_module, demo):
     result = run(demo_facts(run_module, demo, "a100-node-02"))
     assert found(result) == [("gpudirect", "info", "gpudirect")]
-    assert result["status"]["skipped_checks"] == [{"check": "effective_memlock", "missing_facts": ["rdma_memlock"]}]
+    assert result["status"]["skipped_checks"] == [
+        {"check": "effective_memlock", "missing": ["memlock"], "reason": "the memlock facts were not gathered"}]
 
 
 # --------------------------------------------------------------------------- synthetic edge cases
@@ -229,8 +227,7 @@ def test_gpudirect_modes():
     assert found(run(rdma, gpudirect="off")) == []
     ready = run({"ports": [], "gpus": [{"pci_address": "0000:1b:00.0"}], "gpudirect": GPUDIRECT_READY})
     assert message(ready, "gpudirect") == "GPUDirect RDMA is ready via DMA-BUF (open NVIDIA kernel module, kernel 6.8.0-45-generic)."
-    with pytest.raises(CheckError, match="node_health_gpudirect: expected one of auto, required, off, got 'yes'"):
-        run(rdma, gpudirect="yes")
+    # Its choices are the role specification's, checked with the role's options (test_role_options).
 
 
 SWITCH_A = ["0000:16:00.0", "0000:17:00.0"]
@@ -292,3 +289,51 @@ def test_bad_parameters_name_the_variable():
         run({"ports": []}, carrier_losses_max=0)
     with pytest.raises(CheckError, match="node_health_memlock_wanted must be an integer, 'unlimited' or a number"):
         run({"ports": []}, limits={"containerd": {}}, memlock_wanted="lots")
+
+
+# --------------------------------------------------------------------------- HCA temperature
+
+
+def sensor(label, now, crit, highest=None):
+    return {"hwmon": "hwmon3", "label": label, "input_celsius": now, "highest_celsius": highest, "crit_celsius": crit}
+
+
+def test_temperature_at_critical_is_critical_near_it_a_warning_and_one_card_is_judged_once():
+    rdma = {"ports": [], "temperature": {
+        "mlx5_0": {"pci_address": "0000:3b:00.0", "reason": None, "sensors": [sensor("asic", 105.0, 105.0), sensor("Module0", 66.0, 75.0)]},
+        # The second function of the same card reports the same ASIC and cable module: judged once.
+        "mlx5_1": {"pci_address": "0000:3b:00.1", "reason": None, "sensors": [sensor("asic", 105.0, 105.0), sensor("Module0", 66.0, 75.0)]},
+        "mlx5_2": {"pci_address": "0000:5e:00.0", "reason": None, "sensors": [sensor("asic", 64.0, 105.0)]},
+    }}
+    result = run(rdma)
+    assert found(result, "hca_temperature") == [("hca_temperature", "critical", "mlx5_0 asic"), ("hca_temperature", "warning", "mlx5_0 Module0")]
+    critical = next(f for f in result["findings"] if f["check"] == "hca_temperature" and f["severity"] == "critical")
+    assert critical["message"].startswith("asic of mlx5_0 is at 105 °C, at or above its critical 105 °C")
+    assert [entry for entry in result["status"]["not_checked"] if entry["check"] == "hca_temperature"] == []
+    assert "hca_temperature" in result["status"]["checks"]
+
+
+def test_the_margin_is_the_roles_option():
+    rdma = {"ports": [], "temperature": {"mlx5_0": {"pci_address": "0000:3b:00.0", "reason": None, "sensors": [sensor("asic", 90.0, 105.0)]}}}
+    assert found(run(rdma), "hca_temperature") == []
+    assert found(run(rdma, temperature_margin_celsius=20), "hca_temperature") == [("hca_temperature", "warning", "mlx5_0 asic")]
+
+
+def test_no_hwmon_or_no_threshold_is_not_checked_never_a_pass():
+    rdma = {"ports": [], "temperature": {
+        "mlx5_0": {"pci_address": "0000:3b:00.0", "sensors": [], "reason": "the kernel exposes no hwmon temperature for it"},
+        "mlx5_1": {"pci_address": "0000:5e:00.0", "reason": None, "sensors": [sensor("asic", 70.0, None), sensor("Module0", None, 75.0)]},
+    }}
+    result = run(rdma)
+    assert found(result, "hca_temperature") == []
+    assert [entry for entry in result["status"]["not_checked"] if entry["check"] == "hca_temperature"] == [
+        {"check": "hca_temperature", "subject": "mlx5_0", "reason": "no temperature of mlx5_0: the kernel exposes no hwmon temperature for it"},
+        {"check": "hca_temperature", "subject": "mlx5_1 asic", "reason": "asic of mlx5_1 gives no critical threshold to compare with"},
+        {"check": "hca_temperature", "subject": "mlx5_1 Module0", "reason": "Module0 of mlx5_1 gives no current temperature"}]
+
+
+def test_without_the_temperature_subset_the_check_is_skipped_and_named():
+    result = run({"ports": []})
+    assert {"check": "hca_temperature", "missing": ["temperature"], "reason": "the temperature facts were not gathered"} \
+        in result["status"]["skipped_checks"]
+    assert "hca_temperature" not in result["status"]["checks"]

@@ -129,7 +129,7 @@ def test_bad_expectations_name_the_entry(demo_facts, rules, message):
 
 def test_facts_that_are_not_facts():
     with pytest.raises(CheckError, match="expected the rdma facts"):
-        evaluate({"devices": {}, "ports": "mlx5_0"}, [])
+        evaluate({"devices": {}, "ports": "mlx5_0", "netdevs": {}}, [])
 
 
 def test_host_without_rdma_devices_is_critical():
