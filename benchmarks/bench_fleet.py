@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import sysfs_tree  # noqa: E402  (tools/)
-from testpaths import COLLECTIONS_ROOT  # noqa: E402  (tests/)
+from testpaths import COLLECTIONS_PATH  # noqa: E402  (tests/)
 
 DEMO = ROOT / "inventories" / "demo"
 BIN = Path(sys.executable).parent
@@ -106,7 +106,7 @@ def build_fleet(base, host_counts):
             profile = profiles[index % len(profiles)]
             host = "%s-%04d" % (profile.split("-", 1)[0] + "-node", index + 1)
             (nodes / host).symlink_to(base / "profiles" / profile, target_is_directory=True)
-            # What the demo's inventory plugin (rdma.node.simulated_nodes) gives each of its hosts.
+            # What the demo's inventory plugin (rdma.demo.simulated_nodes) gives each of its hosts.
             groups.setdefault(group_of(profile), {})[host] = {"rdma_demo_node_root": str(nodes / host)}
         inventory = {"all": {"children": {group: {"hosts": hosts} for group, hosts in groups.items()}}}
         (directory / "hosts.yml").write_text("---\n" + yaml.safe_dump(inventory, sort_keys=False))
@@ -130,7 +130,7 @@ def environment(base, forks):
         if name.startswith("ANSIBLE_") and name != "ANSIBLE_NOCOLOR":
             del env[name]  # only what this benchmark sets, not the caller's configuration
     env.update({
-        "ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS_ROOT),
+        "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS_PATH,
         "ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS": "ignore",
         "ANSIBLE_RETRY_FILES_ENABLED": "0",
         "ANSIBLE_LOCAL_TEMP": str(base / "tmp"),

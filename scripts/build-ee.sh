@@ -118,8 +118,12 @@ grep -E '# from collection' "$WORK/build.log" | sed -E "s/^- '?//; s/'\$//" | so
 mkdir -p "$WORK/job/project" "$WORK/job/inventory" "$WORK/job/env" "$WORK/reports"
 cp -r "$ROOT/playbooks" "$WORK/job/project/"
 # The demo inventory: its simulated_nodes plugin builds the node roots under inventory/.nodes when the job starts.
+# The plugin is the development collection rdma.demo's, which the image does not hold: the project brings it.
 cp -r "$ROOT/inventories/demo/demo.simulated_nodes.yml" "$ROOT/inventories/demo/group_vars" "$WORK/job/inventory/"
-printf 'ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS: ignore\n' > "$WORK/job/env/envvars"
+mkdir -p "$WORK/job/project/collections/ansible_collections/rdma"
+cp -r "$ROOT/tools/collections/ansible_collections/rdma/demo" "$WORK/job/project/collections/ansible_collections/rdma/demo"
+printf 'ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS: ignore\nANSIBLE_COLLECTIONS_PATH: /runner/project/collections:/usr/share/ansible/collections\n' \
+  > "$WORK/job/env/envvars"
 printf 'fleet_report_dir: /var/lib/rdma-node/reports\n' > "$WORK/job/env/extravars"
 set +e
 podman run --rm --user 0 -v "$WORK/job:/runner:Z" -v "$WORK/reports:/var/lib/rdma-node/reports:Z" "$TAG" \

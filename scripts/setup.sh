@@ -3,7 +3,8 @@
 # Safe to run again: each step is skipped when it is already done.
 #   - Debian packages the tests use (real ibstat, containerd, runc, dkms, podman, chromium, ...)
 #   - a Python venv from the pinned requirements.txt, kept in the cache and keyed by its hash
-#   - the collection made importable as rdma.node (a symlink into a collections path)
+#   - the collection made importable as rdma.node (a symlink into a collections path), and the
+#     development collection rdma.demo (tools/collections: the demo's simulated nodes) on that path
 #   - ansible-test's get-pip download replaced by ensurepip, so sanity runs offline
 # Prints the shell lines that put this environment in force; callers eval them.
 set -euo pipefail
@@ -83,7 +84,7 @@ link_collection
 
 cat <<ENV
 export PATH="$VENV/bin:\$PATH"
-export ANSIBLE_COLLECTIONS_PATH="$COLLECTIONS"
+export ANSIBLE_COLLECTIONS_PATH="$COLLECTIONS:$ROOT/tools/collections"
 export RDMA_NODE_COLLECTIONS="$COLLECTIONS"
 export RDMA_NODE_CACHE="$CACHE"
 export ANSIBLE_NOCOLOR=1

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from testpaths import COLLECTION_ROOT, COLLECTIONS_ROOT
+from testpaths import COLLECTION_ROOT, COLLECTIONS_PATH
 
 BIN = Path(sys.executable).parent
 ANSIBLE_PLAYBOOK = str(BIN / "ansible-playbook")
@@ -183,7 +183,7 @@ def ansible_environment(env=None, fact_cache=None, collections_root=None) -> dic
     environment = dict(os.environ)
     environment.update(BASE_ENVIRONMENT)
     environment.setdefault("RDMA_NODE_CONTENT_CACHE", _content_cache())
-    environment["ANSIBLE_COLLECTIONS_PATH"] = str(collections_root or COLLECTIONS_ROOT)
+    environment["ANSIBLE_COLLECTIONS_PATH"] = str(collections_root or COLLECTIONS_PATH)
     environment["PATH"] = str(BIN) + os.pathsep + environment.get("PATH", "")  # ansible-* of the venv first
     if fact_cache is not None:
         environment.update(fact_cache.env)

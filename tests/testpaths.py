@@ -1,5 +1,6 @@
-"""Where the tests find the collection, its fixtures and its tools, and the collections root that
-makes this working tree importable as ``ansible_collections.rdma.node``."""
+"""Where the tests find the collection, its fixtures and its tools, the collections root that
+makes this working tree importable as ``ansible_collections.rdma.node``, and the development
+collection ``rdma.demo`` (the demo's simulated nodes, never part of the built rdma.node)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pathlib import Path
 COLLECTION_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = COLLECTION_ROOT / "tests" / "fixtures"
 TOOLS = COLLECTION_ROOT / "tools"
+# The collections root of rdma.demo: the simulated_nodes inventory plugin and its tree builder.
+DEMO_COLLECTIONS_ROOT = TOOLS / "collections"
 DEMO_INVENTORY = COLLECTION_ROOT / "inventories" / "demo"
 
 
@@ -30,6 +33,8 @@ def _collections_root() -> Path:
 
 
 COLLECTIONS_ROOT = _collections_root()
+# ANSIBLE_COLLECTIONS_PATH of every run the tests start: rdma.node from this tree, and rdma.demo.
+COLLECTIONS_PATH = os.pathsep.join((str(COLLECTIONS_ROOT), str(DEMO_COLLECTIONS_ROOT)))
 
 CONTAINERD_CONFIGS = FIXTURES / "containerd" / "config_toml"
 

@@ -1,7 +1,8 @@
 # Copyright: rdma.node contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Simulated sysfs trees on the command line; the code lives in the collection
-(``plugins/plugin_utils/_sysfs_tree.py``) and is re-exported here for the tests and benchmarks.
+"""Simulated sysfs trees on the command line; the code lives in the development collection rdma.demo
+(``tools/collections/ansible_collections/rdma/demo/plugins/plugin_utils/sysfs_tree.py``) and is
+re-exported here for the tests and benchmarks.
 
 Usage::
 
@@ -10,7 +11,7 @@ Usage::
     python tools/sysfs_tree.py build HARDWARE_YAML DEST   # one node root per host: DEST/<host>/sys, ...
 
 HARDWARE_YAML is a mapping of host name to hardware description, or an inventory file of the
-``rdma.node.simulated_nodes`` plugin (its ``hardware`` key).
+``rdma.demo.simulated_nodes`` plugin (its ``hardware`` key).
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import os
 import shutil
 import sys
 
-# Loaded by its path: the working tree need not sit in an ansible_collections/rdma/node layout.
+# Loaded by its path: no collection loader is needed to use it.
+DEMO_COLLECTION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "collections", "ansible_collections", "rdma", "demo")
 _SPEC = importlib.util.spec_from_file_location(
-    "rdma_node_sysfs_tree", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "plugins", "plugin_utils", "_sysfs_tree.py"))
+    "rdma_demo_sysfs_tree", os.path.join(DEMO_COLLECTION, "plugins", "plugin_utils", "sysfs_tree.py"))
 _MODULE = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(_MODULE)
 globals().update({name: value for name, value in vars(_MODULE).items() if not name.startswith("__")})

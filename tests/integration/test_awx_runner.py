@@ -28,7 +28,7 @@ import pytest
 import sysfs_tree
 import yaml
 
-from testpaths import COLLECTION_ROOT, COLLECTIONS_ROOT
+from testpaths import COLLECTION_ROOT, COLLECTIONS_PATH
 
 VENV_BIN = Path(sys.executable).parent
 AWX_MAX_EVENT_RES = 700000  # AWX's MAX_EVENT_RES_DATA default, which it passes to jobs as MAX_EVENT_RES
@@ -85,12 +85,13 @@ def private_data_dir(base, extravars):
     pdd = base / "private_data_dir"
     shutil.copytree(COLLECTION_ROOT / "playbooks", pdd / "project/playbooks")
     (pdd / "inventory").mkdir(parents=True)
-    # The demo inventory as a project holds it: the simulated_nodes file and the group_vars beside it.
+    # The demo inventory as a project holds it: the simulated_nodes file and the group_vars beside it
+    # (its plugin, rdma.demo.simulated_nodes, comes from the checkout's development collection).
     shutil.copy(DEMO / "demo.simulated_nodes.yml", pdd / "inventory/demo.simulated_nodes.yml")
     shutil.copytree(DEMO / "group_vars", pdd / "inventory/group_vars")
     (pdd / "env").mkdir()
     (pdd / "env/envvars").write_text(yaml.safe_dump({
-        "ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS_ROOT),
+        "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS_PATH,
         "ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS": "ignore",
         "ANSIBLE_NOCOLOR": "1",
         "MAX_EVENT_RES": str(AWX_MAX_EVENT_RES),

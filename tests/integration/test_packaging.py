@@ -78,6 +78,17 @@ def test_the_tarball_holds_what_a_user_needs_and_nothing_else(built):
     assert info["dependencies"] == {"kubernetes.core": ">=5.0.0"}
 
 
+def test_the_tarball_ships_no_part_of_the_demo_simulator(built):
+    """The simulated nodes (inventory plugin, tree builder, containerd script) are the development
+    collection rdma.demo's, under tools/collections: nothing of them reaches a user's installation."""
+    simulator = ("simulated_nodes", "sysfs_tree", "simulated_containerd")
+    shipped = sorted(m for m in built["members"] if any(name in m for name in simulator))
+    assert shipped == [], shipped
+    assert not [m for m in built["members"] if m.startswith("plugins/inventory/")]
+    names = [entry["name"] for entry in json.loads(tarfile.open(built["tarball"]).extractfile("FILES.json").read())["files"]]
+    assert not [n for n in names if any(name in n for name in simulator)]
+
+
 def test_ansible_builder_create_writes_the_build_context(built, tmp_path):
     # The build definition reads ../../build/rdma-node.tar.gz, where the README's commands leave it in a checkout.
     layout = tmp_path / "checkout"

@@ -18,7 +18,7 @@ import yaml
 
 from browser import count_near, rendered_dom, screenshot
 from harness import FactCache, run_playbook
-from testpaths import COLLECTIONS_ROOT, demo_inventory_copy
+from testpaths import COLLECTIONS_PATH, demo_inventory_copy
 
 CRITICAL_RED = (0xC6, 0x28, 0x28)
 OK_GREEN = (0x2E, 0x7D, 0x32)
@@ -277,7 +277,7 @@ def test_ansible_inventory_reads_the_directory_or_the_file_without_a_warning(tmp
     inventory = tmp_path / "inventory"
     demo_inventory_copy(inventory)
     target = inventory / source.split("inventories/demo", 1)[1].lstrip("/")
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS_ROOT), ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS="ignore", ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_PATH, ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS="ignore", ANSIBLE_NOCOLOR="1")
     listed = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-inventory"), "-i", str(target), "--list"],
                             capture_output=True, text=True, env=env, timeout=120, check=False)
     assert listed.returncode == 0 and listed.stderr == "", listed.stderr

@@ -18,17 +18,19 @@ description:
   - The file name must end in C(.simulated_nodes.yml) or C(.simulated_nodes.yaml). Such a file can sit in an
     inventory directory with its C(group_vars); C(-i) the directory or the file.
   - Each host gets C(rdma_demo_node_root), the path of its node root, C(rdma_simulated_containerd), the path of
-    the collection's C(tools/simulated_containerd.py), which restarts the node's own containerd (the demo's
+    this collection's C(scripts/simulated_containerd.py), which restarts the node's own containerd (the demo's
     C(node_remediation_restart_command)), and C(rdma_simulated_containerd_address), that containerd's socket.
+  - A development collection of rdma.node's source checkout (C(tools/collections)), for its demo, tests and
+    benchmarks; it is not part of the rdma.node collection that users install.
 options:
   plugin:
     description: The name of this plugin.
     required: true
-    choices: [rdma.node.simulated_nodes]
+    choices: [rdma.demo.simulated_nodes]
     type: str
   hardware:
     description:
-      - Host name to hardware description, in the format of C(plugins/plugin_utils/_sysfs_tree.py) (devices with
+      - Host name to hardware description, in the format of this collection's C(plugins/plugin_utils/sysfs_tree.py) (devices with
         ports, netdevs, gpus, driver). Keys starting with C(x-) hold YAML anchors only and are not hosts.
     required: true
     type: dict
@@ -44,7 +46,7 @@ options:
 
 EXAMPLES = r"""
 # inventories/demo/demo.simulated_nodes.yml
-plugin: rdma.node.simulated_nodes
+plugin: rdma.demo.simulated_nodes
 node_groups:
   ib-v100: [v100-node-01]
 hardware:
@@ -61,16 +63,16 @@ import os
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseFileInventoryPlugin
 
-from ansible_collections.rdma.node.plugins.plugin_utils._sysfs_tree import ArchiveError, containerd_sockets, ensure_built, hardware_hosts
+from ansible_collections.rdma.demo.plugins.plugin_utils.sysfs_tree import ArchiveError, containerd_sockets, ensure_built, hardware_hosts
 
 SUFFIXES = (".simulated_nodes.yml", ".simulated_nodes.yaml")
-# The collection's tool that restarts a simulated node's own containerd (plugins/inventory/ is two levels down).
+# This collection's script that restarts a simulated node's own containerd (plugins/inventory/ is two levels down).
 SIMULATED_CONTAINERD = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                    "tools", "simulated_containerd.py")
+                                    "scripts", "simulated_containerd.py")
 
 
 class InventoryModule(BaseFileInventoryPlugin):
-    NAME = "rdma.node.simulated_nodes"
+    NAME = "rdma.demo.simulated_nodes"
 
     def verify_file(self, path):
         return super().verify_file(path) and path.endswith(SUFFIXES)

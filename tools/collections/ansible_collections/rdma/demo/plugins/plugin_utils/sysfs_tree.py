@@ -14,8 +14,9 @@ and are materialised on demand:
   directories, dangling symlinks) in a line-oriented archive, for fixtures copied from real systems.
 
 Standard library only, except reading a hardware YAML file, which needs PyYAML (present wherever
-Ansible is). The inventory plugin ``rdma.node.simulated_nodes`` builds the demo's trees with
-:func:`ensure_built`; ``tools/sysfs_tree.py`` is the command line over this module.
+Ansible is). The inventory plugin ``rdma.demo.simulated_nodes`` builds the demo's trees with
+:func:`ensure_built`; ``tools/sysfs_tree.py`` of the source checkout is the command line over this
+module, and ``scripts/simulated_containerd.py`` of this collection starts and stops a node's containerd.
 """
 
 from __future__ import annotations
@@ -432,7 +433,7 @@ def containerd_config(node_root: str) -> str:
     node's own containerd, which the demo's remediation edits and restarts instead of the machine's."""
     grpc, ttrpc = containerd_sockets(node_root)
     return "\n".join([
-        "# The simulated node's own containerd (tools/simulated_containerd.py starts it with this file).",
+        "# The simulated node's own containerd (rdma.demo's scripts/simulated_containerd.py starts it with this file).",
         "version = 2",
         'root = "%s"' % os.path.join(node_root, "var", "lib", "containerd"),
         'state = "%s"' % os.path.join(node_root, "run", "containerd"),
