@@ -57,14 +57,16 @@ class Check:
 
 
 class Found:
-    """The findings of one check: ``critical``, ``warning`` and ``info`` each add one."""
+    """The findings of one check: ``critical``, ``warning`` and ``info`` each add one;
+    ``not_checked`` records a subject the check could not judge, and why."""
 
-    __slots__ = ("role", "check", "items")
+    __slots__ = ("role", "check", "items", "unjudged")
 
     def __init__(self, role, check):
         self.role = role
         self.check = check
         self.items = []
+        self.unjudged = []
 
     def add(self, severity, subject, message, expected=None, actual=None):
         item = finding(self.role, self.check, severity, subject, message, expected, actual)
@@ -79,6 +81,13 @@ class Found:
 
     def info(self, subject, message, expected=None, actual=None):
         return self.add("info", subject, message, expected, actual)
+
+    def not_checked(self, subject, reason):
+        """``subject`` could not be judged (its data is missing or made no sense): never a pass."""
+        entry = {"check": self.check, "subject": str(subject), "reason": " ".join(str(reason).split())}
+        if entry not in self.unjudged:
+            self.unjudged.append(entry)
+        return entry
 
 
 def _names(value, what, where):
@@ -179,7 +188,7 @@ def evaluate(role, facts, params=None, subject="host", only=None, skip=None, ext
         unknown = sorted(set(names or ()) - known)
         if unknown:
             raise CheckError("%s: %s names no check of %s: %s (known: %s)" % (option, role, role, ", ".join(unknown), ", ".join(sorted(known))))
-    findings, ran, skipped = [], [], []
+    findings, ran, skipped, unjudged = [], [], [], []
     for entry in registered:
         if (only and entry.name not in only) or (skip and entry.name in skip):
             continue
@@ -190,11 +199,12 @@ def evaluate(role, facts, params=None, subject="host", only=None, skip=None, ext
         found = Found(role, entry.name)
         _run(entry, facts, params, (found,))
         findings.extend(found.items)
+        unjudged.extend(found.unjudged)
         ran.append(entry.name)
     counts = tally(findings)
     status = {
         "ok": counts["critical"] == 0, "critical": counts["critical"], "warning": counts["warning"], "info": counts["info"],
-        "checks": ran, "skipped_checks": skipped, "subject": subject, "summary": status_line(role, subject, counts, findings),
+        "checks": ran, "skipped_checks": skipped, "not_checked": unjudged, "subject": subject, "summary": status_line(role, subject, counts, findings),
     }
     extra = _SUMMARIES.get(role)
     if extra is not None and not _missing(facts, extra.reads):
