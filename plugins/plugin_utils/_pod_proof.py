@@ -196,7 +196,7 @@ def plan(hostvars, groups, hosts, options):
     for step in built["steps"]:
         chunk = []
         for test in step["tests"]:
-            test = dict(test, index=len(tests), tcp_port=tcp_port, step=step["step"],
+            test = dict(test, index=len(tests), step=step["step"],
                         server_node=node_name(hostvars, test["server"]), client_node=node_name(hostvars, test["client"]),
                         server_memory=memory[test["server"]][test["server_port"]["name"]],
                         client_memory=memory[test["client"]][test["client_port"]["name"]])

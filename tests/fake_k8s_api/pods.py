@@ -35,8 +35,10 @@ from __future__ import annotations
 import copy
 import os
 import signal
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,7 +93,11 @@ class FakePods:
 
     def __init__(self, workdir, scenarios=None, default=None, run_as=True):
         self.workdir = Path(workdir)
-        self.bin_dir = self.workdir / "bin"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        # The pods run as their runAsUser: the fake perftest must be on a path that user can reach
+        # (a test's own temporary directory is root's alone).
+        self.bin_dir = Path(tempfile.mkdtemp(prefix="rdma-node-fake-kubelet-"))
+        os.chmod(self.bin_dir, 0o755)
         self.scenarios = dict(scenarios or {})
         self.default = default or NodeScenario()
         self.run_as = run_as
@@ -100,7 +106,20 @@ class FakePods:
         self.processes = {}
         self.created = []
         self.deleted = []
-        subprocess.run([sys.executable, str(FAKE_PERFTEST), "--fake-install", str(self.bin_dir)], check=True, timeout=30)
+        self._install_perftest()
+
+    def _install_perftest(self):
+        """The FAKE perftest under the tool names, runnable by any user: a copy of the script beside its
+        wrappers, run by the system's Python (the tests' venv may sit in root's home)."""
+        script = self.bin_dir / "fake_perftest.py"
+        shutil.copy(FAKE_PERFTEST, script)
+        os.chmod(script, 0o755)
+        python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+        for tool in ("ib_write_bw", "ib_read_bw", "ib_send_bw"):
+            wrapper = self.bin_dir / tool
+            wrapper.write_text("#!/bin/sh\n# FAKE %s (tests/fake_tools/perftest): replays recorded output\n"
+                               "FAKE_PERFTEST_TOOL=%s exec %s %s \"$@\"\n" % (tool, tool, python, script))
+            os.chmod(wrapper, 0o755)
 
     # -- wiring into FakeKubeApi ------------------------------------------------------------------
 
@@ -337,6 +356,7 @@ class FakePods:
         """Kill every process a pod still runs (the test's own, by their process group)."""
         for key in list(self.processes):
             self._kill(*key)
+        shutil.rmtree(self.bin_dir, ignore_errors=True)
 
     def running(self):
         """Pods whose process still runs."""

@@ -51,10 +51,12 @@ def judged(params):
     reads = {s["name"]: _pod_proof.read_pod_log(logs.get(s["name"])) for s in states}
     records = _pod_proof.test_records(plan, pods, logs)
     tests = {}
+    planned = {test["id"]: test for test in plan["tests"]}
     for host in plan["bandwidth_plan"]["hosts"]:
         judged_host = verdicts(plan["bandwidth_plan"], host, [], records, bool(params.get("check_mode")))
         for item in judged_host["pairs"]:
-            tests.setdefault(item["test"]["id"], item)
+            # The proof's own test (its nodes, pods' memory) in place of the bandwidth plan's.
+            tests.setdefault(item["test"]["id"], dict(item, test=planned.get(item["test"]["id"], item["test"])))
     result = {"plan": plan, "states": states, "reads": reads, "tests": tests, "tool": plan.get("tool") or "ib_write_bw",
               "check_mode": bool(params.get("check_mode"))}
     _CACHE[:] = [inputs, result]
