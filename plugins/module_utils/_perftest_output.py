@@ -33,6 +33,17 @@ MIB_PER_SEC_IN_GBPS = 2 ** 20 * 8 / 1e9
 _GBPS_PER_UNIT = {"gb/sec": 1.0, "mb/sec": MIB_PER_SEC_IN_GBPS, "mib/sec": MIB_PER_SEC_IN_GBPS}
 
 _DASHES = re.compile(r"^\s*-{10,}\s*$")
+# What perftest prints around a GPU-memory run (--use_cuda, --use_cuda_dmabuf) and an rdma_cm exchange
+# (src/cuda_memory.c, perftest_communication.c): read, so that a paste of one places every line.
+_CUDA = re.compile(
+    r"^(?:initializing CUDA|Listing all CUDA devices in system:|CUDA device \d+: PCIe address is \S+|Picking device No\. \d+|"
+    r"There are \d+ devices supporting CUDA, picking first\.*|\[pid = \d+, dev = \d+\] device name = \[.*\]|"
+    r"creating CUDA Ctx|making it the current CUDA Ctx|cuMemAlloc\(\) of a \d+ bytes GPU buffer|"
+    r"allocated GPU buffer address at \S+ pointer=\S+|deallocating RX GPU buffer \S+|destroying current CUDA Ctx|"
+    r"Calling ibv_reg_dmabuf_mr\(.*\).*|using DMA-BUF for GPU buffer address at .*|"
+    r"Perftest doesn't supports CUDA tests with inline messages: inline size set to 0|"
+    r"Waiting for client rdma_cm QP to connect|Please run the same command with the IB/RoCE interface IP)\s*$"
+)
 _STARS = re.compile(r"^\s*\*+\s*$")
 _BANNER = re.compile(r"Waiting for client to connect", re.IGNORECASE)
 _TITLE = re.compile(r"^\s*((?:[A-Za-z_]+ )+(?:BW|Latency|Lat) Test)\s*$")
@@ -387,6 +398,7 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
     last_address = None
     recognised = 0
     first_unplaced = None
+    gpu_lines = []
 
     numbered = [(number, raw, "") for number, raw in enumerate(_text_lines(stdout), start=1)]
     numbered += [(number, raw, " on stderr") for number, raw in enumerate(_text_lines(stderr), start=1)]
@@ -407,6 +419,9 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
         recognised += 1
         if _BANNER.search(line):
             banner = True
+            continue
+        if _CUDA.match(stripped):
+            gpu_lines.append(stripped)
             continue
         title = _TITLE.match(line)
         if title:
@@ -510,6 +525,7 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
         "remote_addresses": remote_addresses,
         "warnings": warnings,
         "notes": notes,
+        "gpu_memory": bool(gpu_lines),
     }
     result.update(_header_facts(header))
     result["failure"] = classify_failure(

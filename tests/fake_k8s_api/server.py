@@ -223,8 +223,12 @@ def _status(code, reason, message):
 class FakeKubeApi:
     """The FAKE API server's state, its request log and its HTTP listener on 127.0.0.1."""
 
-    def __init__(self, nodes=(), policies=(), serve_mellanox=True, policy_supports_tolerations=True):
+    def __init__(self, nodes=(), policies=(), serve_mellanox=True, policy_supports_tolerations=True, extensions=()):
         self.lock = threading.Lock()
+        # Handlers of more resources (fake_k8s_api/pods.py): asked first, each with its discovery entries.
+        self.extensions = list(extensions)
+        for extension in self.extensions:
+            extension.attach(self)
         self.requests = []
         self.serve_mellanox = serve_mellanox
         self.policy_supports_tolerations = policy_supports_tolerations
@@ -354,6 +358,10 @@ class FakeKubeApi:
     def handle(self, method, path, query, content_type, body):
         """Return ``(code, payload, headers)`` for one request; ``payload`` is JSON-able."""
         with self.lock:
+            for extension in self.extensions:
+                answer = extension.handle(method, path, query, content_type, body)
+                if answer is not None:
+                    return answer
             if method == "GET":
                 return self._get(path, query)
             if method == "PATCH":
@@ -368,7 +376,10 @@ class FakeKubeApi:
         if path == "/apis":
             return 200, _api_groups(self.serve_mellanox), {}
         if path == "/api/v1":
-            return 200, CORE_V1_RESOURCES, {}
+            resources = copy.deepcopy(CORE_V1_RESOURCES)
+            for extension in self.extensions:
+                resources["resources"] += extension.core_resources()
+            return 200, resources, {}
         if path == "/apis/%s/%s" % (MELLANOX_GROUP, MELLANOX_VERSION) and self.serve_mellanox:
             return 200, MELLANOX_RESOURCES, {}
         if path == "/api/v1/nodes":
@@ -480,9 +491,10 @@ class _Handler(BaseHTTPRequestHandler):
                 "method": method, "path": split.path, "query": query, "content_type": content_type,
                 "body": body, "status": code, "unknown": unknown,
             })
-        data = json.dumps(payload).encode("utf-8")
+        # bytes are a text body (a pod's log), anything else is JSON.
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "text/plain" if isinstance(payload, bytes) else "application/json")
         self.send_header("Content-Length", str(len(data)))
         for name, values in headers.items():
             for value in values:

@@ -17,6 +17,8 @@ module           role               judges
 ``bandwidth``    bandwidth_check    ib_write_bw loopback and pair results against the link rate
 ``fleet``        fleet_health       HCAs that differ from the rest of their inventory group
 ``cluster``      k8s_rdma           NicClusterPolicy, mofed.wait, device plugin, node resources
+``pod_proof``    pod_proof          ib_write_bw between pods of a group, their memlock, pods that never start
+``nccl``         pod_proof          NCCL's transport (socket fallback, GPUDirect) and nccl-tests' bus bandwidth
 ===============  =================  ======================================================
 """
 
@@ -29,5 +31,7 @@ from ansible_collections.rdma.node.plugins.plugin_utils._checks import (  # noqa
     fleet,
     health,
     memlock,
+    nccl,
+    pod_proof,
     ports,
 )

@@ -41,6 +41,10 @@ EXPECTED = {
     "seed_ib_write_bw_loopback_report_gbits_interleaved_mlx5_1_v100.txt": [(65536, 94.71)],
     "seed_ib_write_bw_loopback_report_gbits_mlx5_1_a100.txt": [(65536, 183.61)],
     "seed_ib_write_bw_loopback_terminal_with_prompts_v100.txt": [(65536, 94.71)],
+    # GPU memory (--use_cuda, --use_cuda_dmabuf) in pods: the CUDA lines around the table are read.
+    "ib_write_bw_use_cuda_roce_rdma_cm_t4_pod_server.txt": [(65536, 10.42)],
+    "ib_write_bw_use_cuda_roce_rdma_cm_t4_pod_client.txt": [(65536, 10.42)],
+    "ib_write_bw_use_cuda_dmabuf_a_roce_pod_client_rst_indented.txt": [(2 ** n, None) for n in range(1, 24)],
 }
 
 

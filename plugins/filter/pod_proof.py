@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters behind the pod_proof role: its plan, its pods, and when a batch has settled.
+
+The logic lives in ``plugin_utils/_pod_proof.py``; each filter has a YAML documentation file beside
+this one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.rdma.node.plugins.plugin_utils import _pod_proof
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
+
+# What the proof reads of an inventory host: its node name and the facts its messages use.
+HOST_KEYS = ("rdma", "rdma_memlock", "node_remediation_status")
+
+
+def _plain(value):
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return [_plain(item) for item in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def _call(name, function, *args, **kwargs):
+    try:
+        return function(*[_plain(a) for a in args], **{k: _plain(v) for k, v in kwargs.items()})
+    except CheckError as exc:
+        raise AnsibleFilterError("rdma.node.%s: %s" % (name, exc)) from None
+
+
+def pod_proof_host_view(host_vars):
+    """One host's variables -> ``{k8s_node_name, ansible_facts: {rdma, rdma_memlock, node_remediation_status}}``.
+
+    Facts come from ``ansible_facts`` (live or a fact cache) or, injected, from the top level."""
+    if not isinstance(host_vars, Mapping):
+        raise AnsibleFilterError("rdma.node.pod_proof_host_view: expected one host's variables (hostvars[host]), got %s" % type(host_vars).__name__)
+    facts = host_vars.get("ansible_facts") if isinstance(host_vars.get("ansible_facts"), Mapping) else {}
+    picked = {}
+    for key in HOST_KEYS:
+        value = facts.get(key, host_vars.get(key))
+        if value is not None:
+            picked[key] = _plain(value)
+    view = {"ansible_facts": picked}
+    if host_vars.get("k8s_node_name"):
+        view["k8s_node_name"] = str(host_vars["k8s_node_name"])
+    return view
+
+
+def pod_proof_plan(host_views, groups, hosts, options):
+    """The pairs of each group, their pods' batches and notes (``_pod_proof.plan``)."""
+    return _call("pod_proof_plan", _pod_proof.plan, host_views, groups, hosts, options)
+
+
+def pod_proof_manifests(plan, batch, side, options, run_id, pods=None):
+    """The Pods of one side of a batch. Client pods only for tests whose server is ready, with its address."""
+    def build(plan_, batch_, side_, options_, run_id_, pods_):
+        numbers = [b for b in plan_["batches"] if b["batch"] == int(batch_)]
+        if not numbers:
+            raise _pod_proof.PodProofError("batch %s is not in the plan (%d batches)" % (batch_, len(plan_["batches"])))
+        options_ = dict(options_, settings=plan_["settings"], tool=plan_["tool"])
+        states = {}
+        for pod in pods_ or []:
+            state = _pod_proof.pod_state(pod)
+            states[(state["labels"].get(_pod_proof.TEST_LABEL), state["labels"].get(_pod_proof.SIDE_LABEL))] = state
+        manifests = []
+        for index in numbers[0]["tests"]:
+            test = plan_["tests"][index]
+            if side_ == "server":
+                manifests.append(_pod_proof.pod_manifest(test, "server", options_, run_id_, batch_))
+                continue
+            server = states.get((str(index), "server"))
+            if server and server["ready"] and server["ip"] and not server["ended"]:
+                manifests.append(_pod_proof.pod_manifest(test, "client", options_, run_id_, batch_, server["ip"]))
+        return manifests
+    return _call("pod_proof_manifests", build, plan, batch, side, options, run_id, pods)
+
+
+def pod_proof_settled(pods, sides, want="ready"):
+    """Whether every pod of ``sides`` is ready (``want=ready``: or ended, or stuck) or ended (``want=ended``: or stuck)."""
+    if want not in ("ready", "ended"):
+        raise AnsibleFilterError("rdma.node.pod_proof_settled: want must be ready or ended, got %r" % (want,))
+    return _call("pod_proof_settled", _pod_proof.batch_settled, pods, sides, want)
+
+
+def pod_proof_nccl_files(plan):
+    """The saved NCCL logs and nccl-tests outputs the groups' settings name."""
+    return _call("pod_proof_nccl_files", _pod_proof.nccl_files, plan)
+
+
+def pod_proof_nccl_evidence(saved, launched, plan, groups):
+    """Each group's NCCL evidence (saved files read, launcher outputs) for the NCCL checks."""
+    return _call("pod_proof_nccl_evidence", _pod_proof.nccl_evidence, saved, launched, plan, groups)
+
+
+class FilterModule:
+    """The pod proof's plan and pods."""
+
+    def filters(self):
+        return {
+            "pod_proof_host_view": pod_proof_host_view,
+            "pod_proof_plan": pod_proof_plan,
+            "pod_proof_manifests": pod_proof_manifests,
+            "pod_proof_settled": pod_proof_settled,
+            "pod_proof_nccl_files": pod_proof_nccl_files,
+            "pod_proof_nccl_evidence": pod_proof_nccl_evidence,
+        }

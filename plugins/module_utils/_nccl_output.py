@@ -1,0 +1,503 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What NCCL says about its own transport, and what nccl-tests measured: read from their text.
+
+Two readers of what people have, a job's log or a paste of it:
+
+* ``parse_nccl_log``: an ``NCCL_DEBUG=INFO`` log. The transport of every channel NCCL connected
+  (``via NET/IB/0/GDRDMA``, ``via NET/Socket/0``, ``via P2P/IPC``, ``via SHM/direct/direct``...),
+  the network it chose (``Using network IB``), the HCAs it found (``NET/IB : Using [0]mlx5_0:1/IB``)
+  or did not (``NET/IB : No device found.``), the environment it reports (``NCCL_IB_HCA set to ...``),
+  whether GPUDirect RDMA was on (``GDR 1``), and its warnings. Lines of any launcher's prefix
+  (``[1,0]<stdout>:``, Ray's ``(RayWorkerWrapper pid=927)``, time stamps) are read through.
+* ``parse_nccl_tests``: the output of an ``nccl-tests`` binary (``all_reduce_perf``...): the devices,
+  the result table (out-of-place and in-place time, algorithm and bus bandwidth per size), the
+  ``Avg bus bandwidth`` line and the bus bandwidth at the largest size. Pastes that lost their
+  ``#`` to Markdown, that carry NCCL INFO lines inside the table, or that start mid-table are read.
+
+Both are pure functions over text with only the standard library, so a module on a node could use
+them as well as the controller's filters and checks. Bandwidth stays in GB/s, the unit nccl-tests
+prints (gigabytes, 10^9 bytes, per second); ``*_gbps`` fields convert it to Gb/s for comparing with
+a link rate.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAX_LINE
+
+# ``host:pid:tid [cuda device] NCCL INFO message``; the host may be empty or a placeholder of a
+# paste (``<cluster_name>``), and anything may stand before it (a launcher's prefix, a time stamp).
+_NCCL_LINE = re.compile(
+    r"(?:^|[\s\]\)>:])(?P<host>[^\s:\[\]()]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] "
+    r"(?:[^\s]+ )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<message>.*)$"
+)
+# A line of documentation or a bare paste: ``NCCL INFO Channel 00/0 : ...`` without the prefix.
+_BARE_LINE = re.compile(r"(?:^|\s)NCCL (?P<level>INFO|WARN) (?P<message>.*)$")
+_VERSION = re.compile(r"\bNCCL version:? (?P<version>[0-9][0-9A-Za-z.+_-]*)")
+_RCCL_VERSION = re.compile(r"\bRCCL version : (?P<version>[0-9][0-9A-Za-z.+:_-]*)")
+_USING_NETWORK = re.compile(r"^Using network (?P<network>.+?)\s*$")
+_IB_USING = re.compile(r"^NET/IB ?: Using (?P<devices>.*?)\s*(?:;\s*OOB (?P<oob>\S+))?\s*$")
+_IB_DEVICE = re.compile(r"\[(?P<index>\d+)\](?P<device>[^:\s\[]+):(?P<port>\d+)/(?P<link>[A-Za-z]+)")
+_IB_NO_DEVICE = re.compile(r"^NET/IB ?: No device found", re.IGNORECASE)
+_SOCKET_USING = re.compile(r"^NET/Socket ?: Using (?P<interfaces>.*?)\s*$")
+_SOCKET_INTERFACE = re.compile(r"\[(?P<index>\d+)\](?P<name>[^:\s]+):(?P<address>\S+?)(?:<\d+>)?(?=\s|$)")
+_ENV_SET = re.compile(r"^(?P<name>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<value>.*?)\.?\s*$")
+_GDR_RING = re.compile(r"Connected all rings(?:, use ring PXN (?P<pxn>\d+) GDR (?P<gdr>\d+))?")
+_GDR_LINE = re.compile(r"GPU Direct RDMA (?P<state>Enabled|Disabled) for (?:GPU (?P<gpu>\S+) / )?HCA (?P<hca>\S+)(?: '(?P<name>[^']+)')?")
+_NO_VERBS = re.compile(r"Failed to open libibverbs|NET/IB : No device found|ibvwrap.*Failed to open", re.IGNORECASE)
+# ``Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA`` (NCCL >= 2.8), ``Channel 00 : 3[b1000] ->
+# 4[18000] [send] via NET/Socket/0`` (2.5-2.7), ``Ring 00 : 1 -> 0 [receive] via NET/Socket/0`` (2.4).
+_CHANNEL = re.compile(
+    r"^(?P<kind>Channel|Ring)\s+(?P<channel>\d+)(?:/(?P<sub>\d+))?\s*:\s*(?P<src>\d+)(?:\[(?P<src_dev>[0-9a-fA-Fx]+)\])?"
+    r"\s*->\s*(?P<dst>\d+)(?:\[(?P<dst_dev>[0-9a-fA-Fx]+)\])?\s*(?:\[(?P<direction>send|receive)\]\s*)?"
+    r"via\s+(?P<transport>.+?)\s*$"
+)
+# What newer NCCL appends to a channel line, and Ray's note on repeated lines.
+_CHANNEL_TAIL = re.compile(r"\s+(?:comm 0x[0-9a-fA-F]+.*|\[repeated \d+x across cluster\].*)$")
+_NET_TRANSPORT = re.compile(r"^NET/(?P<name>[^/]+)/(?P<device>\d+)(?:\((?P<merged>\d+)\))?(?P<flags>(?:/[A-Za-z]+)*)$")
+
+TRANSPORT_KINDS = ("net_ib", "net_socket", "net_plugin", "p2p", "shm", "collnet", "nvls", "other")
+
+
+def _lines(text):
+    if text is None:
+        return []
+    return str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _note(notes, reason, line=None, text=None):
+    note = {"line": line, "text": text if text is None or len(text) <= 120 else text[:117] + "...", "reason": reason}
+    if note not in notes:
+        notes.append(note)
+
+
+class NcclOutputError(ValueError):
+    """Text given to a parser holds nothing of what it reads; the message quotes the first line."""
+
+
+def transport_kind(transport):
+    """``(kind, details)`` of a channel's transport text (``NET/IB/0/GDRDMA`` -> ``net_ib``, GDRDMA on)."""
+    text = transport.strip()
+    net = _NET_TRANSPORT.match(text)
+    if net:
+        name = net.group("name")
+        flags = [flag for flag in net.group("flags").split("/") if flag]
+        lowered = name.lower()
+        if lowered.startswith("ib"):
+            kind = "net_ib"
+        elif lowered.startswith("socket"):
+            kind = "net_socket"
+        else:
+            kind = "net_plugin"
+        return kind, {"net": name, "net_device": int(net.group("device")),
+                      "merged_device": int(net.group("merged")) if net.group("merged") else None,
+                      "gdrdma": "GDRDMA" in flags, "shared": "Shared" in flags}
+    upper = text.upper()
+    if upper.startswith("P2P"):
+        return "p2p", {"via": text}
+    if upper.startswith("SHM") or "SHARED MEMORY" in upper:
+        return "shm", {"via": text}
+    if upper.startswith("COLLNET"):
+        return "collnet", {"via": text}
+    if upper.startswith("NVLS"):
+        return "nvls", {"via": text}
+    return "other", {"via": text}
+
+
+def _message(line):
+    """``(host, level, message)`` of an NCCL line wherever it stands in the line, or None."""
+    match = _NCCL_LINE.search(line)
+    if match:
+        return match.group("host"), match.group("level"), match.group("message").strip()
+    match = _BARE_LINE.search(line)
+    if match:
+        return None, match.group("level"), match.group("message").strip()
+    return None
+
+
+def parse_nccl_log(text, strict=False):
+    """Read an ``NCCL_DEBUG=INFO`` log into what NCCL decided about its transport.
+
+    Returns (every key always present):
+
+    * ``version``: NCCL's (or RCCL's) version, or None; ``hosts``: the host names of the lines;
+    * ``network``: the last ``Using network X`` (``IB``, ``Socket``, a plugin's name), ``networks``:
+      every one seen, in order;
+    * ``ib_devices``: the HCAs of ``NET/IB : Using`` (``index``, ``device``, ``port``, ``link``:
+      ``IB`` or ``RoCE``); ``ib_no_device``: NCCL said ``NET/IB : No device found``;
+      ``verbs_missing``: it could not open libibverbs; ``socket_interfaces``: ``NET/Socket : Using``;
+    * ``env``: the ``NCCL_*`` variables NCCL reports as set (``NCCL_IB_HCA``, ``NCCL_IB_DISABLE``...);
+    * ``channels``: one item per connected channel line (``channel``, ``sub``, ``src_rank``,
+      ``dst_rank``, ``direction``, ``transport`` as printed, ``kind`` among ``net_ib``, ``net_socket``,
+      ``net_plugin``, ``p2p``, ``shm``, ``collnet``, ``nvls``, ``other``, and for network channels
+      ``net``, ``net_device``, ``gdrdma``, ``hca``: the HCA name when ``ib_devices`` names the index);
+    * ``transports``: channel lines per kind; ``net_channels``: those over a network;
+      ``gdrdma_channels``: network channels with GPUDirect RDMA;
+    * ``hcas_used``: the HCAs of the IB channels; ``gdr``: ``Connected all rings ... GDR 0/1`` and
+      ``GPU Direct RDMA Enabled/Disabled`` lines (``rings``: the GDR values, ``enabled``/``disabled``:
+      the HCAs named);
+    * ``warnings``: NCCL WARN messages; ``lines``: NCCL lines read; ``notes``: what was decided.
+
+    Plain text without any NCCL line raises ``NcclOutputError``; with ``strict`` a line that is not
+    NCCL's is an error too (a log normally mixes in the application's own lines, so the default keeps
+    them out of the result and counts them in ``other_lines``).
+    """
+    result = {
+        "version": None, "hosts": [], "network": None, "networks": [], "ib_devices": [], "ib_no_device": False,
+        "verbs_missing": False, "socket_interfaces": [], "env": {}, "channels": [], "transports": {},
+        "net_channels": 0, "gdrdma_channels": 0, "hcas_used": [], "gdr": {"rings": [], "enabled": [], "disabled": []},
+        "warnings": [], "lines": 0, "other_lines": 0, "notes": [],
+    }
+    notes = result["notes"]
+    first_other = None
+    seen_channels = set()
+    for number, raw in enumerate(_lines(text), start=1):
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        if len(line) > MAX_LINE:
+            _note(notes, "a line longer than %d characters, not read" % MAX_LINE, number, line)
+            continue
+        version = _VERSION.search(line) or _RCCL_VERSION.search(line)
+        if version and result["version"] is None:
+            result["version"] = version.group("version")
+        parsed = _message(line)
+        if parsed is None:
+            if version:
+                continue
+            result["other_lines"] += 1
+            if first_other is None:
+                first_other = (number, line)
+            if strict:
+                raise NcclOutputError("line %d is not an NCCL log line: %r" % (number, line.strip()[:120]))
+            continue
+        host, level, message = parsed
+        result["lines"] += 1
+        if host and host not in result["hosts"] and not host.startswith("<"):
+            result["hosts"].append(host)
+        if level == "WARN":
+            if message not in result["warnings"]:
+                result["warnings"].append(message)
+            if _NO_VERBS.search(message):
+                result["verbs_missing"] = True
+            continue
+        _read_message(result, message, number, seen_channels)
+    if not result["lines"]:
+        where = (" (line %d: %r)" % (first_other[0], first_other[1].strip()[:120])) if first_other else ""
+        raise NcclOutputError("nothing in the text is an NCCL log line (NCCL INFO or NCCL WARN)%s" % where)
+    _settle(result)
+    return result
+
+
+def _read_message(result, message, number, seen_channels):
+    tail = _CHANNEL_TAIL.search(message)
+    channel = _CHANNEL.match(message[:tail.start()] if tail else message)
+    if channel:
+        key = (channel.group("channel"), channel.group("sub"), channel.group("src"), channel.group("dst"),
+               channel.group("direction"), channel.group("transport"))
+        kind, details = transport_kind(channel.group("transport"))
+        entry = {
+            "channel": int(channel.group("channel")), "sub": int(channel.group("sub")) if channel.group("sub") else None,
+            "src_rank": int(channel.group("src")), "dst_rank": int(channel.group("dst")),
+            "direction": channel.group("direction"), "transport": channel.group("transport"), "kind": kind,
+            "net": details.get("net"), "net_device": details.get("net_device"), "gdrdma": bool(details.get("gdrdma")),
+            "hca": None, "line": number,
+        }
+        # The same channel line from the same rank is printed again per communicator: count it once
+        # per communicator is impossible to tell apart, so the transports count distinct lines.
+        if key not in seen_channels:
+            seen_channels.add(key)
+            result["channels"].append(entry)
+        return
+    using = _USING_NETWORK.match(message)
+    if using:
+        network = using.group("network")
+        result["network"] = network
+        if network not in result["networks"]:
+            result["networks"].append(network)
+        return
+    if _IB_NO_DEVICE.match(message):
+        result["ib_no_device"] = True
+        return
+    ib = _IB_USING.match(message)
+    if ib:
+        for device in _IB_DEVICE.finditer(ib.group("devices")):
+            item = {"index": int(device.group("index")), "device": device.group("device"),
+                    "port": int(device.group("port")), "link": device.group("link")}
+            if item not in result["ib_devices"]:
+                result["ib_devices"].append(item)
+        return
+    socket = _SOCKET_USING.match(message)
+    if socket:
+        for interface in _SOCKET_INTERFACE.finditer(socket.group("interfaces")):
+            item = {"index": int(interface.group("index")), "name": interface.group("name"), "address": interface.group("address")}
+            if item not in result["socket_interfaces"]:
+                result["socket_interfaces"].append(item)
+        return
+    env = _ENV_SET.match(message)
+    if env:
+        result["env"][env.group("name")] = env.group("value").strip()
+        return
+    if _NO_VERBS.search(message):
+        result["verbs_missing"] = True
+        return
+    ring = _GDR_RING.search(message)
+    if ring and ring.group("gdr") is not None:
+        result["gdr"]["rings"].append(int(ring.group("gdr")))
+        return
+    gdr = _GDR_LINE.search(message)
+    if gdr:
+        name = gdr.group("name") or gdr.group("hca")
+        bucket = result["gdr"]["enabled" if gdr.group("state") == "Enabled" else "disabled"]
+        if name not in bucket:
+            bucket.append(name)
+
+
+def _settle(result):
+    by_index = {}
+    for device in result["ib_devices"]:
+        by_index.setdefault(device["index"], device["device"])
+    counts = {}
+    hcas = []
+    for entry in result["channels"]:
+        counts[entry["kind"]] = counts.get(entry["kind"], 0) + 1
+        if entry["kind"] == "net_ib":
+            entry["hca"] = by_index.get(entry["net_device"])
+            name = entry["hca"] or "NET/%s/%s" % (entry["net"], entry["net_device"])
+            if name not in hcas:
+                hcas.append(name)
+    result["transports"] = {kind: counts[kind] for kind in TRANSPORT_KINDS if kind in counts}
+    result["net_channels"] = sum(counts.get(kind, 0) for kind in ("net_ib", "net_socket", "net_plugin"))
+    result["gdrdma_channels"] = sum(1 for entry in result["channels"] if entry["gdrdma"])
+    result["hcas_used"] = sorted(hcas)
+    if not result["channels"]:
+        _note(result["notes"], "no channel line (NCCL INFO Channel ... via ...): the log does not say which transport "
+                               "NCCL connected (NCCL_DEBUG=INFO prints them when a communicator is set up)")
+
+
+def ib_hca_entries(value):
+    """The entries of an ``NCCL_IB_HCA`` value: ``[{"device", "port", "exact"}]`` and whether it excludes.
+
+    NCCL's syntax: a comma separated list of ``device[:port]``; a leading ``^`` excludes the listed
+    ones, a leading ``=`` matches names exactly (without it, a prefix matches: ``mlx5`` names every
+    mlx5 device).
+    """
+    text = (value or "").strip()
+    exclude = text.startswith("^")
+    text = text.lstrip("^")
+    exact = text.startswith("=")
+    text = text.lstrip("=")
+    entries = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        device, _sep, port = part.partition(":")
+        entries.append({"device": device, "port": int(port) if port.isdigit() else None, "exact": exact})
+    return {"exclude": exclude, "entries": entries}
+
+
+# ------------------------------------------------------------------------------------ nccl-tests
+
+_TESTS_PARAMS = re.compile(r"nThread\s+(?P<nthread>\d+)\s+nGpus\s+(?P<ngpus>\d+)\s+minBytes\s+(?P<min>\d+)\s+maxBytes\s+(?P<max>\d+)")
+_TESTS_VERSION = re.compile(r"nccl-tests version (?P<version>\S+)")
+_TESTS_NAME = re.compile(r"Collective test starting: (?P<name>\S+)|\b(?P<binary>(?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)_perf)\b")
+_TESTS_DEVICE = re.compile(
+    r"Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>.+?)\s+device\s+(?P<device>\d+)\s+"
+    r"\[(?P<bus>[^\]]+)\]\s*(?P<name>.*?)\s*$"
+)
+_AVG_BUSBW = re.compile(r"Avg bus bandwidth\s*:\s*(?P<value>[0-9]+(?:\.[0-9]+)?)")
+_OUT_OF_BOUNDS = re.compile(r"Out of bounds values\s*:\s*(?P<count>\d+)\s*(?P<state>OK|FAILED)?")
+_HEADER_WORDS = ("size", "count", "type")
+_NUMBER = re.compile(r"^-?[0-9]{1,20}(?:\.[0-9]{1,12})?$")
+_GB_TO_GBIT = 8.0
+
+
+def _number(token):
+    if not _NUMBER.match(token):
+        return None
+    return float(token) if "." in token else int(token)
+
+
+def _header_columns(line):
+    """The column names of a table header line (``size count type redop root time algbw busbw #wrong ...``), or None."""
+    tokens = line.replace("#wrong", "wrong").replace("#", " ").split()
+    lowered = [token.lower() for token in tokens]
+    if not all(word in lowered for word in _HEADER_WORDS) or "busbw" not in lowered:
+        return None
+    return lowered
+
+
+def _row(columns, tokens):
+    """One result row: ``{size, count, type, redop, root, out_of_place, in_place}`` or None when it does not fit."""
+    if len(tokens) != len(columns):
+        return None
+    row = {"size": None, "count": None, "type": None, "redop": None, "root": None, "labels": {}}
+    groups = []
+    current = None
+    for name, token in zip(columns, tokens):
+        if name in ("size", "count"):
+            value = _number(token)
+            if not isinstance(value, int):
+                return None
+            row[name] = value
+        elif name in ("type", "redop"):
+            row[name] = token
+        elif name == "root":
+            value = _number(token)
+            if not isinstance(value, int):
+                return None
+            row["root"] = value
+        elif name == "time":
+            current = {"time_us": _number(token), "algbw": None, "busbw": None, "wrong": None}
+            groups.append(current)
+            if current["time_us"] is None and token != "N/A":
+                return None
+        elif name in ("algbw", "busbw"):
+            if current is None:
+                return None
+            value = _number(token)
+            if value is None:
+                return None
+            current[name] = float(value)
+        elif name in ("wrong", "error"):
+            if current is not None:
+                current["wrong"] = None if token == "N/A" else token
+        elif row["size"] is None:
+            row["labels"][name] = token
+        else:
+            return None
+    if row["size"] is None or not groups:
+        return None
+    for group in groups:
+        for key in ("algbw", "busbw"):
+            group[key + "_gbps"] = round(group[key] * _GB_TO_GBIT, 3) if group[key] is not None else None
+    row["out_of_place"] = groups[0]
+    row["in_place"] = groups[1] if len(groups) > 1 else None
+    if not row["labels"]:
+        del row["labels"]
+    return row
+
+
+def parse_nccl_tests(text, strict=False):
+    """Read the output of an nccl-tests binary.
+
+    Returns (every key always present): ``test`` (``all_reduce_perf`` when the text names it),
+    ``version`` (nccl-tests'), ``params`` (``nthread``, ``ngpus``, ``min_bytes``, ``max_bytes``),
+    ``devices`` (``rank``, ``group``, ``pid``, ``host``, ``device``, ``bus``, ``name``), ``hosts``,
+    ``rows`` (``size``, ``count``, ``type``, ``redop``, ``root``, ``out_of_place`` and ``in_place``
+    with ``time_us``, ``algbw``, ``busbw`` in GB/s and ``*_gbps`` in Gb/s, and ``wrong``),
+    ``largest`` (the row of the largest size), ``busbw_at_largest`` (its out-of-place bus bandwidth in
+    GB/s, the figure nccl-tests' users quote), ``avg_busbw`` (the ``Avg bus bandwidth`` line, GB/s),
+    ``out_of_bounds`` (``count``, ``ok``), ``tables`` (how many table headers), ``notes``.
+
+    Text with neither a table nor any line of nccl-tests raises ``NcclOutputError``; with ``strict``
+    a numeric line that fits no table is an error.
+    """
+    result = {
+        "test": None, "version": None, "params": None, "devices": [], "hosts": [], "rows": [], "largest": None,
+        "busbw_at_largest": None, "busbw_at_largest_gbps": None, "avg_busbw": None, "out_of_bounds": None,
+        "tables": 0, "notes": [],
+    }
+    notes = result["notes"]
+    columns = None
+    recognised = 0
+    first = None
+    for number, raw in enumerate(_lines(text), start=1):
+        line = raw.rstrip()
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if first is None:
+            first = (number, stripped)
+        if len(line) > MAX_LINE:
+            _note(notes, "a line longer than %d characters, not read" % MAX_LINE, number, line)
+            continue
+        name = _TESTS_NAME.search(line)
+        if name:
+            named = name.group("name") or name.group("binary")
+            if result["rows"]:
+                # A command after the table starts another run: the table is not that test's.
+                if named != result["test"]:
+                    _note(notes, "%s is named after the table, so the table is not taken for it" % named, number, line)
+            elif result["test"] is None:
+                result["test"] = named
+        version = _TESTS_VERSION.search(line)
+        if version:
+            result["version"] = version.group("version")
+            recognised += 1
+            continue
+        params = _TESTS_PARAMS.search(line)
+        if params:
+            result["params"] = {"nthread": int(params.group("nthread")), "ngpus": int(params.group("ngpus")),
+                                "min_bytes": int(params.group("min")), "max_bytes": int(params.group("max"))}
+            recognised += 1
+            continue
+        device = _TESTS_DEVICE.search(line)
+        if device:
+            entry = {"rank": int(device.group("rank")), "group": int(device.group("group")) if device.group("group") else None,
+                     "pid": int(device.group("pid")), "host": device.group("host").strip(), "device": int(device.group("device")),
+                     "bus": device.group("bus"), "name": device.group("name")}
+            result["devices"].append(entry)
+            if entry["host"] not in result["hosts"]:
+                result["hosts"].append(entry["host"])
+            recognised += 1
+            continue
+        avg = _AVG_BUSBW.search(line)
+        if avg:
+            result["avg_busbw"] = float(avg.group("value"))
+            recognised += 1
+            continue
+        bounds = _OUT_OF_BOUNDS.search(line)
+        if bounds:
+            result["out_of_bounds"] = {"count": int(bounds.group("count")), "ok": bounds.group("state") != "FAILED"}
+            recognised += 1
+            continue
+        header = _header_columns(stripped)
+        if header is not None:
+            columns = header
+            result["tables"] += 1
+            recognised += 1
+            continue
+        if _message(line) is not None:
+            continue  # an NCCL INFO line inside the table (NCCL_DEBUG=INFO): parse_nccl_log reads those
+        tokens = stripped.split()
+        if columns is None:
+            columns = _guess_columns(tokens)
+            if columns is not None:
+                _note(notes, "rows without a table header: columns taken from nccl-tests' layout for %d columns" % len(tokens), number, line)
+        row = _row(columns, tokens) if columns else None
+        if row is None:
+            if any(_number(token) is not None for token in tokens[:1]):
+                if strict:
+                    raise NcclOutputError("line %d is no row of the nccl-tests table: %r" % (number, stripped[:120]))
+                _note(notes, "a numeric line that fits no table of the text, ignored", number, line)
+            continue
+        result["rows"].append(row)
+        recognised += 1
+    if not recognised:
+        where = (" (line %d: %r)" % (first[0], first[1][:120])) if first else " (the text is empty)"
+        raise NcclOutputError("nothing in the text is nccl-tests output (no table, no Avg bus bandwidth line)%s" % where)
+    if result["rows"]:
+        largest = max(result["rows"], key=lambda row: row["size"])
+        result["largest"] = largest
+        result["busbw_at_largest"] = largest["out_of_place"]["busbw"]
+        result["busbw_at_largest_gbps"] = largest["out_of_place"]["busbw_gbps"]
+    else:
+        _note(notes, "no result row: the test printed no table (it failed, or the paste ends before the rows)")
+    return result
+
+
+# nccl-tests' own layouts, for rows pasted without their header: since 2.10 (redop and root), before.
+_LAYOUTS = {
+    13: ["size", "count", "type", "redop", "root", "time", "algbw", "busbw", "wrong", "time", "algbw", "busbw", "wrong"],
+    12: ["size", "count", "type", "redop", "time", "algbw", "busbw", "error", "time", "algbw", "busbw", "error"],
+    11: ["size", "count", "type", "time", "algbw", "busbw", "error", "time", "algbw", "busbw", "error"],
+}
+
+
+def _guess_columns(tokens):
+    layout = _LAYOUTS.get(len(tokens))
+    if layout is None or _number(tokens[0]) is None:
+        return None
+    return layout

@@ -1,0 +1,113 @@
+"""parse_nccl_log and parse_nccl_tests against real logs and tables (tests/fixtures/nccl/SOURCES.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from testpaths import FIXTURES
+
+from ansible_collections.rdma.node.plugins.module_utils._nccl_output import (
+    NcclOutputError,
+    ib_hca_entries,
+    parse_nccl_log,
+    parse_nccl_tests,
+    transport_kind,
+)
+
+NCCL = FIXTURES / "nccl"
+
+
+def log(name):
+    return parse_nccl_log((NCCL / name).read_text())
+
+
+def table(name):
+    return parse_nccl_tests((NCCL / name).read_text())
+
+
+def test_roce_gdrdma_log():
+    parsed = log("nccl_info_roce_gdrdma_p2p_ib_hca_sglang_2.27.5.log")
+    assert parsed["version"] == "2.27.5+cuda12.9" and parsed["network"] == "IB"
+    assert parsed["transports"] == {"net_ib": 64, "p2p": 240}
+    assert parsed["gdrdma_channels"] == 64 and parsed["gdr"]["rings"] == [1] * 8
+    assert [d["device"] for d in parsed["ib_devices"]] == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_11"]
+    assert {d["link"] for d in parsed["ib_devices"]} == {"RoCE"}
+    assert parsed["env"]["NCCL_IB_HCA"] == "mlx5_0,mlx5_1,mlx5_2,mlx5_5,mlx5_6,mlx5_7,mlx5_8,mlx5_11"
+    assert parsed["hcas_used"] == sorted(["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_11"])
+    assert parsed["other_lines"] > 0, "the shell lines before the log are counted, not read"
+
+
+def test_socket_fallback_in_a_pod():
+    parsed = log("nccl_info_socket_fallback_no_ib_device_k8s_pod_2.27.3.log")
+    assert (parsed["network"], parsed["ib_no_device"], parsed["transports"]) == ("Socket", True, {"net_socket": 7})
+    assert parsed["socket_interfaces"] == [{"index": 0, "name": "eth0", "address": "10.0.4.51"}]
+    assert parsed["gdr"]["rings"] == [0, 0] and parsed["hosts"] == ["llama-3-8b-node-0-0"]
+    assert any("aws-ofi-nccl initialization failed" in w for w in parsed["warnings"])
+
+
+@pytest.mark.parametrize("name, transports, gdrdma, hcas", [
+    ("nccl_info_ib_gdrdma_channel_without_subchannel_nccl_issue707.log", {"net_ib": 12}, 12, ["NET/IB/0", "NET/IB/2", "NET/IB/4", "NET/IB/5"]),
+    ("nccl_info_ib_without_gdrdma_gdr0_mesh_plugin_issue56.log", {"net_ib": 16}, 0, ["NET/IB/4", "NET/IB/5"]),
+    ("nccl_info_socket_p2p_ipc_read_ipoib_bootstrap_nccl_issue952.log", {"net_socket": 2, "p2p": 14}, 0, []),
+])
+def test_channel_formats_of_pastes(name, transports, gdrdma, hcas):
+    parsed = log(name)
+    assert (parsed["transports"], parsed["gdrdma_channels"], parsed["hcas_used"]) == (transports, gdrdma, hcas)
+
+
+def test_old_logs_without_channels():
+    socket = log("nccl_info_socket_no_ib_device_nccl_2.7.8_issue447.log")
+    assert (socket["version"], socket["network"], socket["ib_no_device"], socket["channels"]) == ("2.7.8+cuda10.2", "Socket", True, [])
+    assert socket["notes"][0]["reason"].startswith("no channel line")
+    ib = log("nccl_info_ib_mlx4_init_nccl_2.4.2_pytorch_issue25767.log")
+    assert ib["ib_devices"] == [{"index": 0, "device": "mlx4_0", "port": 1, "link": "IB"}] and ib["other_lines"] == 4
+
+
+def test_text_without_nccl_lines_is_one_sentence():
+    with pytest.raises(NcclOutputError, match=r"nothing in the text is an NCCL log line .*line 1: 'hello'"):
+        parse_nccl_log("hello\nworld\n")
+
+
+def test_transport_kinds():
+    assert transport_kind("NET/IB/2(3)/GDRDMA") == ("net_ib", {"net": "IB", "net_device": 2, "merged_device": 3, "gdrdma": True, "shared": False})
+    assert transport_kind("NET/IBext_v8/2")[0] == "net_ib"
+    assert transport_kind("NET/Socket/0/Shared")[0] == "net_socket"
+    assert transport_kind("direct shared memory")[0] == "shm"
+
+
+def test_ib_hca_syntax():
+    assert ib_hca_entries("^=mlx5_0:1,mlx5_1") == {"exclude": True, "entries": [
+        {"device": "mlx5_0", "port": 1, "exact": True}, {"device": "mlx5_1", "port": None, "exact": True}]}
+
+
+@pytest.mark.parametrize("name, rows, largest, busbw, avg", [
+    ("all_reduce_perf_h100_2x8_tcpx_8G_a3mega.txt", 31, 8589934592, 338.82, 70.742),
+    ("nccl_tests_table_old_error_column_2080ti_nccl_issue340.txt", 12, 134217728, 20.34, 6.6972),
+    ("all_reduce_perf_no_hash_na_wrong_4G_pytorch_issue117748.txt", 2, 4294967296, 104.2, None),
+    ("all_reduce_perf_ring_partial_header_8G_nccl_tests_issue252.txt", 5, 8589934592, 95.1, 95.3009),
+    ("all_reduce_perf_shm_info_lines_inside_table_vllm_issue17568.txt", 1, 8, 0.0, None),
+    ("all_reduce_perf_nccl_tests_2.18.3_header_h100_nvl_nccl_issue2441.txt", 1, 500000, 3.97, None),
+    ("all_reduce_perf_single_row_space_in_host_h100_nccl_tests_issue347.txt", 1, 8589934592, 479.41, None),
+    ("all_reduce_perf_hashes_lost_single_a10g_truncated_nccl_tests_issue249.txt", 0, None, None, None),
+])
+def test_nccl_tests_tables(name, rows, largest, busbw, avg):
+    parsed = table(name)
+    assert len(parsed["rows"]) == rows
+    assert (parsed["largest"] or {}).get("size") == largest
+    assert (parsed["busbw_at_largest"], parsed["avg_busbw"]) == (busbw, avg)
+
+
+def test_nccl_tests_details():
+    a3 = table("all_reduce_perf_h100_2x8_tcpx_8G_a3mega.txt")
+    assert a3["test"] == "all_reduce_perf" and a3["hosts"] == ["ztan-mig-235z", "ztan-mig-gq73"] and len(a3["devices"]) == 16
+    assert a3["largest"]["in_place"]["busbw"] == 337.35 and a3["busbw_at_largest_gbps"] == 2710.56
+    assert a3["out_of_bounds"] == {"count": 0, "ok": True}
+    old = table("nccl_tests_table_old_error_column_2080ti_nccl_issue340.txt")
+    assert old["test"] is None, "a command after the table does not name it"
+    assert table("all_reduce_perf_single_row_space_in_host_h100_nccl_tests_issue347.txt")["hosts"] == ["NODE A"]
+    assert table("all_reduce_perf_nccl_tests_2.18.3_header_h100_nvl_nccl_issue2441.txt")["version"] == "2.18.3"
+
+
+def test_text_without_a_table_is_one_sentence():
+    with pytest.raises(NcclOutputError, match="nothing in the text is nccl-tests output"):
+        parse_nccl_tests("the job hung\n")
