@@ -31,7 +31,7 @@ from fake_k8s_api.pods import FakePods, NodeScenario
 from fake_k8s_api.server import FakeKubeApi
 from testpaths import FIXTURES, COLLECTIONS_ROOT
 
-from ansible_collections.rdma.node.plugins.plugin_utils._sysfs_tree import build_host
+from sysfs_tree import build_host
 
 PERFTEST = FIXTURES / "perftest"
 NCCL = FIXTURES / "nccl"
