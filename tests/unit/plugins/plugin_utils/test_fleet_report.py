@@ -75,10 +75,11 @@ def test_fact_cache_layout_is_read():
 
 def test_totals_and_groups():
     report = build_report(HOSTS, SOURCES)
-    assert report["totals"] == {"hosts": 5, "critical": 2, "no_data": 1, "warning": 1, "ok": 1, "findings": 6, "cluster_findings": 0}
-    assert report["schema_version"] == 2
+    assert report["totals"] == {"hosts": 5, "critical": 2, "unreachable": 0, "no_data": 1, "warning": 1, "ok": 1, "findings": 6,
+                                "cluster_findings": 0, "hosts_not_fully_checked": 0}
+    assert report["schema_version"] == 3
     groups = {g["name"]: g for g in report["groups"]}
-    assert groups["ib-a100"] == {"name": "ib-a100", "hosts": 3, "ok": 0, "warning": 1, "critical": 1, "no_data": 1}
+    assert groups["ib-a100"] == {"name": "ib-a100", "hosts": 3, "ok": 0, "warning": 1, "critical": 1, "unreachable": 0, "no_data": 1}
     assert groups["ib-v100"]["critical"] == 1 and groups["ib-v100"]["ok"] == 1
 
 
