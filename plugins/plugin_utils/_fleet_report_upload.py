@@ -64,7 +64,7 @@ def scrub(text, url):
     return text
 
 
-def _reason(exc):
+def _reason(exc, timeout):
     """One line saying what went wrong with a request."""
     status = getattr(exc, "code", None)
     if isinstance(status, int):
@@ -74,7 +74,7 @@ def _reason(exc):
         exc = reason
     text = str(exc).strip() or type(exc).__name__
     if isinstance(exc, TimeoutError) or "timed out" in text:
-        return "no answer within the time limit (%s)" % text
+        return "no answer within the time limit of %g s (%s)" % (timeout, text)
     return "%s: %s" % (type(exc).__name__, text)
 
 
@@ -99,7 +99,7 @@ def upload(paths, url, method="PUT", headers=None, validate_certs=True, timeout=
             if status not in OK_STATUSES:
                 raise ValueError("the server answered HTTP %d; expected one of %s" % (status, ", ".join(map(str, OK_STATUSES))))
         except Exception as exc:  # any failure of the copy is reported, never raised: the verdict comes first
-            result.update(ok=False, error="%s of %s to %s failed: %s" % (method, name, redact_url(url), scrub(_reason(exc), url)),
+            result.update(ok=False, error="%s of %s to %s failed: %s" % (method, name, redact_url(url), scrub(_reason(exc, timeout), url)),
                           not_sent=[os.path.basename(p) for p in paths[index:]])
             return result
         result["files"].append({"file": name, "status": status})
