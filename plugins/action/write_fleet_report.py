@@ -212,9 +212,11 @@ def _summary_line(totals, changes, files, sent):
     if totals["hosts_not_fully_checked"]:
         line += " (%d with checks not run)" % totals["hosts_not_fully_checked"]
     moved = changes["totals"]
-    line += (". Since %s: %d new, %d resolved, %d still open, %d not checked again" % (
-        changes["previous"]["generated_at"], moved["new"], moved["resolved"], moved["still_open"], moved["not_checked"])
-             if moved else ". " + changes["note"].rstrip("."))
+    if moved:
+        line += ". Since %s: %d new, %d resolved, %d still open, %d not checked again" % (
+            changes["previous"]["generated_at"], moved["new"], moved["resolved"], moved["still_open"], moved["not_checked"])
+    else:
+        line += ". " + changes["note"].rstrip(".")
     line += ". Report: %s" % (", ".join(files) or "no file")
     if sent is not None:
         line += "; uploaded to %s" % sent["url"] if sent["ok"] else "; its upload FAILED: %s" % sent["error"]

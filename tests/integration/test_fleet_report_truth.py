@@ -72,7 +72,7 @@ def report_of(directory):
 
 def headings(tokens):
     """``[(level, text shown)]`` of every heading."""
-    return [(int(tokens[i].tag[1]), shown_text(tokens[i + 1])) for i, t in enumerate(tokens) if t.type == "heading_open"]
+    return [(int(token.tag[1]), shown_text(tokens[i + 1])) for i, token in enumerate(tokens) if token.type == "heading_open"]
 
 
 def shown_text(inline):

@@ -114,12 +114,14 @@ def test_filter_fills_the_location():
 
 
 def test_unreachable_and_unchecked_hosts_say_so():
-    hosts = {"gone": {"group_names": ["ib-a100"], "rdma_unreachable": {"reason": "ssh: connect to host gone port 22: No route to host",
-                                                                        "time": "2026-11-25T00:00:00Z"}},
-             "never": {"group_names": ["ib-a100"]},
-             "partly": {"group_names": ["ib-a100"], "node_health_status": {"ok": True, "critical": 0, "warning": 0, "checks": ["pcie_degraded"],
-                                                                         "skipped_checks": [{"check": "effective_memlock", "missing": ["rdma_memlock"],
-                                                                                             "reason": "rdma_memlock was not gathered"}]}}}
+    skipped = {"check": "effective_memlock", "missing": ["rdma_memlock"], "reason": "rdma_memlock was not gathered"}
+    hosts = {
+        "gone": {"group_names": ["ib-a100"],
+                 "rdma_unreachable": {"reason": "ssh: connect to host gone port 22: No route to host", "time": "2026-11-25T00:00:00Z"}},
+        "never": {"group_names": ["ib-a100"]},
+        "partly": {"group_names": ["ib-a100"],
+                   "node_health_status": {"ok": True, "critical": 0, "warning": 0, "checks": ["pcie_degraded"], "skipped_checks": [skipped]}},
+    }
     summary = fleet_artifact(build_report(hosts, registered_roles()), LOCATION)
     assert summary["hosts"]["gone"] == {"status": "unreachable", "critical": 0, "warning": 0, "info": 0,
                                         "reason": "ssh: connect to host gone port 22: No route to host"}
