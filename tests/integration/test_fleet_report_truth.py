@@ -30,7 +30,7 @@ import yaml
 from markdown_it import MarkdownIt
 
 from ansible.plugins.loader import cache_loader
-from browser import _chromium, _url, rendered_dom
+from browser import rendered_dom
 from harness import run_playbook, run_playbook_printed
 from testpaths import demo_inventory_copy
 from upload_servers import SilentServer, UploadRecorder
@@ -381,11 +381,11 @@ def test_long_host_names_are_not_clipped_at_800_pixels(two_runs, tmp_path):
                ' document.documentElement.setAttribute("data-measured", JSON.stringify({width: window.innerWidth, clipped: clipped,'
                ' names: document.querySelectorAll("b.name").length})); })();</script></body>')
     page.write_text((two_runs["base"] / "report/fleet-report.html").read_text().replace("</body>", measure))
-    proc = _chromium("--window-size=800,1200", "--dump-dom", _url(str(page), ""))
-    measured = json.loads(re.search(r"data-measured=\"([^\"]+)\"", proc.stdout).group(1).replace("&quot;", '"'))
+    dom = rendered_dom(str(page), width=800, height=1200)
+    measured = json.loads(re.search(r"data-measured=\"([^\"]+)\"", dom).group(1).replace("&quot;", '"'))
     assert measured["width"] == 800 and measured["names"] >= 5  # the hosts and the changes' rows
     assert measured["clipped"] == []
-    assert LONG_NAME in proc.stdout
+    assert LONG_NAME in dom
 
 
 # ---------------------------------------------------------------------------------------- unreachable
