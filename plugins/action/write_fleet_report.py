@@ -127,6 +127,16 @@ def render(report, formats):
     return texts
 
 
+def removed_hosts(task_vars):
+    """The hosts of the play that Ansible took out of it (unreachable, or a task failed on them)."""
+    play_hosts_all = task_vars.get("ansible_play_hosts_all")
+    play_hosts = task_vars.get("ansible_play_hosts")
+    if not isinstance(play_hosts_all, list) or not isinstance(play_hosts, list):
+        return []
+    active = set(play_hosts)
+    return [host for host in play_hosts_all if host not in active]
+
+
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
@@ -138,9 +148,7 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
-        play_hosts_all = task_vars.get("ansible_play_hosts_all")
-        play_hosts = task_vars.get("ansible_play_hosts")
-        removed = [h for h in play_hosts_all if h not in set(play_hosts)] if isinstance(play_hosts_all, list) and isinstance(play_hosts, list) else []
+        removed = removed_hosts(task_vars)
         try:
             report = report_from_hostvars(args["hosts"], task_vars["hostvars"], args["title"], args["sources"], args["cluster_hosts"], removed)
         except (TypeError, ValueError) as exc:

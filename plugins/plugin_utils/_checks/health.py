@@ -402,11 +402,12 @@ def health_summary(facts, params, findings):
         rates[name] = {c: round(per_hour(b, a, s), 3) for c, (b, a, s) in counters.items()}
     earlier, source = earlier_sample(facts["rdma"], params.get("previous_sample"))
     sample = current_sample(rdma)
+    # The rates are extrapolated to an hour from this interval: a report must say it with them.
+    interval = float(sample["time"]) - float(earlier["time"]) if earlier is not None and sample["time"] is not None else None
     return {
         "counter_sample": sample if sample["time"] is not None else None,
         "counter_rates_per_hour": rates,
         "counter_rates_source": source,
-        # The rates are extrapolated to an hour from this interval: a report must say it with them.
-        "counter_rates_interval_seconds": float(sample["time"]) - float(earlier["time"]) if earlier is not None else None,
+        "counter_rates_interval_seconds": interval,
         "carrier_losses": {port: sum(c for _n, c in items) for port, items in carrier_losses(rdma).items()},
     }
