@@ -30,9 +30,11 @@ def _url(path, fragment):
     return "file://" + os.path.abspath(path) + ("#" + fragment if fragment else "")
 
 
-def rendered_dom(path, fragment=""):
-    """The DOM after Chromium loaded the page and ran its scripts; ``fragment`` is the URL's part after ``#``."""
-    proc = _chromium("--dump-dom", _url(path, fragment))
+def rendered_dom(path, fragment="", width=None, height=900):
+    """The DOM after Chromium loaded the page and ran its scripts; ``fragment`` is the URL's part after ``#``;
+    ``width`` (pixels) lays the page out in a window that wide."""
+    size = ["--window-size=%d,%d" % (width, height)] if width else []
+    proc = _chromium(*size, "--dump-dom", _url(path, fragment))
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 

@@ -3,6 +3,8 @@ operator runs them, read through the JSON callback (``ansible.posix.json``), and
 cache that a later job reads. Tests assert on these structured results, never on the recap text.
 
 * ``run_playbook(playbook, *args, inventory=, extra_vars=, env=, fact_cache=, ...)`` -> ``PlaybookRun``
+* ``run_playbook_printed(playbook, *args, ...)`` -> ``PrintedRun``: the default output, for tests of
+  what an operator's terminal shows
 * ``run_module(module, args, *cli_args, host=, host_vars=, ...)`` -> ``ModuleRun``
 * ``FactCache(directory)``: the environment that points a run at it, and each host's cached facts.
 
@@ -223,6 +225,16 @@ def _run(argv, environment, cwd, timeout):
     return subprocess.run(argv, capture_output=True, text=True, env=environment, cwd=cwd, timeout=timeout, check=False)
 
 
+def _playbook_target(playbook, scratch):
+    if isinstance(playbook, list):
+        target = Path(scratch) / "playbook.json"
+        target.write_text(json.dumps(playbook), encoding="utf-8")
+        return target
+    if isinstance(playbook, str) and playbook.startswith("rdma.node."):
+        return playbook
+    return Path(playbook) if Path(playbook).is_absolute() else COLLECTION_ROOT / playbook
+
+
 def run_playbook(playbook, *args, inventory=None, extra_vars=None, env=None, fact_cache=None, check=False,
                  diff=False, collections_root=None, cwd=None, wrapper=(), timeout=600) -> PlaybookRun:
     """Run a playbook with the JSON callback and return its structured results.
@@ -235,17 +247,29 @@ def run_playbook(playbook, *args, inventory=None, extra_vars=None, env=None, fac
     """
     cache = _fact_cache(fact_cache)
     with tempfile.TemporaryDirectory(prefix="rdma-node-run-") as scratch:
-        if isinstance(playbook, list):
-            target = Path(scratch) / "playbook.json"
-            target.write_text(json.dumps(playbook), encoding="utf-8")
-        elif isinstance(playbook, str) and playbook.startswith("rdma.node."):
-            target = playbook
-        else:
-            target = Path(playbook) if Path(playbook).is_absolute() else COLLECTION_ROOT / playbook
-        argv = [*wrapper, ANSIBLE_PLAYBOOK, *_inventory_args(inventory, scratch), str(target),
+        argv = [*wrapper, ANSIBLE_PLAYBOOK, *_inventory_args(inventory, scratch), str(_playbook_target(playbook, scratch)),
                 *_extra_vars_args(extra_vars), *(["--check"] if check else []), *(["--diff"] if diff else []), *args]
         proc = _run(argv, ansible_environment(env, cache, collections_root), cwd, timeout)
     return PlaybookRun(proc, cache)
+
+
+class PrintedRun:
+    """An ansible-playbook run as an operator's terminal shows it: rc and Ansible's default output."""
+
+    def __init__(self, proc):
+        self.rc = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+
+
+def run_playbook_printed(playbook, *args, inventory=None, env=None, fact_cache=None, timeout=600) -> PrintedRun:
+    """Run a playbook as ``run_playbook`` does, but with Ansible's default output callback, for tests of
+    what reaches the operator's terminal (never to read results from: use ``run_playbook`` for those)."""
+    environment = dict(env or {}, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
+    with tempfile.TemporaryDirectory(prefix="rdma-node-run-") as scratch:
+        argv = [ANSIBLE_PLAYBOOK, *_inventory_args(inventory, scratch), str(_playbook_target(playbook, scratch)), *args]
+        proc = _run(argv, ansible_environment(environment, _fact_cache(fact_cache)), None, timeout)
+    return PrintedRun(proc)
 
 
 def run_module(module, args=None, *cli_args, host="localhost", host_vars=None, inventory=None, extra_vars=None,

@@ -5,10 +5,14 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_artifact import DEFAULT_MAX_BYTES, fleet_artifact as _fleet_artifact
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report_hosts import report_from_hostvars
+from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report_upload import redact_url
 
 
 def fleet_report_data(host_names, hostvars, title="RDMA fleet report", sources=None, cluster_hosts=("localhost",)):
@@ -24,14 +28,50 @@ def fleet_report_data(host_names, hostvars, title="RDMA fleet report", sources=N
 
 
 def fleet_artifact(report, report_dir=None, files=None, upload_url=None, max_bytes=DEFAULT_MAX_BYTES):
-    """Return the ``rdma_fleet`` summary of ``report`` for AWX's artifacts, at most ``max_bytes`` of JSON."""
-    location = {"dir": report_dir or None, "files": list(files or []), "upload_url": upload_url or None}
+    """Return the ``rdma_fleet`` summary of ``report`` for AWX's artifacts, at most ``max_bytes`` of JSON;
+    ``upload_url`` is shown without its user, password and query."""
+    location = {"dir": report_dir or None, "files": list(files or []), "upload_url": redact_url(upload_url) or None}
     try:
         return _fleet_artifact(report, location, int(max_bytes))
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError("rdma.node.fleet_artifact: %s" % exc)
 
 
+# A name that Ansible's host pattern parser takes as itself: it splits patterns at commas, colons and
+# white space, reads brackets as subscripts, * and ? as wildcards, and a leading !, & or ~ as
+# exclusion, intersection or a regular expression. Such a name is looked up as an inventory host
+# before anything else, so a group of the same name does not stand in for it.
+_PLAIN_NAME = re.compile(r"[^\s,:\[\]*?!&~][^\s,:\[\]*?]*")
+
+
+def _spelled(char):
+    code = ord(char)
+    if char.isascii() and char.isalnum():
+        return char
+    return "\\x%02x" % code if code < 0x100 else ("\\u%04x" % code if code < 0x10000 else "\\U%08x" % code)
+
+
+def exact_host_patterns(names):
+    """Host patterns that match exactly the hosts ``names`` (a list, or a mapping keyed by name), whatever
+    their characters: each plain name as itself, and the others in one regular expression (``~^(...)\\Z``)
+    that spells every character but letters and digits as an escape, so that nothing in it is a comma, a
+    colon, a space or a bracket. A group named like one of the odd names matches that expression too: a
+    play on these patterns should still check ``inventory_hostname`` against the names."""
+    if isinstance(names, Mapping):
+        names = list(names)
+    if isinstance(names, str) or not isinstance(names, (list, tuple)):
+        raise AnsibleFilterError("rdma.node.exact_host_patterns: expected a list of host names or a mapping keyed by them, got %s"
+                                 % type(names).__name__)
+    plain, odd = [], []
+    for name in names:
+        name = str(name)
+        if _PLAIN_NAME.fullmatch(name):
+            plain.append(name)
+        elif name:
+            odd.append("".join(_spelled(c) for c in name))
+    return plain + (["~^(%s)\\Z" % "|".join(odd)] if odd else [])
+
+
 class FilterModule:
     def filters(self):
-        return {"fleet_report_data": fleet_report_data, "fleet_artifact": fleet_artifact}
+        return {"fleet_report_data": fleet_report_data, "fleet_artifact": fleet_artifact, "exact_host_patterns": exact_host_patterns}

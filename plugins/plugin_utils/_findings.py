@@ -10,12 +10,18 @@ A finding is a plain dict: ``role`` and ``check`` say which check found it, ``se
 
 ``finding()`` is the only constructor: it refuses a malformed finding (a bug in a check) instead of
 letting it reach a report, and turns values that JSON cannot carry (``NaN``, infinities, tuples,
-sets) into ones it can, so every finding survives a fact cache and AWX's artifacts unchanged.
+sets) into ones it can, so every finding survives a fact cache and AWX's artifacts unchanged. It
+also removes terminal escape sequences and control characters from the subject, the message and
+every text in ``expected``/``actual``: they quote what nodes report (firmware, netdev names, kernel
+log lines) and what operators wrote, and they are printed by Ansible (task messages, the fail
+messages) and in every report.
 """
 
 from __future__ import annotations
 
 import math
+
+from ansible_collections.rdma.node.plugins.plugin_utils._safe_text import clean, strip_controls, visible
 
 SEVERITIES = ("critical", "warning", "info")
 KEYS = ("role", "check", "severity", "subject", "message", "expected", "actual")
@@ -59,9 +65,12 @@ def finding(role, check, severity, subject, message, expected=None, actual=None)
     if subject is None or isinstance(subject, (dict, list, tuple, set)) or str(subject) == "":
         raise FindingError("finding subject of %s.%s: expected the name of what it is about, got %r" % (role, check, subject))
     where = "finding %s.%s" % (role, check)
+    # A subject made only of control characters is still named, spelled out (\x1b...), never lost.
+    shown_subject = strip_controls(subject).strip() or visible(subject)
     return {
-        "role": str(role), "check": str(check), "severity": str(severity), "subject": str(subject), "message": " ".join(message.split()),
-        "expected": plain(expected, where + " expected"), "actual": plain(actual, where + " actual"),
+        "role": str(role), "check": str(check), "severity": str(severity), "subject": shown_subject,
+        "message": " ".join(strip_controls(message).split()) or visible(message),
+        "expected": clean(plain(expected, where + " expected")), "actual": clean(plain(actual, where + " actual")),
     }
 
 

@@ -8,12 +8,18 @@ to the next nodes of a workflow as extra variables and puts them in notification
 must stay small whatever the size of the fleet: it is built to fit ``max_bytes`` of compact JSON
 (64 KiB by default, far below AWX's 700,000-byte limit on one event's data, MAX_EVENT_RES_DATA).
 
-Shape (``schema`` 1)::
+Shape (``schema`` 2)::
 
-    {"schema": 1, "title": ..., "generated_at": ...,
-     "totals": {"hosts", "critical", "no_data", "warning", "ok", "findings"},
-     "report": {"dir": ..., "files": [...], "upload_url": ... or null},
-     "hosts": {"<host>": {"status", "critical", "warning", "info"}},      # worst first
+    {"schema": 2, "title": ..., "generated_at": ...,
+     "totals": {"hosts", "critical", "unreachable", "no_data", "warning", "ok", "findings", "cluster_findings",
+                "hosts_not_fully_checked"},
+     "changes": {"since", "new", "resolved", "still_open", "not_checked"} or null (no earlier report),
+     "report": {"dir": ..., "files": [...], "upload_url": ... (user, password and query redacted) or null,
+                "upload": {"url", "ok", "files", "error", "not_sent"} or null},
+     "hosts": {"<host>": {"status", "critical", "warning", "info"}},      # worst first; "reason" for an
+                                                                           # unreachable host or one without
+                                                                           # data, "not_checked": n when
+                                                                           # checks could not run
      "findings": [{"host", "role", "check", "severity", "subject", "message"}],  # worst first
      "complete": true/false,
      "omitted": {"hosts": n, "findings": {"critical": n, "warning": n, "info": n}},
@@ -29,7 +35,7 @@ from __future__ import annotations
 
 import json
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_MAX_BYTES = 65536
 SEVERITIES = ("critical", "warning", "info")
 # What each level of detail keeps: the severities of the findings, and whether ok hosts are listed.
@@ -50,7 +56,21 @@ def _host_counts(host):
     for found in host.get("findings") or []:
         if found.get("severity") in counts:
             counts[found["severity"]] += 1
-    return {"status": host.get("status"), "critical": counts["critical"], "warning": counts["warning"], "info": counts["info"]}
+    entry = {"status": host.get("status"), "critical": counts["critical"], "warning": counts["warning"], "info": counts["info"]}
+    # Only where there is something to say, so that a thousand healthy hosts cost no more than before.
+    if host.get("reason"):
+        entry["reason"] = host["reason"]
+    if host.get("not_checked"):
+        entry["not_checked"] = len(host["not_checked"])
+    return entry
+
+
+def _changes(report):
+    changes = report.get("changes") or {}
+    if not changes.get("totals"):
+        return None
+    return dict({"since": (changes.get("previous") or {}).get("generated_at")},
+                **{key: changes["totals"][key] for key in ("new", "resolved", "still_open", "not_checked")})
 
 
 def _finding(host_name, found):
@@ -74,6 +94,7 @@ def _document(report, report_location, hosts, severities, all_counts):
         "title": report.get("title"),
         "generated_at": report.get("generated_at"),
         "totals": dict(report.get("totals") or {}),
+        "changes": _changes(report),
         "report": dict(report_location),
         "hosts": {host["name"]: _host_counts(host) for host in hosts},
         "findings": findings,
@@ -104,7 +125,7 @@ def fleet_artifact(report, report_location=None, max_bytes=DEFAULT_MAX_BYTES):
         raise ValueError("expected the fleet report's data (a dict with a 'hosts' list), got %s" % type(report).__name__)
     if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 1024:
         raise ValueError("max_bytes must be an integer of at least 1024, got %r" % (max_bytes,))
-    location = {"dir": None, "files": [], "upload_url": None}
+    location = {"dir": None, "files": [], "upload_url": None, "upload": None}
     location.update(report_location or {})
     hosts = report["hosts"]
     all_counts = {severity: 0 for severity in SEVERITIES}

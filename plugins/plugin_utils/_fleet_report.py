@@ -10,6 +10,13 @@ hostvars or from a fact cache. Cluster-scope roles (``k8s_rdma``) keep theirs on
 a finding about a node that is an inventory host also shows on that host. Output is one structure
 that the JSON, Markdown and HTML renderings share: totals, counts per group, the cluster section, and
 hosts ordered worst first.
+
+A host's status says what is known of it, never more: ``critical`` and ``warning`` by its worst
+finding; ``unreachable`` when the collection's gather could not reach it (``rdma_unreachable``, with
+Ansible's reason); ``no_data`` when no role left results for it (with why, as far as the report can
+tell); ``ok`` otherwise. The checks that could not run or could not judge a subject (each role
+status's ``skipped_checks`` and ``not_checked``) are listed per host as ``not_checked``, whatever its
+status, so that a host whose checks were skipped never reads as plainly ok.
 """
 
 from __future__ import annotations
@@ -21,11 +28,19 @@ from ansible_collections.rdma.node.plugins.plugin_utils._findings import tally
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 
 # The version of the report's JSON shape; a consumer checks it before reading the rest.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CLUSTER_PREFIX = "cluster/"
 
-# Worst first: a host with a critical finding, then one the roles never reached, then warnings.
-STATUS_ORDER = {"critical": 0, "no_data": 1, "warning": 2, "ok": 3}
+# Worst first: a host with a critical finding, then one that could not be reached, then one the roles
+# left nothing for, then warnings.
+STATUS_ORDER = {"critical": 0, "unreachable": 1, "no_data": 2, "warning": 3, "ok": 4}
+# Why a host has no data, as far as the report can tell.
+NO_DATA_REMOVED = ("Ansible took this host out of the run before the report (it was unreachable, or a task failed on it), "
+                   "and no role of this collection left results for it.")
+NO_DATA_NEVER_CHECKED = ("No role of this collection left results for this host: it was not checked in this run, "
+                         "and the fact cache, if the run reads one, holds none for it.")
+# The fleet-wide checks whose findings mark one value of an HCA as differing from its group's.
+DRIFT_CHECKS = {"firmware_drift": ("fw_ver", "fw_expected"), "board_id_drift": ("board_id", "board_expected")}
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 HIDDEN_GROUPS = ("all", "ungrouped")
 # What the report keeps of an RDMA device (ansible_facts.rdma.devices) and of its PCIe link (the
@@ -102,8 +117,83 @@ def hcas(rdma):
     return entries
 
 
-def host_entry(name, host_vars, sources, node_findings=None):
-    """Everything the report shows about one host."""
+def _text(value):
+    return None if value is None else str(value)
+
+
+def not_checked(statuses):
+    """What the roles could not judge on a host: ``[{"role", "check", "subject", "reason"}]``, from each
+    role status's ``skipped_checks`` (a check whose facts were not gathered) and ``not_checked`` (a
+    check that ran but could not judge one subject)."""
+    items = []
+    for role in sorted(statuses):
+        status = statuses[role] if isinstance(statuses[role], dict) else {}
+        for skipped in status.get("skipped_checks") or []:
+            if not isinstance(skipped, dict):
+                continue
+            missing = skipped.get("missing") or skipped.get("missing_facts") or []
+            missing = [str(m) for m in missing] if isinstance(missing, list) else [str(missing)]
+            reason = skipped.get("reason") or ("the data it reads was not gathered: %s" % ", ".join(missing) if missing
+                                               else "the check was skipped")
+            items.append({"role": role, "check": _text(skipped.get("check")), "subject": None, "reason": str(reason)})
+        for item in status.get("not_checked") or []:
+            if isinstance(item, dict):
+                items.append({"role": role, "check": _text(item.get("check")), "subject": _text(item.get("subject")),
+                              "reason": str(item.get("reason") or "no reason given")})
+    return items
+
+
+def _unreachable(host_vars):
+    """``{"reason", "time"}`` when the collection's gather could not reach the host, else None."""
+    value = _lookup(host_vars, "rdma_unreachable")
+    if not value:
+        return None
+    if not isinstance(value, dict):
+        return {"reason": str(value), "time": None}
+    return {"reason": str(value.get("reason") or "no reason given"), "time": _text(value.get("time"))}
+
+
+def _mark_drift(hcas_of_host, findings):
+    """Mark the HCA values that the fleet-wide checks found different from their group's:
+    ``fw_expected``/``board_expected`` hold the group's value."""
+    for item in findings:
+        marked = DRIFT_CHECKS.get(item.get("check")) if item.get("role") == FLEET_ROLE else None
+        if marked is None:
+            continue
+        key, mark = marked
+        for hca in hcas_of_host:
+            if hca.get(key) is not None and hca.get(key) == item.get("actual"):
+                hca[mark] = item.get("expected")
+
+
+def counter_rises(node_health, rdma):
+    """The error counters that rose on a host, per hour, and over which interval they were measured:
+    ``{"source", "interval_seconds", "rates": [{"port", "counter", "per_hour"}]}`` or None.
+
+    A rate per hour from a sample of one second is one error times 3600: the interval goes with it."""
+    rates = (node_health or {}).get("counter_rates_per_hour")
+    if not isinstance(rates, dict):
+        return None
+    rising = []
+    for port in sorted(rates):
+        counters = rates[port] if isinstance(rates[port], dict) else {}
+        for counter in sorted(counters):
+            value = counters[counter]
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                rising.append({"port": str(port), "counter": str(counter), "per_hour": value})
+    if not rising:
+        return None
+    source = node_health.get("counter_rates_source")
+    interval = node_health.get("counter_rates_interval_seconds")
+    if interval is None and source == "this run":
+        interval = (rdma or {}).get("counters_interval_seconds")
+    if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval <= 0:
+        interval = None
+    return {"source": _text(source), "interval_seconds": interval, "rates": rising}
+
+
+def host_entry(name, host_vars, sources, node_findings=None, removed=False):
+    """Everything the report shows about one host; ``removed``: Ansible took it out of the play."""
     findings = []
     statuses = {}
     for source in sources:
@@ -118,10 +208,14 @@ def host_entry(name, host_vars, sources, node_findings=None):
     findings.sort(key=lambda f: (SEVERITY_ORDER.get(f.get("severity"), 3), f.get("role") or "", f.get("subject") or ""))
     counts = tally(findings)
     critical, warning = counts["critical"], counts["warning"]
+    unreachable = _unreachable(host_vars)
+    reason = None
     if critical:
         status = "critical"
+    elif unreachable:
+        status, reason = "unreachable", unreachable["reason"]
     elif not statuses:
-        status = "no_data"
+        status, reason = "no_data", NO_DATA_REMOVED if removed else NO_DATA_NEVER_CHECKED
     elif warning:
         status = "warning"
     else:
@@ -129,19 +223,25 @@ def host_entry(name, host_vars, sources, node_findings=None):
     rdma = (host_vars.get("ansible_facts") or {}).get("rdma") or {}
     inventory = statuses.get("ib_inventory") or {}
     bandwidth = statuses.get("bandwidth_check") or {}
+    devices = hcas(rdma)
+    _mark_drift(devices, findings)
     return {
         "name": name,
         "groups": sorted(g for g in host_vars.get("group_names") or [] if g not in HIDDEN_GROUPS),
         "status": status,
+        "reason": reason,
+        "unreachable": unreachable,
         "critical": critical,
         "warning": warning,
         "summary": inventory.get("facts_summary") or rdma.get("summary"),
         "ports": inventory.get("ports") or [],
-        "hcas": hcas(rdma),
+        "hcas": devices,
         "driver": statuses.get("driver_verify"),
         # Each loopback and pair test: port, peer (pairs), measured and expected Gb/s, verdict, cause.
         "bandwidth": (bandwidth.get("loopback") or []) + (bandwidth.get("pairs") or []),
+        "counter_rises": counter_rises(statuses.get("node_health"), rdma),
         "checks": sorted(statuses),
+        "not_checked": not_checked(statuses),
         "findings": findings,
     }
 
@@ -187,20 +287,22 @@ def findings_by_check(entries, clusters):
     return rows
 
 
-def build_report(hosts, sources, title="RDMA fleet report", generated_at=None, cluster_vars=()):
+def build_report(hosts, sources, title="RDMA fleet report", generated_at=None, cluster_vars=(), removed=()):
     """``hosts`` maps host name to its variables, ``sources`` names the roles to read (the registry's);
-    ``cluster_vars`` are the variables of further hosts that ran cluster-scope roles (``localhost``).
-    Returns the report structure."""
+    ``cluster_vars`` are the variables of further hosts that ran cluster-scope roles (``localhost``);
+    ``removed`` names the hosts Ansible took out of the play before the report. Returns the report
+    structure (``changes`` is None: the caller compares with the previous report, if any)."""
     clusters = cluster_sections(list(hosts.values()) + list(cluster_vars), sources)
     by_node = _node_findings(clusters)
     for name, items in fleet_findings(hosts).items():
         by_node.setdefault(name, []).extend(items)
-    entries = [host_entry(name, host_vars or {}, sources, by_node) for name, host_vars in hosts.items()]
+    removed = set(removed)
+    entries = [host_entry(name, host_vars or {}, sources, by_node, name in removed) for name, host_vars in hosts.items()]
     entries.sort(key=lambda h: (STATUS_ORDER[h["status"]], -h["critical"], -h["warning"], h["name"]))
     groups = {}
     for entry in entries:
         for group in entry["groups"] or ["ungrouped"]:
-            counts = groups.setdefault(group, {"name": group, "hosts": 0, "ok": 0, "warning": 0, "critical": 0, "no_data": 0})
+            counts = groups.setdefault(group, dict({"name": group, "hosts": 0}, **dict.fromkeys(STATUS_ORDER, 0)))
             counts["hosts"] += 1
             counts[entry["status"]] += 1
     totals = {"hosts": len(entries)}
@@ -208,11 +310,13 @@ def build_report(hosts, sources, title="RDMA fleet report", generated_at=None, c
         totals[status] = sum(1 for e in entries if e["status"] == status)
     totals["findings"] = sum(len(e["findings"]) for e in entries)
     totals["cluster_findings"] = sum(len(c["findings"]) for c in clusters)
+    totals["hosts_not_fully_checked"] = sum(1 for e in entries if e["not_checked"])
     return {
         "schema_version": SCHEMA_VERSION,
         "title": title,
         "generated_at": generated_at or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "totals": totals,
+        "changes": None,
         "groups": [groups[name] for name in sorted(groups)],
         "clusters": clusters,
         "findings_by_check": findings_by_check(entries, clusters),
@@ -222,9 +326,14 @@ def build_report(hosts, sources, title="RDMA fleet report", generated_at=None, c
 
 
 def failing_hosts(report):
-    """``{host: message}`` for every host with a critical finding: what the report's fail switch acts on."""
-    return {
-        entry["name"]: "%d critical finding(s) on %s: %s" % (
-            entry["critical"], entry["name"], "; ".join(f["message"] for f in entry["findings"] if f.get("severity") == "critical"))
-        for entry in report["hosts"] if entry["status"] == "critical"
-    }
+    """``{host: message}`` for every host with a critical finding, and every host that could not be
+    reached: what the report's fail switch acts on (an unreachable host was not checked, and a job that
+    passes over it must not read as a success)."""
+    failing = {}
+    for entry in report["hosts"]:
+        if entry["status"] == "critical":
+            failing[entry["name"]] = "%d critical finding(s) on %s: %s" % (
+                entry["critical"], entry["name"], "; ".join(f["message"] for f in entry["findings"] if f.get("severity") == "critical"))
+        elif entry["status"] == "unreachable":
+            failing[entry["name"]] = "%s could not be reached, so none of its checks ran: %s" % (entry["name"], entry["reason"])
+    return failing

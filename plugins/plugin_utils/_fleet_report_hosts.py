@@ -6,6 +6,11 @@
 Only the variables the report reads are pulled out of each host's variables, and they are turned
 into plain Python data at once: hostvars are lazy and their values carry ansible-core's tags, which
 would make every later step (the report, its renderings) slower at fleet scale.
+
+They are made safe here too, once for every rendering: host and group names are spelled out where
+they hold control characters (``_safe_text.visible``), and every other text loses its escape
+sequences and control characters (``_safe_text.clean``). The hosts to fail are named by their
+inventory names, as Ansible knows them.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ from collections.abc import Mapping
 from ansible_collections.rdma.node.plugins.plugin_utils._findings import plain
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import registered_roles
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report import build_report, failing_hosts
+from ansible_collections.rdma.node.plugins.plugin_utils._safe_text import clean, visible
 
-# The variables of a host the report reads besides the roles' findings and status.
-HOST_KEYS = ("group_names", "ansible_facts")
+# The variables of a host the report reads besides the roles' findings and status; rdma_unreachable
+# is what the collection's gather leaves on a host it could not reach ({"reason", "time"}).
+HOST_KEYS = ("group_names", "ansible_facts", "rdma_unreachable")
 
 
 def names(value, what):
@@ -30,7 +37,7 @@ def names(value, what):
 # What the report reads of a host's ansible_facts besides the roles' results (which a fact cache keeps
 # there): the RDMA devices with their PCIe links, and the ports summary. The rest of the facts (ports,
 # counters, GID tables...) is never copied, so the report's cost does not grow with what was gathered.
-RDMA_FACT_KEYS = ("summary", "devices", "pcie")
+RDMA_FACT_KEYS = ("summary", "devices", "pcie", "counters_interval_seconds")
 
 
 def _report_facts(facts, wanted, where):
@@ -58,19 +65,33 @@ def host_variables(hostvars, name, wanted):
             else plain(host_vars.get(key), "%s of %s" % (key, name)) for key in wanted if key in host_vars}
 
 
-def report_from_hostvars(host_names, hostvars, title="RDMA fleet report", sources=None, cluster_hosts=("localhost",)):
-    """The report structure for ``host_names`` plus ``failing_hosts``.
+def _safe_host(host_vars):
+    """The host's variables with control characters gone from every text, its group names spelled out."""
+    safe = clean(host_vars)
+    if isinstance(host_vars.get("group_names"), list):
+        safe["group_names"] = [visible(g) for g in host_vars["group_names"]]
+    return safe
+
+
+def report_from_hostvars(host_names, hostvars, title="RDMA fleet report", sources=None, cluster_hosts=("localhost",), removed=()):
+    """The report structure for ``host_names`` plus ``failing_hosts`` (by inventory name).
 
     ``sources`` are the roles whose ``<role>_findings``/``<role>_status`` are read (default: every role
-    of the check registry); ``cluster_hosts`` are where cluster-scope roles (k8s_rdma) ran.
+    of the check registry); ``cluster_hosts`` are where cluster-scope roles (k8s_rdma) ran; ``removed``
+    are the hosts Ansible took out of the play before the report (unreachable, or failed).
     """
     host_names = names(host_names, "the host names")
     if not isinstance(hostvars, Mapping) and not hasattr(hostvars, "__getitem__"):
         raise ValueError("expected hostvars")
     sources = tuple(names(sources, "sources") if sources else registered_roles())
     wanted = HOST_KEYS + tuple(s + suffix for s in sources for suffix in ("_findings", "_status"))
-    hosts = {name: host_variables(hostvars, name, wanted) for name in host_names}
-    extra = [host_variables(hostvars, name, wanted) for name in names(list(cluster_hosts or ()), "cluster_hosts") if name not in hosts]
-    report = build_report(hosts, sources, title=title, cluster_vars=extra)
-    report["failing_hosts"] = failing_hosts(report)
+    shown = {}
+    for name in host_names:
+        shown.setdefault(visible(name), name)
+    hosts = {label: _safe_host(host_variables(hostvars, name, wanted)) for label, name in shown.items()}
+    extra = [_safe_host(host_variables(hostvars, name, wanted))
+             for name in names(list(cluster_hosts or ()), "cluster_hosts") if name not in shown.values()]
+    removed = {visible(name) for name in names(list(removed or ()), "removed")}
+    report = build_report(hosts, sources, title=clean(title), cluster_vars=extra, removed=removed)
+    report["failing_hosts"] = {shown[label]: message for label, message in failing_hosts(report).items()}
     return report

@@ -17,6 +17,7 @@ import json
 PORT_KEYS = ("port", "state", "phys_state", "rate_gbps", "expected_rate_gbps", "link_layer", "netdevs", "netdev_state", "verdict")
 BANDWIDTH_KEYS = ("port", "peer", "measured_gbps", "expected_gbps", "verdict", "cause")
 FINDING_KEYS = ("severity", "role", "check", "subject", "message")
+NOT_CHECKED_KEYS = ("role", "check", "subject", "reason")
 DRIVER_KEYS = ("kernel", "next_boot_kernel", "ofed_version", "missing_kernels")
 
 # In a <script> element the HTML parser ends the element at "</script" and treats "<!--" specially,
@@ -44,6 +45,10 @@ def page_host(entry):
         "hcas": list(entry.get("hcas") or []),
         "bandwidth": [_pick(t, BANDWIDTH_KEYS) for t in entry.get("bandwidth") or []],
         "findings": [_pick(f, FINDING_KEYS) for f in findings],
+        "reason": entry.get("reason"),
+        "unreachable_time": (entry.get("unreachable") or {}).get("time"),
+        "not_checked": [_pick(n, NOT_CHECKED_KEYS) for n in entry.get("not_checked") or []],
+        "counter_rises": entry.get("counter_rises"),
     }
     host.update(_pick(driver, DRIVER_KEYS))
     host["missing_kernels"] = list(host["missing_kernels"] or [])

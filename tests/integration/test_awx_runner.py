@@ -20,8 +20,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -29,6 +27,7 @@ import sysfs_tree
 import yaml
 
 from testpaths import COLLECTION_ROOT, COLLECTIONS_PATH
+from upload_servers import UploadRecorder
 
 VENV_BIN = Path(sys.executable).parent
 AWX_MAX_EVENT_RES = 700000  # AWX's MAX_EVENT_RES_DATA default, which it passes to jobs as MAX_EVENT_RES
@@ -41,43 +40,6 @@ EXPECTED_CRITICAL = {("v100-node-02", "ib_inventory", "port_down", "mlx5_1/1"),
                      ("a100-node-01", "node_health", "gpudirect", "gpudirect"),
                      ("a100-node-02", "driver_verify", "dkms_missing_next_boot", "6.1.0-28-amd64")}
 DEMO_HOSTS = ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
-
-
-class UploadRecorder:
-    """A tiny HTTP server on 127.0.0.1 that keeps every PUT/POST it gets (path, headers, body) and answers 201."""
-
-    def __init__(self):
-        self.received = []
-        recorder = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format, *args):  # pylint: disable=redefined-builtin
-                """Quiet: the list is the record."""
-
-            def _store(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                recorder.received.append({"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body})
-                self.send_response(201)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            do_PUT = do_POST = _store  # noqa: N815 (http.server's naming)
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="upload-recorder", daemon=True)
-
-    @property
-    def url(self):
-        return "http://127.0.0.1:%d" % self._httpd.server_address[1]
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=10)
 
 
 def private_data_dir(base, extravars):
@@ -161,16 +123,21 @@ def test_the_summary_is_in_the_stats_event(awx_like):
     artifacts = stats_artifacts(awx_like["site"][2])
     fleet = artifacts["rdma_fleet"]
     assert set(fleet) == {"schema", "title", "generated_at", "totals", "report", "hosts", "findings", "complete",
-                          "omitted", "limit_bytes", "size_bytes"}
-    assert fleet["schema"] == 1 and fleet["complete"] is True and fleet["limit_bytes"] == 65536
-    assert fleet["totals"] == {"hosts": 4, "critical": 4, "no_data": 0, "warning": 0, "ok": 0, "findings": 11, "cluster_findings": 0}
+                          "omitted", "limit_bytes", "size_bytes", "changes"}
+    assert fleet["schema"] == 2 and fleet["complete"] is True and fleet["limit_bytes"] == 65536
+    assert fleet["totals"] == {"hosts": 4, "critical": 4, "unreachable": 0, "no_data": 0, "warning": 0, "ok": 0, "findings": 11,
+                               "cluster_findings": 0, "hosts_not_fully_checked": 4}
+    assert fleet["changes"] is None  # the first report on this volume: nothing to compare with
     assert {h: s["status"] for h, s in fleet["hosts"].items()} == dict.fromkeys(DEMO_HOSTS, "critical")
     assert list(fleet["hosts"])[:2] == ["a100-node-01", "v100-node-02"]  # worst first: two critical findings each
     critical = {(f["host"], f["role"], f["check"], f["subject"]) for f in fleet["findings"] if f["severity"] == "critical"}
     assert critical == EXPECTED_CRITICAL
     assert fleet["report"] == {"dir": awx_like["extravars"]["fleet_report_dir"],
                                "files": ["fleet-report.json", "fleet-report.md", "fleet-report.html"],
-                               "upload_url": awx_like["extravars"]["fleet_report_upload_url"]}
+                               "upload_url": awx_like["extravars"]["fleet_report_upload_url"],
+                               "upload": {"url": awx_like["extravars"]["fleet_report_upload_url"], "ok": True, "error": None, "not_sent": [],
+                                          "files": [{"file": name, "status": 201}
+                                                    for name in ("fleet-report.json", "fleet-report.md", "fleet-report.html")]}}
     assert fleet["size_bytes"] == compact_size(fleet)
     # The totals of the report job are there too, and everything the job published fits what AWX keeps.
     assert artifacts["rdma_fleet_report"]["critical"] == 4

@@ -19,7 +19,7 @@ from browser import count_near, rendered_dom, screenshot
 from playbook import run_playbook
 
 CRITICAL_RED = (0xC6, 0x28, 0x28)
-STATUS_RANK = {"critical": 0, "no_data": 1, "warning": 2, "ok": 3}
+STATUS_RANK = {"critical": 0, "unreachable": 1, "no_data": 2, "warning": 3, "ok": 4}
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def natural(name):
 def test_the_fleet_has_every_kind_of_host(fleet):
     statuses = {h["status"] for h in fleet["report"]["hosts"]}
     assert statuses == {"critical", "warning", "ok"}
-    assert fleet["report"]["schema_version"] == 2
+    assert fleet["report"]["schema_version"] == 3
 
 
 def test_without_a_filter_every_host_shows_worst_first(fleet, unfiltered):
@@ -125,7 +125,7 @@ def test_unknown_is_never_blank_and_a_changing_kernel_stands_out(fleet, unfilter
     for name in changing:
         assert '<span class="differs" title="the next boot changes the kernel">%s</span>' % hosts[name]["driver"]["next_boot_kernel"] \
             in driver_cell(page_rows[name])
-    assert sum(row.count('class="differs"') for row in page_rows.values()) == len(changing)
+    assert sum(driver_cell(row).count('class="differs"') for row in page_rows.values()) == len(changing)
 
 
 def test_hcas_show_firmware_board_and_pcie_link(fleet, unfiltered):
@@ -134,7 +134,10 @@ def test_hcas_show_firmware_board_and_pcie_link(fleet, unfiltered):
         row = page_rows[host["name"]]
         for hca in host["hcas"]:
             line = re.search(r'<div class="hca"><b>%s</b> (.*?)</div>' % re.escape(hca["name"]), row).group(1)
-            assert line.startswith("%s fw %s %s PCIe " % (hca["hca_type"], hca["fw_ver"], hca["board_id"]))
+            # A firmware that the fleet-wide check found different from its group's stands out like the other deviations.
+            firmware = hca["fw_ver"] if "fw_expected" not in hca else '<span class="differs" title="differs from its group: %s">%s</span>' % (
+                hca["fw_expected"] or "no majority", hca["fw_ver"])
+            assert line.startswith("%s fw %s %s PCIe " % (hca["hca_type"], firmware, hca["board_id"]))
             link = hca["pcie"]
             if link is None:
                 assert line.endswith('PCIe <span class="unknown">unknown</span>')
@@ -144,6 +147,9 @@ def test_hcas_show_firmware_board_and_pcie_link(fleet, unfiltered):
             else:
                 assert line.endswith("PCIe Gen%d x%d of Gen%d x%d" % (
                     link["current_generation"], link["current_width"], link["max_generation"], link["max_width"]))
+    drifted = {(host["name"], hca["fw_ver"]) for host in fleet["report"]["hosts"] for hca in host["hcas"] if "fw_expected" in hca}
+    found = {(host["name"], f["actual"]) for host in fleet["report"]["hosts"] for f in host["findings"] if f["check"] == "firmware_drift"}
+    assert drifted and drifted == found
     links = [hca["pcie"] for host in fleet["report"]["hosts"] for hca in host["hcas"]]
     assert None in links and any(link and link["current_width"] == 8 for link in links)
 

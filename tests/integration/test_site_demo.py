@@ -67,8 +67,12 @@ def test_every_expected_finding_and_no_other(site_run):
     assert findings_of(report) == {host: sorted(found) for host, found in EXPECTED_FINDINGS.items()}
     # worst first: two critical findings, then one with warnings, then one.
     assert [h["name"] for h in report["hosts"]] == ["a100-node-01", "v100-node-02", "a100-node-02", "v100-node-01"]
-    assert report["totals"] == {"hosts": 4, "critical": 4, "no_data": 0, "warning": 0, "ok": 0, "findings": 11, "cluster_findings": 0}
-    assert report["schema_version"] == 2
+    # The demo's nodes have no containerd of their own (node_health_memlock: false): the memlock check is not run, and said.
+    assert report["totals"] == {"hosts": 4, "critical": 4, "unreachable": 0, "no_data": 0, "warning": 0, "ok": 0, "findings": 11,
+                                "cluster_findings": 0, "hosts_not_fully_checked": 4}
+    assert report["schema_version"] == 3
+    assert {(h["name"], n["role"], n["check"]) for h in report["hosts"] for n in h["not_checked"]} == {
+        (host, "node_health", "effective_memlock") for host in EXPECTED_FINDINGS}
     assert [(c["role"], c["check"], c["critical"], c["warning"], c["info"], c["hosts"]) for c in report["findings_by_check"]] == [
         ("node_health", "gpudirect", 1, 0, 3, 4),
         ("driver_verify", "dkms_missing_next_boot", 1, 0, 0, 1), ("ib_inventory", "port_down", 1, 0, 0, 1),
@@ -229,10 +233,11 @@ def test_report_job_reads_the_fact_cache_alone(demo, site_run):
 
 def test_markdown_report(demo, site_run):
     text = (demo["base"] / "report/fleet-report.md").read_text()
-    assert "**4 hosts**: 4 critical, 0 without data, 0 with warnings, 0 ok; 11 findings." in text
-    assert re.search(r"^\| a100-node-02 \| ib-a100 \| CRITICAL \| 2/3 \| 200 Gb/s \| 6\.1\.0-27-amd64 / \*\*6\.1\.0-28-amd64\*\* \(differs\) \| "
+    assert ("**4 hosts**: 4 critical, 0 unreachable, 0 without data, 0 with warnings, 0 ok (4 of them with checks that could not run, "
+            "listed as not checked); 11 findings.") in text
+    assert re.search(r"^\| a100-node-02 \| ib-a100 \| CRITICAL, 1 not checked \| 2/3 \| 200 Gb/s \| 6\.1\.0-27-amd64 / \*\*6\.1\.0-28-amd64\*\* \(differs\) \| "
                      r"MLNX_OFED_LINUX-23\.10-1\.1\.9\.0 \| - \| this node loses RDMA at its next reboot into 6\.1\.0-28-amd64", text, re.M)
-    assert ("| v100-node-01 | ib-v100 | CRITICAL | 2/2 | 100 Gb/s | 6.1.0-27-amd64 / 6.1.0-27-amd64 | MLNX_OFED_LINUX-23.10-1.1.9.0 | - | "
+    assert ("| v100-node-01 | ib-v100 | CRITICAL, 1 not checked | 2/2 | 100 Gb/s | 6.1.0-27-amd64 / 6.1.0-27-amd64 | MLNX_OFED_LINUX-23.10-1.1.9.0 | - | "
             "The PCIe link of mlx5_0, mlx5_1 (0000:5e:00) runs at Gen3 x8") in text
     assert "| mlx5_1/1 | DOWN | Polling | 10 | >= 100 | InfiniBand | ibp94s0f1 (Down) | down |" in text
     assert "| `driver_verify/dkms_missing_next_boot` | 1 | 0 | 0 | 1 |" in text
@@ -240,6 +245,9 @@ def test_markdown_report(demo, site_run):
     assert text.count("| mlx5_1 | MT4119 | 16.35.2000 | MT_0000000008 | Gen3 x8 of Gen3 x16 |") == 1
     assert text.count("| mlx5_1 | MT4119 | 16.35.2000 | MT_0000000008 | Gen3 x16 of Gen3 x16 |") == 1
     assert "| `node_health/pcie_degraded` | 1 | 0 | 0 | 1 |" in text
+    # The drifted firmware stands out with the group's; the check that could not run is said on each host.
+    assert text.count("| mlx5_1 | MT4123 | **20.37.1014** (differs: the group has 20.39.1002) | MT_0000000223 | Gen4 x16 of Gen4 x16 |") == 1
+    assert text.count("- **not checked** `node_health/effective_memlock`: the data it reads was not gathered: rdma_memlock\n") == 4
     assert not re.search(r"\|[ \t]*\|", text)  # no blank cell anywhere
     # A finding reads as its message, which names its port, and the check that made it, once.
     assert "- **critical** mlx5_1/1 is DOWN (Polling); expected ACTIVE `ib_inventory/port_down`" in text
@@ -255,6 +263,8 @@ def test_html_report_renders_the_host_table(demo, site_run, tmp_path):
     assert '<b>mlx5_0</b> MT4123 fw 20.39.1002 MT_0000000223 PCIe Gen4 x16 of Gen4 x16' in dom
     assert dom.count('<b>mlx5_0</b> MT4119 fw 16.35.2000 MT_0000000008 PCIe <span class="below">Gen3 x8</span> of Gen3 x16') == 1
     assert '<span class="differs" title="the next boot changes the kernel">6.1.0-28-amd64</span>' in dom
+    assert dom.count('fw <span class="differs" title="differs from its group: 20.39.1002">20.37.1014</span>') == 1
+    assert dom.count('<span class="badge not-checked" title="checks that could not run or judge">1 not checked</span>') == 4
     width, height, pixels = screenshot(page, str(tmp_path / "report.png"))
     assert (width, height) == (1300, 900)
     # The critical badges, the row markers and the failed port are drawn in red, healthy ones in green.

@@ -427,16 +427,20 @@ def effective_memlock(facts, params, found):
 @summary(ROLE, reads=PORTS, params=("previous_sample",))
 def health_summary(facts, params, findings):
     """The counter sample the next run compares with (kept in the fact cache), the counter rates per
-    hour of this run, and what the kernel log and GPUDirect facts said."""
+    hour of this run with the interval they were measured over, and what the kernel log and GPUDirect
+    facts said."""
     rdma = facts["rdma"]
     rates = {}
     for name, counters in counter_deltas(facts["rdma"], params.get("previous_sample")).items():
         rates[name] = {c: round(per_hour(b, a, s), 3) for c, (b, a, s) in counters.items()}
-    _earlier, source = earlier_sample(facts["rdma"], params.get("previous_sample"))
+    earlier, source = earlier_sample(facts["rdma"], params.get("previous_sample"))
     sample = current_sample(rdma)
+    # The rates are extrapolated to an hour from this interval: a report must say it with them.
+    interval = float(sample["time"]) - float(earlier["time"]) if earlier is not None and sample["time"] is not None else None
     return {
         "counter_sample": sample if sample["time"] is not None else None,
         "counter_rates_per_hour": rates,
         "counter_rates_source": source,
+        "counter_rates_interval_seconds": interval,
         "carrier_losses": {port: sum(c for _n, c in items) for port, items in carrier_losses(rdma).items()},
     }

@@ -13,7 +13,7 @@ from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import regis
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report import build_report
 from synthetic_hostvars import synthetic_hostvars
 
-LOCATION = {"dir": "/var/lib/rdma-node/reports/job-42", "files": ["fleet-report.json"], "upload_url": None}
+LOCATION = {"dir": "/var/lib/rdma-node/reports/job-42", "files": ["fleet-report.json"], "upload_url": None, "upload": None}
 
 
 def compact_size(document):
@@ -36,7 +36,7 @@ def counts(report):
 def test_small_fleet_is_summarised_completely():
     report = build_report(synthetic_hostvars(8, seed=3), registered_roles(), generated_at="2026-11-25T00:00:00Z")
     summary = fleet_artifact(report, LOCATION)
-    assert summary["schema"] == 1 and summary["complete"] is True
+    assert summary["schema"] == 2 and summary["complete"] is True
     assert summary["omitted"] == {"hosts": 0, "findings": {"critical": 0, "warning": 0, "info": 0}}
     assert summary["totals"] == report["totals"]
     assert summary["report"] == LOCATION
@@ -107,4 +107,24 @@ def test_bad_input_is_one_sentence():
 def test_filter_fills_the_location():
     report = build_report(synthetic_hostvars(2, seed=1), registered_roles())
     summary = fleet_artifact_filter(report, report_dir="/r", files=["fleet-report.md"], upload_url="")
-    assert summary["report"] == {"dir": "/r", "files": ["fleet-report.md"], "upload_url": None}
+    assert summary["report"] == {"dir": "/r", "files": ["fleet-report.md"], "upload_url": None, "upload": None}
+    # A user, a password and a query in the URL never reach the job's artifacts.
+    summary = fleet_artifact_filter(report, upload_url="https://ci:hunter22@dav.example.org/reports/?token=abc123#x")
+    assert summary["report"]["upload_url"] == "https://REDACTED@dav.example.org/reports/?REDACTED#REDACTED"
+
+
+def test_unreachable_and_unchecked_hosts_say_so():
+    skipped = {"check": "effective_memlock", "missing": ["rdma_memlock"], "reason": "rdma_memlock was not gathered"}
+    hosts = {
+        "gone": {"group_names": ["ib-a100"],
+                 "rdma_unreachable": {"reason": "ssh: connect to host gone port 22: No route to host", "time": "2026-11-25T00:00:00Z"}},
+        "never": {"group_names": ["ib-a100"]},
+        "partly": {"group_names": ["ib-a100"],
+                   "node_health_status": {"ok": True, "critical": 0, "warning": 0, "checks": ["pcie_degraded"], "skipped_checks": [skipped]}},
+    }
+    summary = fleet_artifact(build_report(hosts, registered_roles()), LOCATION)
+    assert summary["hosts"]["gone"] == {"status": "unreachable", "critical": 0, "warning": 0, "info": 0,
+                                        "reason": "ssh: connect to host gone port 22: No route to host"}
+    assert summary["hosts"]["never"]["status"] == "no_data" and summary["hosts"]["never"]["reason"].startswith("No role of this collection")
+    assert summary["hosts"]["partly"] == {"status": "ok", "critical": 0, "warning": 0, "info": 0, "not_checked": 1}
+    assert (summary["totals"]["unreachable"], summary["totals"]["no_data"], summary["totals"]["hosts_not_fully_checked"]) == (1, 1, 1)

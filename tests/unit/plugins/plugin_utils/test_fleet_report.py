@@ -7,6 +7,7 @@ import sysfs_tree
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import registered_roles
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report import build_report, failing_hosts
+from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report_hosts import report_from_hostvars
 
 SOURCES = registered_roles()
 
@@ -75,10 +76,11 @@ def test_fact_cache_layout_is_read():
 
 def test_totals_and_groups():
     report = build_report(HOSTS, SOURCES)
-    assert report["totals"] == {"hosts": 5, "critical": 2, "no_data": 1, "warning": 1, "ok": 1, "findings": 6, "cluster_findings": 0}
-    assert report["schema_version"] == 2
+    assert report["totals"] == {"hosts": 5, "critical": 2, "unreachable": 0, "no_data": 1, "warning": 1, "ok": 1, "findings": 6,
+                                "cluster_findings": 0, "hosts_not_fully_checked": 0}
+    assert report["schema_version"] == 3
     groups = {g["name"]: g for g in report["groups"]}
-    assert groups["ib-a100"] == {"name": "ib-a100", "hosts": 3, "ok": 0, "warning": 1, "critical": 1, "no_data": 1}
+    assert groups["ib-a100"] == {"name": "ib-a100", "hosts": 3, "ok": 0, "warning": 1, "critical": 1, "unreachable": 0, "no_data": 1}
     assert groups["ib-v100"]["critical"] == 1 and groups["ib-v100"]["ok"] == 1
 
 
@@ -179,3 +181,95 @@ def test_findings_by_check_count_each_finding_once():
     assert [(r["role"], r["check"]) for r in report["findings_by_check"]][:2] == [("ib_inventory", "port_down"), ("driver_verify", "dkms_missing_next_boot")]
     total = sum(r["critical"] + r["warning"] + r["info"] for r in report["findings_by_check"])
     assert total == report["totals"]["findings"] + report["totals"]["cluster_findings"] - 1  # mofed_wait_blocked is in both
+
+
+# ---------------------------------------------------------------------------- what is not known is said
+
+
+UNREACHABLE = {"reason": "Failed to connect to the host via ssh: ssh: connect to host 10.0.7.12 port 22: No route to host",
+               "time": "2026-11-26T10:00:00Z"}
+
+
+def skipped_status(shape):
+    """A node_health status with the memlock check skipped, in the registry's earlier shape or its new one."""
+    skipped = ({"check": "effective_memlock", "missing_facts": ["rdma_memlock"]} if shape == "earlier"
+               else {"check": "effective_memlock", "missing": ["rdma_memlock"], "reason": "node_health_memlock is false: rdma_memlock was not gathered"})
+    return {"ok": True, "critical": 0, "warning": 0, "checks": ["pcie_degraded"], "skipped_checks": [skipped, "junk"],
+            "not_checked": [{"check": "pcie_degraded", "subject": "0000:5e:00", "reason": "max_link_width could not be read"}, 7]}
+
+
+def test_unreachable_and_no_data_hosts_say_why():
+    hosts = {
+        # What the collection's gather leaves on a host it could not reach: the fact, every check skipped.
+        "dark": {"group_names": ["ib-a100"], "ansible_facts": {"rdma_unreachable": UNREACHABLE}},
+        "dark-live": {"group_names": ["ib-a100"], "rdma_unreachable": UNREACHABLE, "node_health_status": skipped_status("new")},
+        "gone": {"group_names": ["ib-a100"]},
+        "never": {"group_names": ["ib-a100"]},
+    }
+    report = build_report(hosts, SOURCES, removed={"gone"})
+    entries = {h["name"]: h for h in report["hosts"]}
+    assert [h["name"] for h in report["hosts"]] == ["dark", "dark-live", "gone", "never"]
+    assert (entries["dark"]["status"], entries["dark"]["reason"], entries["dark"]["unreachable"]) == ("unreachable", UNREACHABLE["reason"], UNREACHABLE)
+    assert entries["dark-live"]["status"] == "unreachable"
+    assert entries["gone"]["status"] == "no_data" and entries["gone"]["reason"].startswith("Ansible took this host out of the run")
+    assert entries["never"]["reason"].startswith("No role of this collection left results for this host")
+    assert (report["totals"]["unreachable"], report["totals"]["no_data"]) == (2, 2)
+    assert report["groups"] == [{"name": "ib-a100", "hosts": 4, "critical": 0, "unreachable": 2, "no_data": 2, "warning": 0, "ok": 0}]
+    # The fail switch fails them too: their checks did not run.
+    assert failing_hosts(report) == {name: "%s could not be reached, so none of its checks ran: %s" % (name, UNREACHABLE["reason"])
+                                     for name in ("dark", "dark-live")}
+
+
+def test_a_critical_finding_outranks_unreachable_and_the_reason_stays():
+    hosts = {"dark": dict(HOSTS["broken"], rdma_unreachable=UNREACHABLE)}
+    entry = build_report(hosts, SOURCES)["hosts"][0]
+    assert (entry["status"], entry["unreachable"]) == ("critical", UNREACHABLE)
+
+
+def test_skipped_and_unjudged_checks_are_listed_in_both_shapes():
+    for shape, reason in (("earlier", "the data it reads was not gathered: rdma_memlock"),
+                          ("new", "node_health_memlock is false: rdma_memlock was not gathered")):
+        report = build_report({"n": {"group_names": ["ib-v100"], "node_health_status": skipped_status(shape)}}, SOURCES)
+        entry = report["hosts"][0]
+        assert entry["status"] == "ok"  # nothing found; but never plainly ok:
+        assert entry["not_checked"] == [
+            {"role": "node_health", "check": "effective_memlock", "subject": None, "reason": reason},
+            {"role": "node_health", "check": "pcie_degraded", "subject": "0000:5e:00", "reason": "max_link_width could not be read"}]
+        assert report["totals"]["hosts_not_fully_checked"] == 1
+
+
+def test_a_drifted_firmware_is_marked_on_its_hca(tmp_path):
+    rdma = rdma_facts_of(tmp_path)
+    older = {"devices": {name: dict(device, fw_ver="20.37.1014") if name == "mlx5_0" else device for name, device in rdma["devices"].items()}}
+    hosts = {"n%d" % i: {"group_names": ["ib-a100"], "ansible_facts": {"rdma": older if i == 3 else rdma}} for i in range(1, 5)}
+    entries = {h["name"]: h for h in build_report(hosts, SOURCES)["hosts"]}
+    marked = {(name, hca["name"]): hca.get("fw_expected") for name, entry in entries.items() for hca in entry["hcas"] if "fw_expected" in hca}
+    assert marked == {("n3", "mlx5_0"): "20.39.1002"}
+    assert [f["check"] for f in entries["n3"]["findings"]] == ["firmware_drift"]
+
+
+def test_counter_rises_carry_the_interval_they_were_measured_over():
+    status = {"ok": False, "critical": 1, "checks": ["counter_rising"], "counter_rates_source": "this run",
+              "counter_rates_per_hour": {"mlx5_1/1": {"symbol_error": 1911052.0, "link_downed": 0.0}, "mlx5_0/1": {"symbol_error": 0.0}}}
+    facts = {"rdma": {"counters_interval_seconds": 1.01}}
+    entry = build_report({"n": {"node_health_status": status, "ansible_facts": facts}}, SOURCES)["hosts"][0]
+    assert entry["counter_rises"] == {"source": "this run", "interval_seconds": 1.01,
+                                      "rates": [{"port": "mlx5_1/1", "counter": "symbol_error", "per_hour": 1911052.0}]}
+    status = dict(status, counter_rates_source="the previous run", counter_rates_interval_seconds=1800.0)
+    assert build_report({"n": {"node_health_status": status}}, SOURCES)["hosts"][0]["counter_rises"]["interval_seconds"] == 1800.0
+    status = dict(status, counter_rates_interval_seconds=None)
+    assert build_report({"n": {"node_health_status": status}}, SOURCES)["hosts"][0]["counter_rises"]["interval_seconds"] is None
+    status["counter_rates_per_hour"] = {"mlx5_1/1": {"symbol_error": 0.0}}
+    assert build_report({"n": {"node_health_status": status}}, SOURCES)["hosts"][0]["counter_rises"] is None
+
+
+def test_hostile_names_are_spelled_out_and_the_hosts_to_fail_keep_their_inventory_names():
+    evil = "gpu\x1b[31m07"
+    hostvars = {evil: {"group_names": ["rack\x1b]0;owned\x07"], "ib_inventory_status": {"ok": False, "critical": 1},
+                       "ib_inventory_findings": [finding("ib_inventory", "port_down", "critical", "mlx5_1/1")]},
+                "gpu07": {"group_names": ["rack"], "ib_inventory_status": {"ok": True, "critical": 0}, "ib_inventory_findings": []}}
+    report = report_from_hostvars([evil, "gpu07"], hostvars, title="Fleet\x1b[2J")
+    assert [(h["name"], h["groups"]) for h in report["hosts"]] == [("gpu\\x1b[31m07", ["rack\\x1b]0;owned\\x07"]), ("gpu07", ["rack"])]
+    assert report["title"] == "Fleet"
+    assert list(report["failing_hosts"]) == [evil]
+    assert report["failing_hosts"][evil].startswith("1 critical finding(s) on gpu\\x1b[31m07: ")

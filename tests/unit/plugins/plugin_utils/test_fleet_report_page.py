@@ -49,6 +49,9 @@ def test_page_keeps_what_the_page_shows():
     assert host["findings"][0] == {"severity": "critical", "role": "ib_inventory", "check": "port_down", "subject": "mlx5_1/1", "message": HOSTILE}
     unreached = data["hosts"][1]
     assert (unreached["status"], unreached["ports"], unreached["hcas"], unreached["kernel"]) == ("no_data", [], [], None)
+    # What is not known is said: why the host has no data, and (none here) the checks that did not run.
+    assert unreached["reason"].startswith("No role of this collection left results for this host")
+    assert (unreached["not_checked"], unreached["counter_rises"], unreached["unreachable_time"]) == ([], None, None)
 
 
 def test_script_json_cannot_end_the_script_element():

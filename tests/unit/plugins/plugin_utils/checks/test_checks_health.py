@@ -86,6 +86,8 @@ def test_h100_previous_run_sample_gives_rates_and_a_rise(h100):
     assert found(result, "counter_threshold") == []
     assert result["status"]["counter_rates_per_hour"]["mlx5_5/1"]["symbol_error"] == 100.0
     assert result["status"]["counter_rates_source"] == "the previous run"
+    # The rates are extrapolated to an hour: the status says from which interval.
+    assert result["status"]["counter_rates_interval_seconds"] == 1800.0
 
 
 def test_procfs_tree_with_ethernet_and_omni_path_ports_is_quiet(tmp_path):
@@ -154,6 +156,7 @@ def test_demo_a100_node_01_symbol_errors_rising_and_no_gpudirect(run_module, dem
         "GPUDirect RDMA has no working path. Peer memory: neither nvidia_peermem nor nv_peer_mem is loaded. "
         "DMA-BUF: the NVIDIA kernel module is proprietary, DMA-BUF needs the open one.")
     assert result["status"]["counter_rates_per_hour"]["mlx5_1/1"]["symbol_error"] > 120
+    assert result["status"]["counter_rates_source"] == "this run" and 0 < result["status"]["counter_rates_interval_seconds"] < 5
 
 
 def test_demo_a100_node_02_is_healthy_on_the_node(run_module, demo):
