@@ -260,8 +260,11 @@ def event_clock(events):
     seconds, yearless = [], False
     for event in events:
         value, no_year = _wall_seconds(event.get("time"))
+        if value is None and all(m is not None for m in monotonic):
+            return None, "the kernel's clock goes back between the records (a reboot) and they carry no wall-clock time"
         if value is None:
-            return None, "line %s has no time stamp that gives a duration (%r)" % (event.get("line"), event.get("time"))
+            return None, "line %s has no time stamp that gives a duration%s" % (
+                event.get("line"), " (%r)" % event["time"] if event.get("time") else "")
         yearless = yearless or no_year
         seconds.append(value)
     if yearless:

@@ -136,12 +136,23 @@ def read_config_space(directory):
     try:
         size = os.stat(path).st_size
         data = read_bytes(path, "PCI configuration space", CONFIG_EXTENDED_BYTES)
+    except FileNotFoundError:
+        return None, "%s does not exist" % path
     except OSError as exc:
         return None, "cannot read %s: %s" % (path, exc.strerror or exc)
     except FileReadError as exc:
         return None, str(exc)
     if data is None:
         return None, "%s does not exist" % path
+    return config_from_read(data, size, path)
+
+
+def config_from_read(data, size, path):
+    """``(parsed, None)`` or ``(None, reason)`` of the bytes a read of ``path`` (``size`` bytes in sysfs) gave.
+
+    The kernel gives a reader without CAP_SYS_ADMIN only the first 64 bytes (128 for a CardBus bridge)
+    of a file whose size says 256 or 4096: that is "not readable without root", not "no capability".
+    """
     if size and len(data) < min(size, CONFIG_EXTENDED_BYTES) and len(data) <= CONFIG_HEADER_BYTES * 2:
         return None, NOT_ROOT % (len(data), size, path)
     if data[:4] == b"\xff\xff\xff\xff":

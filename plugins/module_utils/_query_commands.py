@@ -37,7 +37,7 @@ WRITING_WORDS = frozenset((
 _SHAPE_FLAGS = {"dcb": {"-j"}, "mlnx_qos": {"-i"}, "mlxlink": {"-d", "-p", "--json", "--show_module", "--show_counters"}}
 
 _NETDEV = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$")  # IFNAMSIZ is 16 with the NUL
-_DEVICE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,63}$")
+_DEVICE = re.compile(r"^[A-Za-z0-9_/][A-Za-z0-9_.:/-]{0,63}$")  # mlx5_0, a PCI address, or /dev/mst/...
 
 
 class QueryCommandError(ValueError):

@@ -52,8 +52,10 @@ def _lines(text, what):
 def _json_object(text, what):
     """The JSON object in ``text`` (its first ``{`` to its last ``}``), or None when it holds none."""
     start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end < start:
+    if start < 0:
         return None
+    if end < start:
+        raise QosTextError("%s: the output starts like JSON but is not JSON (it ends before its closing brace: cut off?)" % what)
     try:
         loaded = json.loads(text[start:end + 1])
     except ValueError as exc:
