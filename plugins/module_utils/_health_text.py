@@ -267,6 +267,7 @@ def event_clock(events):
                 event.get("line"), " (%r)" % event["time"] if event.get("time") else "")
         yearless = yearless or no_year
         seconds.append(value)
+    clock = "wall"
     if yearless:
         offset, previous, rolled = 0.0, None, []
         for value in seconds:  # a yearless log that passes 31 December continues in the next year
@@ -274,8 +275,11 @@ def event_clock(events):
                 offset += 366 * _DAY if offset == 0 else 365 * _DAY
             rolled.append(value + offset)
             previous = value + offset
-        return "syslog (no year)", rolled
-    return "wall", seconds
+        clock, seconds = "syslog (no year)", rolled
+    for before, after, event in zip(seconds, seconds[1:], events[1:]):
+        if after < before:
+            return None, "the time stamps go back at line %s (records out of order, or a clock that was set back)" % event.get("line")
+    return clock, seconds
 
 
 def carrier_down_periods(events, until=None):

@@ -68,3 +68,10 @@ def test_kernel_log_facts_carry_the_periods_per_netdev_with_their_port(tmp_path)
     assert (entry["rdma_netdev"], entry["port"], entry["clock"]) == ("ib0", "mlx5_0/1", "wall")
     assert [(p["seconds"], p["ongoing"]) for p in entry["periods"]] == [(60.0, False), (360.0, False), (0.0, True)]
     assert facts["netdevs"]["ib0"]["losses"] == 3  # the count beside it, as before
+
+
+def test_time_stamps_that_go_back_give_no_duration():
+    text = ("2026-11-24T10:05:00+0000 n systemd-networkd[1]: ib0: Lost carrier\n"
+            "2026-11-24T10:00:00+0000 n systemd-networkd[1]: ib0: Gained carrier\n")
+    assert periods_of(text)["ib0"] == {"clock": None, "periods": [], "reason": "the time stamps go back at line 2 (records out of "
+                                                                               "order, or a clock that was set back)"}
