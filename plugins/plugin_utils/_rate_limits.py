@@ -111,4 +111,5 @@ def judge_rise(before, after, seconds, limit):
 
 
 def _format(rate):
-    return "%.3g" % rate if rate < 10 else "%.0f" % rate
+    """Few digits, but never so few that a breach reads as the limit (100.02 per second, not 100)."""
+    return "%.3g" % rate if rate < 10 else "%.5g" % rate
