@@ -292,7 +292,8 @@ def test_effective_memlock_of_containerd_and_a_new_container():
 
 
 def test_bad_parameters_name_the_variable():
-    with pytest.raises(CheckError, match="node_health_counter_rise_limits: the limit of symbol_error must be a number of 0 or more, got 'x'"):
+    with pytest.raises(CheckError, match=r"node_health_counter_rise_limits.symbol_error: expected 0 \(any rise\), a number per hour, or a "
+                                         r"rate such as 5/min, 100/s or 120/h, got 'x'"):
         run({"ports": [{"device": "mlx5_0", "port": 1, "counters": {}}]}, counter_rise_limits={"symbol_error": "x"})
     with pytest.raises(CheckError, match="node_health_carrier_losses_max: expected a whole number of 1 or more, got 0"):
         run({"ports": []}, carrier_losses_max=0)
