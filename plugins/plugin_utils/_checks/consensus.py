@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import collections
 
+from ansible_collections.rdma.node.plugins.plugin_utils._checks.fleet import FACTS, ROLE
+from ansible_collections.rdma.node.plugins.plugin_utils._checks.fleet import _groups as groups_of
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import check
-
-ROLE = "fleet_consistency"
-FACTS = ("hosts",)
-IGNORED_GROUPS = ("all", "ungrouped")
 
 
 def _text_set(values):
@@ -87,22 +85,13 @@ def consensus_values(host):
     return {k: v for k, v in values.items() if v is not None}
 
 
-def _groups(hosts):
-    groups = {}
-    for name, host in sorted((hosts or {}).items()):
-        for group in (host or {}).get("group_names") or []:
-            if group not in IGNORED_GROUPS:
-                groups.setdefault(group, []).append(name)
-    return groups
-
-
 @check(ROLE, "group_consensus", reads=FACTS)
 def group_consensus(facts, params, found):
     """A host's OFED release, kernel, DKMS module versions, port rates, PCIe links, IOMMU mode or RoCE QoS differ from what most hosts of its inventory group have."""
     hosts = facts["hosts"] or {}
     values = {name: consensus_values(host) for name, host in hosts.items()}
     reported = set()
-    for group, members in sorted(_groups(hosts).items()):
+    for group, members in sorted(groups_of(hosts).items()):
         settings = sorted({s for host in members for s in values[host]})
         for setting in settings:
             holders = {host: values[host][setting] for host in members if setting in values[host]}

@@ -203,18 +203,23 @@ def pcie_p2p_redirect(facts, params, found):
                 "bridge " + unread[0] if len(unread) == 1 else "%d bridges" % len(unread), "; ".join(unread)))
 
 
+def _path_endpoints(facts):
+    """``(address, entry, "HCA mlx5_0"/"GPU 0000:3e:00.0")`` of the HCAs and GPUs on GPU-HCA paths."""
+    path_facts = fact(facts, "rdma.pcie_path") or {}
+    if not path_facts.get("paths"):
+        return []
+    return [(address, entry, "%s %s" % ("HCA" if entry["role"] == "hca" else "GPU", entry.get("device") or address))
+            for address, entry in sorted((path_facts.get("functions") or {}).items()) if entry.get("role") in ("hca", "gpu")]
+
+
 @check(ROLE, "pcie_ats", reads=("rdma.pcie_path",), params=("ats_expected", "ats_severity"))
 def pcie_ats(facts, params, found):
     """An HCA or GPU on a GPU-HCA path has PCIe ATS on where the node should run without it (bare metal), or off where it needs it (VM passthrough)."""
-    path_facts = fact(facts, "rdma.pcie_path") or {}
     expected = params.get("ats_expected") or "disabled"
-    if expected == "any" or not path_facts.get("paths"):
+    if expected == "any":
         return
     severity = _severity(params, "ats_severity", "warning")
-    for address, entry in sorted((path_facts.get("functions") or {}).items()):
-        if entry.get("role") not in ("hca", "gpu"):
-            continue
-        who = "%s %s" % ("HCA" if entry["role"] == "hca" else "GPU", entry.get("device") or address)
+    for address, entry, who in _path_endpoints(facts):
         if entry.get("unreadable"):
             not_checked(found, address, "ATS of %s: %s" % (who, entry["unreadable"]))
             continue
@@ -226,9 +231,9 @@ def pcie_ats(facts, params, found):
             continue
         if ats.get("enabled") and expected == "disabled":
             found.add(severity, address, "%s (PCI %s) has PCIe ATS enabled. On bare metal NVIDIA's network configuration keeps ATS "
-                      "off for GPUDirect RDMA (mlxconfig ATS_ENABLED=False is the NIC default): translated requests add "
-                      "address-translation round trips and the kernel enables ATS only for the memory that needs it; set "
-                      "node_health_ats_expected to enabled on VMs that rely on it." % (who, address), "ATS disabled", "ATS enabled")
+                      "off for GPUDirect RDMA (mlxconfig ATS_ENABLED=False is the NIC default): ATS costs PCIe performance, which is "
+                      "why the mlx5 driver asks for it only where peer-to-peer needs it; set node_health_ats_expected to "
+                      "enabled on VMs that rely on it." % (who, address), "ATS disabled", "ATS enabled")
         elif ats.get("enabled") is False and expected == "enabled":
             found.add(severity, address, "%s (PCI %s) has PCIe ATS disabled, but this node is expected to use it (GPUDirect RDMA "
                       "in a VM needs ATS on the NIC and ACS letting translated requests pass): mlxconfig set ATS_ENABLED=true "
@@ -238,17 +243,13 @@ def pcie_ats(facts, params, found):
 @check(ROLE, "iommu_mode", reads=("rdma.pcie_path",), params=("iommu_expected", "iommu_severity"))
 def iommu_mode(facts, params, found):
     """The DMA of an HCA or GPU on a GPU-HCA path is translated by the IOMMU where passthrough is expected (or the other way round)."""
-    path_facts = fact(facts, "rdma.pcie_path") or {}
     expected = params.get("iommu_expected") or "passthrough"
-    if expected == "any" or not path_facts.get("paths"):
+    if expected == "any":
         return
     severity = _severity(params, "iommu_severity", "warning")
-    for address, entry in sorted((path_facts.get("functions") or {}).items()):
-        if entry.get("role") not in ("hca", "gpu"):
-            continue
+    for address, entry, who in _path_endpoints(facts):
         iommu = entry.get("iommu") or {}
         mode = iommu.get("mode")
-        who = "%s %s" % ("HCA" if entry["role"] == "hca" else "GPU", entry.get("device") or address)
         if mode in (None, "unknown"):
             not_checked(found, address, "IOMMU mode of %s: %s" % (who, iommu.get("reason") or "not read"))
             continue

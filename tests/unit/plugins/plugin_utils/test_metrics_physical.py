@@ -4,28 +4,10 @@ facts the real readers make."""
 
 from __future__ import annotations
 
-import re
-
 from physical_samples import physical_facts
+from test_metrics import parse
 
 from ansible_collections.rdma.node.plugins.plugin_utils._metrics import render
-
-SAMPLE = re.compile(r'^(rdma_node_[a-z0-9_]+)(\{[^}]*\})? (\S+)$')
-
-
-def parse(text):
-    samples, helps, types = {}, set(), {}
-    for line in text.splitlines():
-        if line.startswith("# HELP "):
-            helps.add(line.split()[2])
-        elif line.startswith("# TYPE "):
-            types[line.split()[2]] = line.split()[3]
-        else:
-            match = SAMPLE.match(line)
-            assert match, line
-            samples[match.group(1) + (match.group(2) or "")] = match.group(3)
-    return samples, helps, types
-
 
 def test_physical_families(tmp_path):
     samples, helps, types = parse(render(physical_facts(tmp_path), now=1.0))
