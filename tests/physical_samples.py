@@ -24,7 +24,7 @@ from testpaths import FIXTURES
 
 def mlxlink_json(effective="15E-255", raw="1E-9", rx_los=("0", "0", "0", "0"), temperature="48 [-5..75]", code=0, message="success"):
     """Output in the shape of mlxlink --json (mstflint's toJsonFormat); values as a ConnectX-7 OSFP prints them."""
-    return json.dumps({"result": {"output": {
+    output = {
         "Operational Info": {"State": "Active", "Physical state": "LinkUp", "Speed": "IB-NDR", "Width": "4x", "FEC": "Standard_RS-FEC - (544,514)"},
         "Troubleshooting Info": {"Status Opcode": "0", "Group Opcode": "N/A", "Recommendation": "No issue was observed"},
         "Physical Counters and BER Info": {"Time Since Last Clear [Min]": "5632.5", "Effective Physical Errors": "0",
@@ -33,8 +33,9 @@ def mlxlink_json(effective="15E-255", raw="1E-9", rx_los=("0", "0", "0", "0"), t
         "Module Info": {"Identifier": "OSFP", "Vendor Name": "NVIDIA", "Vendor Part Number": "MMA4Z00-NS", "Vendor Serial Number": "MT2301FT0000",
                         "Temperature [C]": temperature, "Voltage [mV]": "3273.6 [2970..3630]",
                         "Rx Power Current [dBm]": "0,2,-9,0 [-8..6]", "Rx LOS [per lane]": {"values": list(rx_los)},
-                        "Tx Fault [per lane]": {"values": ["0", "0", "0", "0"]}}}},
-        "status": {"code": code, "message": message}}, indent=3)
+                        "Tx Fault [per lane]": {"values": ["0", "0", "0", "0"]}},
+    }
+    return json.dumps({"result": {"output": output}, "status": {"code": code, "message": message}}, indent=3)
 
 
 ROOT, UP, DOWN_GPU, DOWN_HCA, GPU, HCA = "0000:3a:00.0", "0000:3b:00.0", "0000:3c:00.0", "0000:3c:08.0", "0000:3e:00.0", "0000:3d:00.0"

@@ -32,7 +32,7 @@ def chain_dirs(real_path):
     if not function.path or not function.bridges:
         return []
     dirs, current = [], function.path
-    for _ in function.bridges:
+    for _bridge in function.bridges:  # each bridge is one directory further up
         current = os.path.dirname(current)
         dirs.append(current)
     dirs.reverse()

@@ -142,8 +142,8 @@ def read_aer(sysfs_root, facts_so_far, now=None):
     now = time.time() if now is None else now
     functions = {}
     for name, node in sorted(nodes.items()):
-        hca = functions.setdefault(node.address, dict(read_function_aer(node.path), role="hca", device=name,
-                                                       devices_below=[], root_port=not node.bridges))
+        hca = functions.setdefault(node.address, dict(read_function_aer(node.path), role="hca", device=name, devices_below=[],
+                                                      root_port=not node.bridges))
         if hca["device"] != name:  # two RDMA devices on one function (a bond's first port): keep the first name
             hca["notes"].append("%s is on this function too" % name)
         for index, (address, directory) in enumerate(node.bridges):

@@ -281,7 +281,7 @@ def parse_mlnx_qos(text):
             current_tc["priorities"].append(int(match.group("prio")))
     if result["trust"] is None and result["enabled_priorities"] is None:
         raise QosTextError("%s: neither the trust state nor the PFC 'enabled' row could be read" % what)
-    result["dscp_prio"] = {k: v for k, v in sorted(result["dscp_prio"].items(), key=lambda item: int(item[0]))}
+    result["dscp_prio"] = dict(sorted(result["dscp_prio"].items(), key=lambda item: int(item[0])))
     return result
 
 

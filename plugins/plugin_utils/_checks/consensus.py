@@ -87,7 +87,7 @@ def consensus_values(host):
 
 @check(ROLE, "group_consensus", reads=FACTS)
 def group_consensus(facts, params, found):
-    """A host's OFED release, kernel, DKMS module versions, port rates, PCIe links, IOMMU mode or RoCE QoS differ from what most hosts of its inventory group have."""
+    """A host's OFED release, kernel, DKMS versions, port rates, PCIe links, IOMMU mode or RoCE QoS differ from most hosts of its group."""
     hosts = facts["hosts"] or {}
     values = {name: consensus_values(host) for name, host in hosts.items()}
     reported = set()

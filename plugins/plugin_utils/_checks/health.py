@@ -165,7 +165,7 @@ def _rise_limits(params):
 
 @check(ROLE, "counter_rising", reads=FACTS, params=("counter_rise_limits", "previous_sample"))
 def counter_rising(facts, params, found):
-    """An error counter rose faster than its limit (per second, minute or hour; 0: any rise) between two samples (this run's two, or the previous run's and this one)."""
+    """An error counter rose faster than its limit (per second, minute or hour; 0: any rise) between two samples (this run's, or the last run's and this)."""
     limits = _rise_limits(params)
     _earlier, source = earlier_sample(facts["rdma"], params.get("previous_sample"))
     for name, counters in sorted(counter_deltas(facts["rdma"], params.get("previous_sample")).items()):

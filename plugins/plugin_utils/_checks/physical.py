@@ -117,7 +117,7 @@ def _types_with_counts(entry, kind):
 
 @check(ROLE, "pcie_aer", reads=("rdma.aer",), params=("aer_correctable_limit", "previous_aer_sample"))
 def pcie_aer(facts, params, found):
-    """A PCIe function of an HCA, or a bridge above it, reported new fatal or non-fatal errors (any rise is critical), or more correctable errors than the limit."""
+    """A PCIe function of an HCA, or a bridge above it, reported new fatal or non-fatal errors (any rise), or correctable ones faster than the limit."""
     aer = fact(facts, "rdma.aer") or {}
     if not aer.get("available"):
         not_checked(found, "PCIe AER", aer.get("reason") or "the AER facts were not gathered")
@@ -260,10 +260,9 @@ def iommu_mode(facts, params, found):
                       "nodes run the IOMMU in passthrough (iommu=pt, domain type identity)." % (
                           who, address, effective, iommu.get("type"), iommu.get("group")), "passthrough", effective)
         elif expected == "translated" and effective != "translated":
+            why = iommu.get("reason") or "domain type %s" % iommu.get("type")
             found.add(severity, address, "The DMA of %s (PCI %s) is not translated by an IOMMU (%s), but this node is expected to "
-                      "isolate devices (node_health_iommu_expected: translated)." % (who, address, iommu.get("reason") or
-                                                                                    "domain type %s" % iommu.get("type")),
-                      "translated", effective)
+                      "isolate devices (node_health_iommu_expected: translated)." % (who, address, why), "translated", effective)
 
 
 # ------------------------------------------------------------------------------------ RoCE QoS
@@ -394,7 +393,7 @@ def link_module(facts, params, found):
 @check(ROLE, "link_down_duration", reads=("rdma.kernel_log",),
        params=("flap_down_seconds", "flap_count", "flap_window_hours", "drop_down_seconds"))
 def link_down_duration(facts, params, found):
-    """By how long links stayed down in the kernel log (gpud's rule): down at least 25 s and back, 3 times in 12 h, is flapping; down 4 min or more is a drop."""
+    """How long links stayed down in the kernel log (gpud's rule): down 25 s or more and back, 3 times in 12 h, is flapping; 4 min or more is a drop."""
     log = fact(facts, "rdma.kernel_log") or {}
     periods = log.get("down_periods")
     if periods is None:
@@ -424,9 +423,9 @@ def link_down_duration(facts, params, found):
             if spell["seconds"] < drop_seconds:
                 continue
             if spell["ongoing"]:
+                since = spell["down_time"] or "line %s" % spell["down_line"]
                 found.critical(subject, "%s (%s) has been down since %s, %s by the end of the log: a dropped link (down %d s or "
-                               "longer), not a flap." % (subject, netdev, spell["down_time"] or "line %s" % spell["down_line"],
-                                                        _duration(spell["seconds"]), drop_seconds),
+                               "longer), not a flap." % (subject, netdev, since, _duration(spell["seconds"]), drop_seconds),
                                "up", "down for %s" % _duration(spell["seconds"]))
             else:
                 found.warning(subject, "%s (%s) was down for %s from %s before it came back: a drop of %d s or longer." % (

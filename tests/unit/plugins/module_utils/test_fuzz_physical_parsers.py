@@ -24,8 +24,8 @@ from ansible_collections.rdma.node.plugins.module_utils._roce_qos import (
 from testpaths import FIXTURES
 
 PARSERS = [
-    (lambda text: parse_aer_counters(text, "fatal"), AerTextError, ["pcie/aer/procfs_0000-00-1f.6_aer_dev_fatal",
-                                                                   "pcie/aer/kernel-doc-4.19_long-names_prompt_aer_dev_correctable.txt"]),
+    (lambda text: parse_aer_counters(text, "fatal"), AerTextError,
+     ["pcie/aer/procfs_0000-00-1f.6_aer_dev_fatal", "pcie/aer/kernel-doc-4.19_long-names_prompt_aer_dev_correctable.txt"]),
     (parse_lspci_vvv, LspciTextError, ["pcie/lspci/openvmm-3461_lspci_s_vv_root_port_elided.txt",
                                        "pcie/lspci/nccl-523_grep_acsctl_prompt_partial.txt"]),
     (parse_dcb_pfc, QosTextError, ["roce_qos/iproute2-man_dcb-pfc_show_prio6-7_prompt.txt"]),
@@ -39,7 +39,8 @@ SAMPLES = [(FIXTURES / name).read_text() for _p, _e, names in PARSERS for name i
     (FIXTURES / "link_down/aznhc_1dev_6flap_syslog_lowercase_lost_carrier.txt").read_text(),
     (FIXTURES / "cmd/kernel_log/openwrt_17351_logread_link_flaps_prompt.txt").read_text()]
 FOREIGN = ["2026-11-24T10:00:00+0000 n systemd-networkd[1]: ib0: Lost carrier", "Aug 17 06:18:06 n kernel: ib0: Link up",
-           "[  12.5] mlx5_core 0000:3b:00.0 ens1: Link down", "$ sudo cat /sys/bus/pci/devices/0000:3b:00.0/aer_dev_fatal", "root@node:~# mlnx_qos -i eth0", "{", "}", "[...]",
+           "[  12.5] mlx5_core 0000:3b:00.0 ens1: Link down", "$ sudo cat /sys/bus/pci/devices/0000:3b:00.0/aer_dev_fatal",
+           "root@node:~# mlnx_qos -i eth0", "{", "}", "[...]",
            "\ttc: 9 ratelimit: , tsa:", "prio-pfc 0:on", "ACSCtl:\tReqRedir+", "Temperature [C] : hot [..]", "TOTAL_ERR_FATAL -1",
            "dscp-prio CS3:", "Module Info", "-----", "ATSCtl:\tEnable+, Smallest Translation Unit: zz", "٣ ٤"]
 
@@ -47,7 +48,7 @@ FOREIGN = ["2026-11-24T10:00:00+0000 n systemd-networkd[1]: ib0: Lost carrier", 
 @st.composite
 def pasted(draw):
     lines = draw(st.sampled_from(SAMPLES)).splitlines()
-    for _ in range(draw(st.integers(0, 4))):
+    for _mutation in range(draw(st.integers(0, 4))):
         action = draw(st.sampled_from(["drop", "dup", "cut", "insert"]))
         if not lines:
             break

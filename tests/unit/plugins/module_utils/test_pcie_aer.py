@@ -56,8 +56,7 @@ def test_garbage_is_one_sentence(text, message):
 
 def test_reader_gives_the_hca_and_every_bridge_on_its_path(tmp_path):
     tree = PciTree(tmp_path)
-    tree.hca("mlx5_0", HCA_CHAIN, aer={"correctable": aer_text("correctable"), "nonfatal": aer_text("nonfatal"),
-                                        "fatal": aer_text("fatal")})
+    tree.hca("mlx5_0", HCA_CHAIN, aer={"correctable": aer_text("correctable"), "nonfatal": aer_text("nonfatal"), "fatal": aer_text("fatal")})
     tree.bridge_files(HCA_CHAIN[:3], aer={"correctable": aer_text("correctable", RxErr=5, BadDLLP=2),
                                           "nonfatal": aer_text("nonfatal"), "fatal": aer_text("fatal")})
     tree.bridge_files(HCA_CHAIN[:1], aer={"correctable": (AER / "procfs_0000-00-1f.6_aer_dev_correctable").read_text()})

@@ -115,12 +115,12 @@ def test_iommu_group_types(tmp_path):
     assert read_iommu(no_iommu)["mode"] == "off"
 
 
-def switch_tree(tmp_path, gpu_port_acs=REDIRECT, ats=False, iommu="identity"):
+def switch_tree(tmp_path, gpu_port_acs=None, ats=False, iommu="identity"):
     """A GPU and mlx5_0 on two downstream ports of one PCIe switch under root port 3a:00.0."""
     tree = PciTree(tmp_path)
     tree.hca("mlx5_0", [ROOT, UP, DOWN_HCA, HCA], config=config_space(ats_enabled=ats), iommu=(20, iommu))
     tree.gpu([ROOT, UP, DOWN_GPU, GPU], config=config_space(ats_enabled=ats), iommu=(21, iommu))
-    tree.bridge_files([ROOT, UP, DOWN_GPU], config=config_space("downstream_port", acs_control=gpu_port_acs))
+    tree.bridge_files([ROOT, UP, DOWN_GPU], config=config_space("downstream_port", acs_control=REDIRECT if gpu_port_acs is None else gpu_port_acs))
     tree.bridge_files([ROOT, UP, DOWN_HCA], config=config_space("downstream_port", acs_control={}))
     tree.bridge_files([ROOT, UP], config=config_space("upstream_port", acs_control={}))
     return tree

@@ -9,6 +9,7 @@ from test_metrics import parse
 
 from ansible_collections.rdma.node.plugins.plugin_utils._metrics import render
 
+
 def test_physical_families(tmp_path):
     samples, helps, types = parse(render(physical_facts(tmp_path), now=1.0))
     assert helps == set(types)
