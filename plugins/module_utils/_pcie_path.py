@@ -287,17 +287,19 @@ def _path_bridges(gpu_node, hca_node):
 def read_pcie_path(sysfs_root, facts_so_far, lspci_text=None, lspci_source=None):
     """``rdma.pcie_path``: ACS/ATS of every function between each GPU and its nearest HCA, and IOMMU modes.
 
-    ``{"available", "reason", "source", "functions": {address: {"role", "device", "port_type", "acs",
-    "ats", "iommu", "unreadable"}}, "paths": [{"gpu", "hca", "hca_address", "relation", "bridges",
-    "shared_bridge"}], "notes"}``. With ``lspci_text`` (saved ``lspci -vvv``) ACS and ATS come from
-    it; otherwise from each function's ``config``. A node without GPUs or HCAs gives an empty list of
-    paths and ``available: false`` with the reason.
+    ``{"available", "applicable", "reason", "source", "functions": {address: {"role", "device",
+    "port_type", "acs", "ats", "iommu", "unreadable"}}, "paths": [{"gpu", "hca", "hca_address",
+    "relation", "bridges", "shared_bridge"}], "notes"}``. With ``lspci_text`` (saved ``lspci -vvv``)
+    ACS and ATS come from it; otherwise from each function's ``config``. A node without GPUs or HCAs
+    has nothing to check (``applicable: false``, and the reason); one with both whose path could not
+    be read is ``applicable`` but not ``available``.
     """
     facts_so_far = facts_so_far or {}
     devices, ports = facts_so_far.get("devices") or {}, facts_so_far.get("ports") or []
     nodes = hca_nodes(sysfs_root, devices)
     gpu_list = gpus(sysfs_root)
-    result = {"available": False, "reason": None, "source": None, "functions": {}, "paths": [], "notes": []}
+    result = {"available": False, "applicable": bool(gpu_list and nodes), "reason": None, "source": None, "functions": {},
+              "paths": [], "notes": []}
     if not gpu_list or not nodes:
         result["reason"] = "no %s on this node's PCI tree: no GPU-to-HCA path to check" % ("GPU" if not gpu_list else "RDMA device on a PCI function")
         return result

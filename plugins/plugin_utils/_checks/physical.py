@@ -172,8 +172,8 @@ def pcie_p2p_redirect(facts, params, found):
     """A bridge between a GPU and its nearest HCA redirects or blocks peer-to-peer traffic (ACS), so GPUDirect RDMA goes through the root complex."""
     path_facts = fact(facts, "rdma.pcie_path") or {}
     if not path_facts.get("paths"):
-        if path_facts.get("reason") and "no GPU" not in path_facts["reason"]:
-            not_checked(found, "GPU-HCA path", path_facts["reason"])
+        if path_facts.get("applicable"):  # a node without GPUs or HCAs has no path to judge
+            not_checked(found, "GPU-HCA path", path_facts.get("reason") or "no GPU-HCA path was read")
         return
     severity = _severity(params, "acs_redirect_severity", "warning")
     functions = path_facts.get("functions") or {}

@@ -155,7 +155,8 @@ def test_reader_from_saved_lspci_text(tmp_path):
 def test_without_a_gpu_there_is_no_path_and_it_says_so(tmp_path):
     PciTree(tmp_path).hca("mlx5_0", [ROOT, HCA], config=config_space())
     facts = read_pcie_path(str(tmp_path), FACTS)
-    assert (facts["available"], facts["paths"], facts["reason"]) == (False, [], "no GPU on this node's PCI tree: no GPU-to-HCA path to check")
+    assert (facts["available"], facts["applicable"], facts["paths"]) == (False, False, [])
+    assert facts["reason"] == "no GPU on this node's PCI tree: no GPU-to-HCA path to check"
 
 
 def test_unreadable_config_space_everywhere_is_the_reason(tmp_path):
@@ -163,4 +164,4 @@ def test_unreadable_config_space_everywhere_is_the_reason(tmp_path):
     for address in (GPU, HCA, DOWN_GPU, DOWN_HCA, UP):
         os.unlink(os.path.realpath(os.path.join(tmp_path, "bus", "pci", "devices", address, "config")))
     facts = read_pcie_path(str(tmp_path), FACTS)
-    assert facts["available"] is False and facts["reason"].endswith("/config does not exist")
+    assert (facts["available"], facts["applicable"]) == (False, True) and facts["reason"].endswith("/config does not exist")

@@ -128,6 +128,16 @@ def test_acs_off_or_no_shared_bridge_is_no_finding(tmp_path):
     assert judge("pcie_p2p_redirect", {"pcie_path": apart}) == []
 
 
+def test_a_path_that_could_not_be_read_is_not_checked_and_no_gpu_is_nothing_to_check(tmp_path):
+    switch(tmp_path)
+    broken = read_pcie_path(str(tmp_path), HCA_FACTS, lspci_text="no lspci here", lspci_source="/saved/lspci.txt")
+    assert judge("pcie_p2p_redirect", {"pcie_path": broken}) == [
+        ("info", "GPU-HCA path", "not checked: /saved/lspci.txt: no 'BB:DD.F class: name' device header and no ACSCtl/ATSCtl line: "
+                                 "this is not lspci -vvv output")]
+    PciTree(tmp_path / "nogpu").hca("mlx5_0", [ROOT, HCA], config=config_space())
+    assert judge("pcie_p2p_redirect", {"pcie_path": read_pcie_path(str(tmp_path / "nogpu"), HCA_FACTS)}) == []
+
+
 def test_acs_unreadable_without_root_is_not_checked(tmp_path):
     facts = switch(tmp_path)
     for address in (DOWN_GPU, UP, DOWN_HCA):
