@@ -136,6 +136,18 @@ def read_text_or_none(path, what, max_bytes=DEFAULT_MAX_BYTES, follow=True):
     return None if data is None else decode_text(data, path, what)
 
 
+def read_text_and_reason(path, what, max_bytes=SMALL_FILE_MAX_BYTES):
+    """``(text, None)`` of a small UTF-8 file, ``(None, None)`` when it does not exist, ``(None, sentence)``
+    when it exists but cannot be read as ``what`` (a FIFO, too large, not UTF-8, permission denied).
+
+    For the facts that must say *why* a value is missing rather than only that it is.
+    """
+    try:
+        return read_text_or_none(path, what, max_bytes), None
+    except FileReadError as exc:
+        return None, str(exc)
+
+
 def read_lenient(path, what, max_bytes=SMALL_FILE_MAX_BYTES):
     """Bytes of a file for facts: None when missing or unreadable, with a warning when it is not a file.
 

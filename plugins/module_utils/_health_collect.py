@@ -14,7 +14,7 @@ import os
 import time
 
 from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes
-from ansible_collections.rdma.node.plugins.module_utils._health_text import parse_carrier_events, summarize_carrier
+from ansible_collections.rdma.node.plugins.module_utils._health_text import carrier_down_periods, parse_carrier_events, summarize_carrier
 from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, FactReadError, reader
 from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import PORT_COUNTER_WIDTH_BITS, port_counters
 
@@ -64,6 +64,21 @@ def rdma_netdev_of(name, netdevs, sysfs_root):
     return None
 
 
+def down_periods(events, netdevs):
+    """``{netdev: {"rdma_netdev", "port", "clock", "periods", "reason"}}``: how long each netdev of an
+    RDMA port was down each time, for judging flaps and drops by duration (gpud's rule) beside the
+    count of losses. Keyed by the netdev that lost carrier (a bond slave stays itself: its periods
+    are not its bond's, which stays up while one slave is down)."""
+    periods = carrier_down_periods(events)
+    result = {}
+    for name, entry in sorted(periods.items()):
+        owner_name = next((e["rdma_netdev"] for e in events if e["netdev"] == name), name)
+        owner = netdevs.get(owner_name) or {}
+        result[name] = dict(entry, rdma_netdev=owner_name,
+                            port="%s/%s" % (owner.get("device"), owner.get("port")) if owner.get("device") else None)
+    return result
+
+
 def kernel_log_facts(text, netdevs, sysfs_root, window_hours, source, windowed_by_reader):
     """Carrier events of the RDMA netdevs (and their bond slaves) in kernel log text.
 
@@ -96,6 +111,7 @@ def kernel_log_facts(text, netdevs, sysfs_root, window_hours, source, windowed_b
         owner = netdevs.get(name) or {}
         entry["port"] = "%s/%s" % (owner.get("device"), owner.get("port")) if owner.get("device") else None
     return {
+        "down_periods": down_periods(events, netdevs),
         "source": source,
         "window_hours": window_hours,
         "window_applied": window_applied,

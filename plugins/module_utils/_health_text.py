@@ -11,6 +11,7 @@ only, so a module on a node can use them as well as a filter on the controller.
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 
@@ -81,8 +82,8 @@ _EVENT_FORMS = (
     ("bonding", re.compile(r"^(?P<netdev>[\w.@-]+): now running without any active interface")),
     # IPv6: ADDRCONF(NETDEV_CHANGE): ib0: link becomes ready
     ("addrconf", re.compile(r"ADDRCONF\(NETDEV_CHANGE\): (?P<netdev>[\w.@-]+): link becomes ready")),
-    # systemd-networkd: ib0: Lost carrier / ib0: Gained carrier
-    ("networkd", re.compile(r"^(?P<netdev>[\w.@-]+): (?P<state>Lost|Gained) carrier\b")),
+    # systemd-networkd: ib0: Lost carrier / ib0: Gained carrier (a real log of Azure's health checks has "lost carrier")
+    ("networkd", re.compile(r"^(?P<netdev>[\w.@-]+): (?P<state>Lost|Gained) carrier\b", re.IGNORECASE)),
 )
 # Words that make an unmatched record worth a note: it may be a carrier change in a form not known here.
 _LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b", re.IGNORECASE)
@@ -126,7 +127,7 @@ def _event(message):
         if source == "addrconf":
             return source, fields["netdev"], "up", None, None
         if source == "networkd":
-            return source, fields["netdev"], "down" if fields["state"] == "Lost" else "up", None, None
+            return source, fields["netdev"], "down" if fields["state"].lower() == "lost" else "up", None, None
         return source, fields["netdev"], fields["state"].lower(), None, fields.get("bus_id")
     return None
 
@@ -191,6 +192,138 @@ def summarize_carrier(events):
             entry["losses"] += 1
         entry["last"] = event["carrier"]
     return summary
+
+
+# ------------------------------------------------------------------------------------ carrier down periods
+
+# Wall-clock forms of the record time stamps; a classic syslog time has no year (see _wall_seconds).
+_WALL_FORMS = ("%a %b %d %H:%M:%S %Y",)
+_SYSLOG_TIME = re.compile(r"^(?P<month>[A-Z][a-z]{2}) +(?P<day>\d{1,2}) (?P<clock>\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?$")
+_LEAP_YEAR = 2000  # a year with 29 February, for syslog times that carry none
+_DAY = 86400.0
+
+
+def _iso_seconds(text):
+    value = text.replace(",", ".").replace(" ", "T", 1)
+    if value.endswith("Z"):
+        value = value[:-1] + "+00:00"
+    if len(value) >= 5 and value[-5] in "+-" and value[-3] != ":":
+        value = value[:-2] + ":" + value[-2:]
+    try:
+        parsed = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+    return parsed.timestamp()
+
+
+def _wall_seconds(text):
+    """Seconds of a record's wall-clock time (ISO, ``dmesg -T``/logread with year), or None.
+
+    A classic syslog time (``Mar 27 15:37:34``) has no year: it is read in a leap year and marked,
+    and :func:`carrier_down_periods` rolls a log that passes New Year forward.
+    """
+    if not text:
+        return None, False
+    if text[:4].isdigit():
+        return _iso_seconds(text), False
+    for form in _WALL_FORMS:
+        try:
+            return datetime.datetime.strptime(" ".join(text.split()), form).replace(tzinfo=datetime.timezone.utc).timestamp(), False
+        except ValueError:
+            continue
+    match = _SYSLOG_TIME.match(text)
+    if match:
+        try:
+            moment = datetime.datetime.strptime("%d %s %s %s" % (_LEAP_YEAR, match.group("month"), match.group("day"), match.group("clock")),
+                                                "%Y %b %d %H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+        except ValueError:
+            return None, False
+        fraction = float("0." + match.group("fraction")) if match.group("fraction") else 0.0
+        return moment.timestamp() + fraction, True
+    return None, False
+
+
+def event_clock(events):
+    """``(clock, [seconds per event])`` for comparing the times of ``events``, or ``(None, reason)``.
+
+    The kernel's monotonic seconds (dmesg, /dev/kmsg, or the ``[...]`` inside a syslog line) are used
+    when every event has them and they never go back (a reboot restarts them); else the wall-clock
+    time stamps when every event has one. A record without either cannot give durations.
+    """
+    if not events:
+        return None, "no carrier event"
+    monotonic = [e.get("monotonic_seconds") for e in events]
+    if all(m is not None for m in monotonic) and all(a <= b for a, b in zip(monotonic, monotonic[1:])):
+        return "monotonic", [float(m) for m in monotonic]
+    seconds, yearless = [], False
+    for event in events:
+        value, no_year = _wall_seconds(event.get("time"))
+        if value is None and all(m is not None for m in monotonic):
+            return None, "the kernel's clock goes back between the records (a reboot) and they carry no wall-clock time"
+        if value is None:
+            return None, "line %s has no time stamp that gives a duration%s" % (
+                event.get("line"), " (%r)" % event["time"] if event.get("time") else "")
+        yearless = yearless or no_year
+        seconds.append(value)
+    clock = "wall"
+    if yearless:
+        offset, previous, rolled = 0.0, None, []
+        for value in seconds:  # a yearless log that passes 31 December continues in the next year
+            if previous is not None and value + offset < previous - _DAY:
+                offset += 366 * _DAY if offset == 0 else 365 * _DAY
+            rolled.append(value + offset)
+            previous = value + offset
+        clock, seconds = "syslog (no year)", rolled
+    for before, after, event in zip(seconds, seconds[1:], events[1:]):
+        if after < before:
+            return None, "the time stamps go back at line %s (records out of order, or a clock that was set back)" % event.get("line")
+    return clock, seconds
+
+
+def carrier_down_periods(events, until=None):
+    """The periods each netdev's carrier was down, from a list of carrier events in log order.
+
+    Returns ``{netdev: {"clock", "periods": [{"down_line", "up_line", "down_time", "up_time", "down_at",
+    "up_at", "seconds", "ongoing"}], "reason"}}`` (``down_at``/``up_at`` in seconds of the clock, for
+    windows; an ongoing period's ``up_at`` is the end of the log): a period starts at a loss (a repeated down while already down does not
+    start another) and ends at the next gain; one still open at the end of the log is ``ongoing``, its
+    ``seconds`` counted to ``until`` (the log's last time stamp in the same clock, by default the
+    netdev's own last event). ``reason`` says why a netdev gets no periods (no usable time stamps).
+    """
+    by_netdev = {}
+    for event in events:
+        by_netdev.setdefault(event["netdev"], []).append(event)
+    result = {}
+    clock_all, seconds_all = event_clock(events)
+    end_of_log = max(seconds_all) if clock_all and isinstance(seconds_all, list) else None
+    for netdev, own in by_netdev.items():
+        clock, seconds = event_clock(own)
+        entry = {"clock": clock, "periods": [], "reason": None}
+        result[netdev] = entry
+        if clock is None:
+            entry["reason"] = seconds
+            continue
+        last = until if until is not None else (end_of_log if clock == clock_all else max(seconds))
+        open_at = None
+        for event, moment in zip(own, seconds):
+            if event["carrier"] == "down" and open_at is None:
+                open_at = (event, moment)
+            elif event["carrier"] == "up" and open_at is not None:
+                entry["periods"].append(_period(open_at, event, moment, False))
+                open_at = None
+        if open_at is not None:
+            entry["periods"].append(_period(open_at, None, max(last, open_at[1]), True))
+    return result
+
+
+def _period(opened, closing, moment, ongoing):
+    down_event, down_at = opened
+    return {"down_line": down_event.get("line"), "up_line": closing.get("line") if closing else None,
+            "down_time": down_event.get("time"), "up_time": closing.get("time") if closing else None,
+            "down_at": round(down_at, 3), "up_at": round(moment, 3),
+            "seconds": round(moment - down_at, 3), "ongoing": ongoing}
 
 
 # ------------------------------------------------------------------------------------ rdma system

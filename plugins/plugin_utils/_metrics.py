@@ -67,6 +67,103 @@ def _port_labels(port):
     return {"device": port.get("device"), "port": str(port.get("port")), "link_layer": port.get("link_layer") or ""}
 
 
+def _aer_families(rdma):
+    aer = _Family("pcie_aer_errors_total", "counter", "PCIe AER errors an HCA function or a bridge above it counted since boot "
+                  "(aer_dev_* TOTAL_ERR_* line), by kind: correctable, nonfatal, fatal.")
+    for address, entry in sorted(((rdma.get("aer") or {}).get("functions") or {}).items()):
+        for kind in ("correctable", "nonfatal", "fatal"):
+            counts = entry.get(kind) if isinstance(entry, dict) else None
+            if isinstance(counts, dict) and isinstance(counts.get("total"), int):
+                aer.add({"address": address, "role": entry.get("role") or "", "device": entry.get("device") or "", "kind": kind},
+                        counts["total"])
+    return [aer]
+
+
+def _path_families(rdma):
+    redirect = _Family("pcie_acs_p2p_redirect", "gauge", "1 when a bridge between a GPU and its nearest HCA redirects or blocks "
+                       "peer-to-peer traffic in its ACS control (ReqRedir, CmpltRedir or EgressCtrl), else 0.")
+    ats = _Family("pcie_ats_enabled", "gauge", "1 when PCIe ATS is enabled on an HCA or GPU of a GPU-HCA path, else 0.")
+    translated = _Family("iommu_translated", "gauge", "1 when the DMA of an HCA or GPU of a GPU-HCA path is translated by the "
+                         "IOMMU (domain DMA or DMA-FQ), 0 in passthrough (identity) or without an IOMMU.")
+    for address, entry in sorted(((rdma.get("pcie_path") or {}).get("functions") or {}).items()):
+        if not isinstance(entry, dict):
+            continue
+        labels = {"address": address, "role": entry.get("role") or "", "device": entry.get("device") or ""}
+        control = (entry.get("acs") or {}).get("control") or {}
+        if entry.get("role") == "bridge" and control:
+            redirect.add(labels, any(control.get(bit) for bit in ("p2p_request_redirect", "p2p_completion_redirect", "p2p_egress_control")))
+        if entry.get("role") in ("hca", "gpu") and isinstance(entry.get("ats"), dict) and entry["ats"].get("enabled") is not None:
+            ats.add(labels, entry["ats"]["enabled"])
+        mode = (entry.get("iommu") or {}).get("mode")
+        if entry.get("role") in ("hca", "gpu") and mode in ("translated", "passthrough", "off"):
+            translated.add(labels, mode == "translated")
+    return [redirect, ats, translated]
+
+
+def _qos_families(rdma):
+    pfc = _Family("roce_pfc_enabled", "gauge", "1 when PFC is on for the priority on the RoCE netdev, else 0 (from dcb or mlnx_qos).")
+    ecn = _Family("roce_ecn_enabled", "gauge", "1 when ECN (DCQCN) is on for the priority at the notification (np) or reaction (rp) point.")
+    trust = _Family("roce_trust_info", "gauge", "The trust mode of the RoCE netdev (dscp or pcp) as a label; always 1.")
+    for netdev, entry in sorted(((rdma.get("roce_qos") or {}).get("netdevs") or {}).items()):
+        enabled = (entry.get("pfc") or {}).get("enabled_priorities")
+        if isinstance(enabled, list):
+            for priority in range(8):
+                pfc.add({"netdev": netdev, "priority": str(priority)}, priority in enabled)
+        ecn_facts = entry.get("ecn") or {}
+        for point in ("np", "rp"):
+            for priority in ecn_facts.get(point + "_read") or []:
+                ecn.add({"netdev": netdev, "point": point, "priority": str(priority)}, priority in (ecn_facts.get(point) or []))
+        mode = (entry.get("trust") or {}).get("mode")
+        if mode:
+            trust.add({"netdev": netdev, "mode": mode}, 1)
+    return [pfc, ecn, trust]
+
+
+def _link_families(rdma):
+    effective = _Family("link_effective_ber", "gauge", "Bit error rate after FEC of the port (mlxlink Effective Physical BER).")
+    raw = _Family("link_raw_ber", "gauge", "Bit error rate before FEC of the port (mlxlink Raw Physical BER).")
+    temperature = _Family("module_temperature_celsius", "gauge", "Temperature of the port's cable or transceiver module.")
+    temperature_max = _Family("module_temperature_max_celsius", "gauge", "The module's own upper temperature threshold.")
+    fault = _Family("module_lane_fault", "gauge", "1 when the module reports the fault (loss of signal, Tx fault, CDR loss of lock) on the lane.")
+    for name, port in sorted(((rdma.get("link_quality") or {}).get("ports") or {}).items()):
+        if not isinstance(port, dict) or port.get("reason"):
+            continue
+        labels = {"device": port.get("device"), "port": str(port.get("port"))}
+        effective.add(labels, port.get("effective_ber"))
+        raw.add(labels, port.get("raw_ber"))
+        module = port.get("module") or {}
+        reading = module.get("temperature_c") or {}
+        if reading.get("values"):
+            temperature.add(labels, max(reading["values"]))
+            temperature_max.add(labels, reading.get("high"))
+        for kind, lanes in sorted((module.get("lane_faults") or {}).items()):
+            for lane, flag in enumerate(lanes):
+                if flag is not None:
+                    fault.add(dict(labels, fault=kind, lane=str(lane)), flag)
+    return [effective, raw, temperature, temperature_max, fault]
+
+
+def _down_families(rdma):
+    longest = _Family("link_down_longest_seconds", "gauge", "The longest time the netdev's carrier stayed down in the kernel log window.")
+    periods = _Family("link_down_periods", "gauge", "How many times the netdev's carrier went down in the kernel log window.")
+    for netdev, entry in sorted((((rdma.get("kernel_log") or {}).get("down_periods")) or {}).items()):
+        spells = entry.get("periods") if isinstance(entry, dict) else None
+        if not isinstance(spells, list) or entry.get("clock") is None:
+            continue
+        labels = {"netdev": netdev, "port": entry.get("port") or ""}
+        periods.add(labels, len(spells))
+        longest.add(labels, max([p.get("seconds") or 0.0 for p in spells] or [0.0]))
+    return [periods, longest]
+
+
+def physical_families(rdma):
+    """The metric families of the physical-layer facts (AER, PCIe path, RoCE QoS, link quality, link downtime)."""
+    families = []
+    for build in (_aer_families, _path_families, _qos_families, _link_families, _down_families):
+        families.extend(build(rdma))
+    return families
+
+
 def render(facts, now=None):
     """The text of the ``.prom`` file for one host's facts."""
     facts = facts or {}
@@ -128,6 +225,7 @@ def render(facts, now=None):
                     unjudged.add({"role": role, "check": entry.get("check") or "?", "subject": entry.get("subject") or ""}, 1)
     last_run.add({}, float(now if now is not None else time.time()))
     lines = []
-    for family in (state, active, rate, counter, counter_rate, saturated, temperature, temperature_crit, findings, skipped, unjudged, last_run):
+    for family in (state, active, rate, counter, counter_rate, saturated, temperature, temperature_crit, *physical_families(rdma),
+                   findings, skipped, unjudged, last_run):
         lines.extend(family.lines())
     return "\n".join(lines) + "\n"

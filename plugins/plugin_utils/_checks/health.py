@@ -15,8 +15,9 @@ Parameters, without the ``node_health_`` prefix:
 * ``counter_limits``: ``{counter: total}``; a port whose counter total is above it is a warning
   (only when there is no earlier sample to compare: with one, ``counter_rising`` judges what
   happens now, and a total since the last reset mixes old errors with new ones);
-* ``counter_rise_limits``: ``{counter: per hour}``; a rise faster than that is critical, ``0``
-  means any rise;
+* ``counter_rise_limits``: ``{counter: limit}``; a limit carries its unit (``5/min``, ``100/s``,
+  ``120/h``; a bare number is per hour, ``0`` any rise) and optionally its severity
+  (``{rate: 5/min, severity: warning}``; default critical), see ``_rate_limits``;
 * ``carrier_losses_max``: this many carrier losses of a port's netdev in the kernel log window make
   it a flapping link;
 * ``gpudirect``: ``auto`` (judge nodes that have NVIDIA GPUs), ``required`` or ``off``;
@@ -27,6 +28,7 @@ Parameters, without the ``node_health_`` prefix:
 
 from __future__ import annotations
 
+from ansible_collections.rdma.node.plugins.plugin_utils._rate_limits import RateLimitError, judge_rise, parse_rate_limits
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, parameter, summary
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RLIM_INFINITY, RlimitError, parse_rlimit_value
 from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import PORT_COUNTER_WIDTH_BITS
@@ -36,8 +38,14 @@ ROLE = "node_health"
 COUNTERS = ("rdma.ports[].counters",)
 PORTS = ("rdma.ports",)
 SECONDS_PER_HOUR = 3600.0
-# The counters link_flapping owns: counter_rising leaves them alone so a flap is reported once.
+# The counters link_flapping owns: counter_rising leaves them alone so a flap is reported once, and
+# those that rise with a flap (a link retrains before it goes down), left alone where link_downed rose.
 FLAP_COUNTERS = ("link_downed",)
+FLAP_COMPANIONS = ("link_error_recovery",)
+# mlx5 hw_counters whose rise means failed transfers, as NVSentinel reads them (64 bits: they do not
+# saturate); they join the sample so that a limit in node_health_counter_rise_limits can judge them.
+HW_ERROR_COUNTERS = ("rnr_nak_retry_err", "req_transport_retries_exceeded", "local_ack_timeout_err", "implied_nak_seq_err",
+                     "out_of_sequence", "packet_seq_err", "roce_slow_restart")
 
 
 @parameter(ROLE, "previous_sample")
@@ -79,10 +87,14 @@ def _ports_with_counters(rdma):
 
 
 def current_sample(rdma):
-    """``{"time", "ports": {"dev/port": {counter: value}}}`` of the error counters read this run."""
+    """``{"time", "ports": {"dev/port": {counter: value}}}`` of the error counters read this run: the
+    IBTA counters, and the mlx5 hw_counters of :data:`HW_ERROR_COUNTERS` where the port has them."""
     ports = {}
     for port in _ports_with_counters(rdma):
-        ports[port_name(port)] = {k: v for k, v in port["counters"].items() if k in PORT_COUNTER_WIDTH_BITS and v is not None}
+        sample = {k: v for k, v in port["counters"].items() if k in PORT_COUNTER_WIDTH_BITS and v is not None}
+        hw = port.get("hw_counters") if isinstance(port.get("hw_counters"), dict) else {}
+        sample.update({k: v for k, v in hw.items() if k in HW_ERROR_COUNTERS and isinstance(v, int) and not isinstance(v, bool)})
+        ports[port_name(port)] = sample
     return {"time": rdma.get("counters_time"), "ports": ports}
 
 
@@ -152,22 +164,33 @@ def counter_threshold(facts, params, found):
                 {c: limit for c, _v, limit in over}, {c: value for c, value, _l in over})
 
 
+def _rise_limits(params):
+    try:
+        return parse_rate_limits(params.get("counter_rise_limits"), "node_health_counter_rise_limits")
+    except RateLimitError as exc:
+        raise CheckError(str(exc)) from None
+
+
 @check(ROLE, "counter_rising", reads=COUNTERS, params=("counter_rise_limits", "previous_sample"))
 def counter_rising(facts, params, found):
-    """An error counter rose faster than its limit per hour between two samples (this run's two, or the previous run's and this one)."""
-    limits = _limits(params, "counter_rise_limits")
+    """An error counter rose faster than its limit (per second, minute or hour; 0: any rise) between two samples (this run's, or the last run's and this)."""
+    limits = _rise_limits(params)
     _earlier, source = earlier_sample(facts["rdma"], params.get("previous_sample"))
     for name, counters in sorted(counter_deltas(facts["rdma"], params.get("previous_sample")).items()):
+        downed = counters.get("link_downed", (0, 0, 0))
         for counter, (before, after, seconds) in sorted(counters.items()):
             limit = limits.get(counter)
-            if limit is None or counter in FLAP_COUNTERS or after == before:
+            if limit is None or counter in FLAP_COUNTERS:
                 continue
-            rate = per_hour(before, after, seconds)
-            if rate <= limit:
+            if counter in FLAP_COMPANIONS and downed[1] > downed[0]:
+                continue  # the link went down in the same interval: link_flapping reports the port, once
+            breach = judge_rise(before, after, seconds, limit)
+            if breach is None:
                 continue
-            bound = "any rise is an error" if limit == 0 else "the limit is %g per hour" % limit
-            found.critical(name, "%s: %s rose from %d to %d in %s (between samples of %s), %.0f per hour; %s." % (
-                name, counter, before, after, _duration(seconds), source, rate, bound), "<= %g per hour" % limit, round(rate, 1))
+            bound = "any rise is an error" if limit.count == 0 else "the limit is %s" % limit.text
+            found.add(breach["severity"], name, "%s: %s rose from %d to %d in %s (between samples of %s), %s; %s." % (
+                name, counter, before, after, _duration(seconds), source, breach["text"], bound),
+                "<= %s" % limit.text if limit.count else "no rise", round(breach["rate"], 1))
 
 
 @check(ROLE, "counter_saturated", reads=COUNTERS)

@@ -11,7 +11,7 @@ from ansible_collections.rdma.node.plugins.module_utils._ib_collect import read_
 from ansible_collections.rdma.node.plugins.plugin_utils._metrics import escape, render
 from testpaths import FIXTURES
 
-SAMPLE = re.compile(r'^(rdma_node_[a-z_]+)(\{[^}]*\})? (\S+)$')
+SAMPLE = re.compile(r'^(rdma_node_[a-z0-9_]+)(\{[^}]*\})? (\S+)$')
 
 
 def h100_facts(tmp_path):

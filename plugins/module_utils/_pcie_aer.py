@@ -1,0 +1,161 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""PCIe Advanced Error Reporting counters of each HCA function and of the bridges above it.
+
+Since Linux 4.19 every AER-capable function has three files in sysfs
+(Documentation/ABI/testing/sysfs-bus-pci-devices-aer-stats): ``aer_dev_correctable``,
+``aer_dev_nonfatal`` and ``aer_dev_fatal``, one ``<error type> <count>`` line per error type and a
+``TOTAL_ERR_COR`` / ``TOTAL_ERR_NONFATAL`` / ``TOTAL_ERR_FATAL`` line. The kernel counts errors
+"as seen by the device": a bad HCA link often shows at the root port or switch port above it while
+the HCA itself reads 0, so the bridges on the path are read too.
+
+The first kernels (4.19 to 5.x) printed long names (``Receiver Error 2``, ``RELAY_NUM Rollover 0``),
+later ones short ones (``RxErr 2``, ``Rollover 0``); both are read and given the short name, so that
+two kernels of one fleet compare. ``TOTAL_ERR_*`` can be lower than the sum (one message may carry
+several errors), so the total is taken as printed, never summed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+from ansible_collections.rdma.node.plugins.module_utils._files import read_text_and_reason
+from ansible_collections.rdma.node.plugins.module_utils._pci_tree import hca_nodes
+
+KINDS = ("correctable", "nonfatal", "fatal")
+FILES = {"correctable": "aer_dev_correctable", "nonfatal": "aer_dev_nonfatal", "fatal": "aer_dev_fatal"}
+TOTALS = {"correctable": "TOTAL_ERR_COR", "nonfatal": "TOTAL_ERR_NONFATAL", "fatal": "TOTAL_ERR_FATAL"}
+_MAX_BYTES = 16 * 1024  # a few hundred bytes in practice
+
+# The long names of the first kernels with AER statistics, and the short names that replaced them
+# (aer_correctable_error_string / aer_uncorrectable_error_string in drivers/pci/pcie/aer.c).
+LONG_NAMES = {
+    "Receiver Error": "RxErr",
+    "Bad TLP": "BadTLP",
+    "Bad DLLP": "BadDLLP",
+    "RELAY_NUM Rollover": "Rollover",
+    "Replay Timer Timeout": "Timeout",
+    "Advisory Non-Fatal": "NonFatalErr",
+    "Corrected Internal Error": "CorrIntErr",
+    "Header Log Overflow": "HeaderOF",
+    "Data Link Protocol": "DLP",
+    "Surprise Down Error": "SDES",
+    "Poisoned TLP": "TLP",
+    "Flow Control Protocol": "FCP",
+    "Completion Timeout": "CmpltTO",
+    "Completer Abort": "CmpltAbrt",
+    "Unexpected Completion": "UnxCmplt",
+    "Receiver Overflow": "RxOF",
+    "Malformed TLP": "MalfTLP",
+    "Unsupported Request": "UnsupReq",
+    "ACS Violation": "ACSViol",
+    "Uncorrectable Internal Error": "UncorrIntErr",
+    "MC Blocked TLP": "BlockedTLP",
+    "AtomicOp Egress Blocked": "AtomicOpBlocked",
+    "TLP Prefix Blocked Error": "TLPBlockedErr",
+}
+
+_COUNTER = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_ /.-]*?)\s+(?P<count>[0-9]{1,20})$")
+# A shell prompt before the command that printed the file: "host /sys/.../0000:00:1c.0 # cat aer_dev_fatal".
+_PROMPT = re.compile(r"(?:^|\s)[#$>]\s*(?:sudo\s+)?(?:cat|grep|head|tail|less|more)\s")
+_ABSENT = ("no AER statistics in sysfs: the kernel is older than 4.19, AER is off (pci=noaer, or the "
+           "firmware keeps it), or these functions are not AER-capable")
+
+
+class AerTextError(ValueError):
+    """Text that is not an ``aer_dev_*`` file; the message names what was expected."""
+
+
+def parse_aer_counters(text, kind=None):
+    """``{error type: count, ..., "total": n}`` of one ``aer_dev_*`` file's text.
+
+    ``kind`` (``correctable``/``nonfatal``/``fatal``) names the file, to check the total line's
+    label; a mismatch is kept as the total with a note. Shell prompts (``# cat aer_dev_fatal``),
+    ``#`` comments, indentation and CRLF are skipped; anything else that is not ``<name> <count>``
+    raises :class:`AerTextError` naming its line. Returns ``{"counts", "total", "notes"}``;
+    ``total`` is None when the file has no ``TOTAL_ERR_*`` line.
+    """
+    if not isinstance(text, str):
+        raise AerTextError("expected the text of an aer_dev_* file, got %s" % type(text).__name__)
+    counts, total, notes = {}, None, []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#") or _PROMPT.search(line):
+            continue
+        match = _COUNTER.match(line)
+        if not match:
+            raise AerTextError("line %d is not '<error type> <count>' as in an aer_dev_* file: %r" % (number, line[:80]))
+        name, count = " ".join(match.group("name").split()), int(match.group("count"))
+        if name.startswith("TOTAL_ERR_"):
+            if kind in TOTALS and name != TOTALS[kind]:
+                notes.append("the total line says %s in the %s file; read as its total" % (name, FILES[kind]))
+            total = count
+            continue
+        counts[LONG_NAMES.get(name, name)] = count
+    if not counts and total is None:
+        raise AerTextError("no '<error type> <count>' line: this is not the text of an aer_dev_* file")
+    return {"counts": counts, "total": total, "notes": notes}
+
+
+def read_function_aer(directory):
+    """The three AER files of one PCI function directory.
+
+    Returns ``{kind: {type: count, ..., "total": n} or None}`` plus ``unreadable`` (kind -> reason)
+    and ``notes``; a kind whose file does not exist is None and not unreadable.
+    """
+    entry = {"unreadable": {}, "notes": []}
+    for kind in KINDS:
+        path = os.path.join(directory, FILES[kind])
+        text, reason = read_text_and_reason(path, "an AER statistics file", _MAX_BYTES)
+        entry[kind] = None
+        if reason:
+            entry["unreadable"][kind] = reason
+            continue
+        if text is None:
+            continue
+        try:
+            parsed = parse_aer_counters(text, kind)
+        except AerTextError as exc:
+            entry["unreadable"][kind] = "%s: %s" % (path, exc)
+            continue
+        entry[kind] = dict(parsed["counts"], total=parsed["total"])
+        entry["notes"].extend("%s: %s" % (path, note) for note in parsed["notes"])
+    return entry
+
+
+def read_aer(sysfs_root, facts_so_far, now=None):
+    """``rdma.aer``: the AER counters of every HCA function and of the bridges on its path to the root port.
+
+    ``{"available", "reason", "time", "functions": {address: {"role", "device", "devices_below",
+    "root_port", "correctable", "nonfatal", "fatal", "unreadable", "notes"}}}``; ``time`` (``now``, by
+    default the clock at the read) is what a later sample's rise is measured against. ``role`` is ``hca`` or ``bridge``;
+    ``device`` names the RDMA device of an HCA function, ``devices_below`` the RDMA devices under a
+    bridge. Nothing raises: a tree without AER files gives ``available: false`` and the reason.
+    """
+    nodes = hca_nodes(sysfs_root, (facts_so_far or {}).get("devices"))
+    if not nodes:
+        return {"available": False, "reason": "no RDMA device on a PCI function was found under %s" % sysfs_root,
+                "time": None, "functions": {}}
+    now = time.time() if now is None else now
+    functions = {}
+    for name, node in sorted(nodes.items()):
+        hca = functions.setdefault(node.address, dict(read_function_aer(node.path), role="hca", device=name, devices_below=[],
+                                                      root_port=not node.bridges))
+        if hca["device"] != name:  # two RDMA devices on one function (a bond's first port): keep the first name
+            hca["notes"].append("%s is on this function too" % name)
+        for index, (address, directory) in enumerate(node.bridges):
+            bridge = functions.get(address)
+            if bridge is None:
+                bridge = functions[address] = dict(read_function_aer(directory), role="bridge", device=None,
+                                                   devices_below=[], root_port=index == 0)
+            if name not in bridge["devices_below"]:
+                bridge["devices_below"].append(name)
+    readable = [f for f in functions.values() if any(f[kind] is not None for kind in KINDS)]
+    if not readable:
+        unreadable = sorted({reason for f in functions.values() for reason in f["unreadable"].values()})
+        reason = "; ".join(unreadable) if unreadable else _ABSENT
+        return {"available": False, "reason": reason, "time": now, "functions": functions}
+    return {"available": True, "reason": None, "time": now, "functions": functions}

@@ -1,0 +1,358 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The PCIe path between each GPU and its nearest HCA: ACS and ATS of every function on it, and the
+IOMMU domain of the GPU and the HCA.
+
+GPUDirect RDMA moves data peer to peer: from the HCA to the GPU through the PCIe switch they share,
+when nothing on the way sends it up. Two settings decide that:
+
+* **ACS** (Access Control Services, PCIe extended capability 0x000D). A bridge with *P2P Request
+  Redirect* or *P2P Completion Redirect* set in its ACS Control register sends peer-to-peer requests
+  up to the root complex instead of across the switch; *Egress Control* can block them. Hypervisors
+  need that (the IOMMU must see every request to isolate guests); on bare metal it halves GPUDirect
+  bandwidth or hangs NCCL, which is why NCCL's troubleshooting guide says to turn ACS off there.
+* **ATS** (Address Translation Services, extended capability 0x000F): a device that caches IOMMU
+  translations may send pre-translated requests that ACS lets pass. NVIDIA's NICs ship with ATS off
+  (``ATS_ENABLED=False``) and turn it on only for VMs.
+
+Both are read from PCI configuration space in sysfs (``config``): the extended capability list starts
+at offset 0x100 and only root reads past the first 64 bytes, so an unprivileged read says "not
+readable without root" rather than "off". Saved ``lspci -vvv`` text (``ACSCap:``/``ACSCtl:``,
+``ATSCap:``/``ATSCtl:``) gives the same facts where sysfs is not at hand.
+
+The IOMMU domain type is ``kernel/iommu_groups/<n>/type`` of the function's ``iommu_group``:
+``identity`` is passthrough (``iommu=pt``), ``DMA``/``DMA-FQ`` translate every DMA.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+
+from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes, read_text_and_reason
+from ansible_collections.rdma.node.plugins.module_utils._pci_tree import hca_nodes, node_of
+from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import gpus, hca_locations, locality
+
+# The ACS Capability and Control registers share their bit layout (PCIe Base Spec, ACS Extended
+# Capability); the names are lspci's, the keys say what each bit does.
+ACS_BITS = (
+    ("source_validation", "SrcValid"),
+    ("translation_blocking", "TransBlk"),
+    ("p2p_request_redirect", "ReqRedir"),
+    ("p2p_completion_redirect", "CmpltRedir"),
+    ("upstream_forwarding", "UpstreamFwd"),
+    ("p2p_egress_control", "EgressCtrl"),
+    ("direct_translated_p2p", "DirectTrans"),
+)
+# The bits that send or block peer-to-peer traffic between functions below one bridge.
+P2P_DIVERTING = ("p2p_request_redirect", "p2p_completion_redirect", "p2p_egress_control")
+
+EXT_CAP_START = 0x100
+EXT_CAP_ACS = 0x000D
+EXT_CAP_ATS = 0x000F
+CAP_PCIE = 0x10
+CONFIG_HEADER_BYTES = 64
+CONFIG_CONVENTIONAL_BYTES = 256
+CONFIG_EXTENDED_BYTES = 4096
+_MAX_CAPS = 96  # a real function has a dozen; a loop in a corrupt list stops here
+
+# PCI Express Capabilities register, Device/Port Type (bits 7:4).
+PORT_TYPES = {0: "endpoint", 1: "legacy_endpoint", 4: "root_port", 5: "upstream_port", 6: "downstream_port",
+              7: "pcie_to_pci_bridge", 8: "pci_to_pcie_bridge", 9: "root_complex_endpoint",
+              10: "root_complex_event_collector"}
+_LSPCI_PORT_TYPES = (("Root Port", "root_port"), ("Downstream Port", "downstream_port"), ("Upstream Port", "upstream_port"),
+                     ("Legacy Endpoint", "legacy_endpoint"), ("Root Complex Integrated Endpoint", "root_complex_endpoint"),
+                     ("Endpoint", "endpoint"))
+
+# kernel/iommu_groups/<n>/type (Documentation/ABI/testing/sysfs-kernel-iommu_groups).
+IOMMU_MODES = {"identity": "passthrough", "DMA": "translated", "DMA-FQ": "translated", "blocked": "blocked",
+               "unmanaged": "unmanaged"}
+NOT_ROOT = "not readable without root: only %d of the %d bytes of %s could be read (the capabilities past byte 64 need CAP_SYS_ADMIN)"
+NO_EXTENDED = ("%s holds %d bytes: no PCIe extended configuration space (a conventional PCI function, or the platform "
+               "gives no ECAM access), so no ACS or ATS capability to read")
+
+
+class LspciTextError(ValueError):
+    """Text that holds no ``lspci -vvv`` device and no ACS/ATS line."""
+
+
+def _flags_from_register(value):
+    return {key: bool(value >> bit & 1) for bit, (key, _name) in enumerate(ACS_BITS)}
+
+
+def parse_config_space(data):
+    """ACS, ATS and port type from the bytes of a function's PCI configuration space.
+
+    Returns ``{"port_type", "acs": {"capable": {...}, "control": {...}} or None, "ats": {"invalidate_queue_depth",
+    "enabled", "smallest_translation_unit"} or None, "extended": bool, "notes"}``. A list that
+    points backwards, outside the data or in a loop ends the walk with a note; nothing raises on
+    bytes a device or a fixture can hold.
+    """
+    if not isinstance(data, (bytes, bytearray)):
+        raise TypeError("expected the bytes of a PCI configuration space, got %s" % type(data).__name__)
+    result = {"port_type": _port_type(data), "acs": None, "ats": None, "extended": len(data) > CONFIG_CONVENTIONAL_BYTES, "notes": []}
+    if not result["extended"]:
+        return result
+    offset, seen = EXT_CAP_START, set()
+    while offset and len(seen) < _MAX_CAPS:
+        if offset in seen or offset < EXT_CAP_START or offset % 4 or offset + 8 > len(data):
+            result["notes"].append("the extended capability list points at 0x%x, which is not a capability; the walk stops there" % offset)
+            break
+        seen.add(offset)
+        header = struct.unpack_from("<I", data, offset)[0]
+        if header in (0, 0xFFFFFFFF):
+            break
+        cap_id, next_offset = header & 0xFFFF, header >> 20
+        if cap_id == EXT_CAP_ACS:
+            capable, control = struct.unpack_from("<HH", data, offset + 4)
+            result["acs"] = {"capable": _flags_from_register(capable), "control": _flags_from_register(control)}
+        elif cap_id == EXT_CAP_ATS:
+            capability, control = struct.unpack_from("<HH", data, offset + 4)
+            result["ats"] = {"invalidate_queue_depth": capability & 0x1F, "enabled": bool(control >> 15 & 1),
+                             "smallest_translation_unit": control & 0x1F}
+        offset = next_offset
+    return result
+
+
+def _port_type(data):
+    """The Device/Port Type of the PCI Express capability in the standard list, or None."""
+    if len(data) < CONFIG_HEADER_BYTES or not struct.unpack_from("<H", data, 6)[0] & 0x10:  # Status: Capabilities List
+        return None
+    offset, seen = data[0x34] & 0xFC, set()
+    while offset and offset not in seen and offset + 4 <= len(data) and len(seen) < 48:
+        seen.add(offset)
+        cap_id, next_offset = data[offset], data[offset + 1] & 0xFC
+        if cap_id == CAP_PCIE:
+            return PORT_TYPES.get(struct.unpack_from("<H", data, offset + 2)[0] >> 4 & 0xF, "other")
+        offset = next_offset
+    return None
+
+
+def read_config_space(directory):
+    """``(parsed config space, None)`` of a function directory, or ``(None, reason)``."""
+    path = os.path.join(directory, "config")
+    try:
+        size = os.stat(path).st_size
+        data = read_bytes(path, "PCI configuration space", CONFIG_EXTENDED_BYTES)
+    except FileNotFoundError:
+        return None, "%s does not exist" % path
+    except OSError as exc:
+        return None, "cannot read %s: %s" % (path, exc.strerror or exc)
+    except FileReadError as exc:
+        return None, str(exc)
+    if data is None:
+        return None, "%s does not exist" % path
+    return config_from_read(data, size, path)
+
+
+def config_from_read(data, size, path):
+    """``(parsed, None)`` or ``(None, reason)`` of the bytes a read of ``path`` (``size`` bytes in sysfs) gave.
+
+    The kernel gives a reader without CAP_SYS_ADMIN only the first 64 bytes (128 for a CardBus bridge)
+    of a file whose size says 256 or 4096: that is "not readable without root", not "no capability".
+    """
+    if size and len(data) < min(size, CONFIG_EXTENDED_BYTES) and len(data) <= CONFIG_HEADER_BYTES * 2:
+        return None, NOT_ROOT % (len(data), size, path)
+    if data[:4] == b"\xff\xff\xff\xff":
+        return None, "%s reads all ones: the function does not answer" % path
+    parsed = parse_config_space(data)
+    if not parsed["extended"]:
+        return None, NO_EXTENDED % (path, len(data))
+    return parsed, None
+
+
+# ------------------------------------------------------------------------------------ lspci -vvv
+
+_HEADER = re.compile(r"^(?:(?P<domain>[0-9a-fA-F]{4,}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})\.(?P<fn>[0-7])\s+\S[^:]*:")
+_ACS_LINE = re.compile(r"^(?P<field>ACSCap|ACSCtl):\s*(?P<flags>.*)$")
+_ACS_FLAG = re.compile(r"\b(SrcValid|TransBlk|ReqRedir|CmpltRedir|UpstreamFwd|EgressCtrl|DirectTrans)([+-])")
+_ATS_CAP = re.compile(r"^ATSCap:\s*Invalidate Queue Depth:\s*(?P<depth>[0-9a-fA-F]+)")
+_ATS_CTL = re.compile(r"^ATSCtl:\s*Enable(?P<enabled>[+-]),?\s*Smallest Translation Unit:\s*(?P<stu>[0-9a-fA-F]+)")
+_EXPRESS = re.compile(r"^Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*\([^)]*\)\s*(?P<kind>.+)$")
+_IOMMU_GROUP = re.compile(r"^IOMMU group:\s*(?P<group>[0-9]+)$")
+_LSPCI_NAMES = {name: key for key, name in ACS_BITS}
+
+
+def _lspci_flags(text):
+    flags = {_LSPCI_NAMES[name]: sign == "+" for name, sign in _ACS_FLAG.findall(text)}
+    return flags if len(flags) == len(ACS_BITS) else None
+
+
+def parse_lspci_vvv(text):
+    """Per PCI function, the ACS and ATS capability lines, port type and IOMMU group of ``lspci -vvv`` text.
+
+    Returns ``{"functions": {address: {"description", "port_type", "acs", "ats", "iommu_group"}},
+    "unattributed": [...], "notes": [...]}``; addresses get domain ``0000`` when lspci left it out.
+    ``ACSCtl:``/``ATSCtl:`` lines before any device header (``lspci -vvv | grep ACSCtl``) cannot be
+    given to a function: they are listed in ``unattributed`` with their line numbers. Shell prompts,
+    comments, indentation (tabs or spaces) and CRLF are fine; text with neither a device nor an
+    ACS/ATS line raises :class:`LspciTextError`.
+    """
+    if not isinstance(text, str):
+        raise LspciTextError("expected lspci -vvv text, got %s" % type(text).__name__)
+    functions, unattributed, notes, current = {}, [], [], None
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        header = _HEADER.match(line)
+        if header:
+            address = "%s:%s:%s.%s" % ((header.group("domain") or "0000").lower(), header.group("bus").lower(),
+                                       header.group("dev").lower(), header.group("fn"))
+            current = functions.setdefault(address, {"description": line.split(" ", 1)[1].strip(), "port_type": None,
+                                                     "acs": None, "ats": None, "iommu_group": None})
+            continue
+        field = _field(line)
+        if field is None:
+            continue
+        name, value = field
+        if current is None:
+            unattributed.append({"line": number, "field": name, "value": value})
+            continue
+        if name in ("ACSCap", "ACSCtl"):
+            if value is None:
+                notes.append("line %d: %s without all seven ACS flags; not read" % (number, name))
+                continue
+            acs = current["acs"] = current["acs"] or {"capable": None, "control": None}
+            acs["capable" if name == "ACSCap" else "control"] = value
+        elif name == "ATSCap":
+            current["ats"] = dict(current["ats"] or {"enabled": None, "smallest_translation_unit": None}, invalidate_queue_depth=value)
+        elif name == "ATSCtl":
+            current["ats"] = dict(current["ats"] or {"invalidate_queue_depth": None}, **value)
+        elif name == "port_type":
+            current["port_type"] = value
+        elif name == "iommu_group":
+            current["iommu_group"] = value
+    if not functions and not unattributed:
+        raise LspciTextError("no 'BB:DD.F class: name' device header and no ACSCtl/ATSCtl line: this is not lspci -vvv output")
+    return {"functions": functions, "unattributed": unattributed, "notes": notes}
+
+
+def _field(line):
+    """``(name, value)`` of an ACS/ATS/Express/IOMMU line of lspci, or None for any other line."""
+    match = _ACS_LINE.match(line)
+    if match:
+        return match.group("field"), _lspci_flags(match.group("flags"))
+    match = _ATS_CAP.match(line)
+    if match:
+        return "ATSCap", int(match.group("depth"), 16)
+    match = _ATS_CTL.match(line)
+    if match:
+        return "ATSCtl", {"enabled": match.group("enabled") == "+", "smallest_translation_unit": int(match.group("stu"), 16)}
+    match = _EXPRESS.match(line)
+    if match:
+        kind = next((key for words, key in _LSPCI_PORT_TYPES if words in match.group("kind")), "other")
+        return "port_type", kind
+    match = _IOMMU_GROUP.match(line)
+    if match:
+        return "iommu_group", int(match.group("group"))
+    return None
+
+
+# ------------------------------------------------------------------------------------ IOMMU
+
+
+def read_iommu(directory):
+    """``{"group", "type", "mode", "reason"}`` of a function's IOMMU domain from sysfs."""
+    link = os.path.join(directory, "iommu_group")
+    if not os.path.islink(link) and not os.path.isdir(link):
+        return {"group": None, "type": None, "mode": "off",
+                "reason": "no iommu_group: the IOMMU is off or absent (DMA goes untranslated)"}
+    group_dir = os.path.realpath(link)
+    group = os.path.basename(group_dir)
+    text, reason = read_text_and_reason(os.path.join(group_dir, "type"), "an IOMMU domain type", 256)
+    if text is None:
+        return {"group": int(group) if group.isdigit() else None, "type": None, "mode": "unknown",
+                "reason": reason or "%s has no type file (kernel older than 5.11)" % group_dir}
+    kind = text.strip()
+    return {"group": int(group) if group.isdigit() else None, "type": kind, "mode": IOMMU_MODES.get(kind, "unknown"),
+            "reason": None if kind in IOMMU_MODES else "unknown IOMMU domain type %r" % kind[:40]}
+
+
+# ------------------------------------------------------------------------------------ reader
+
+
+def _path_bridges(gpu_node, hca_node):
+    """The bridges between a GPU and an HCA: each side's below their deepest shared bridge, and that bridge."""
+    gpu_chain, hca_chain = [a for a, _d in gpu_node.bridges], [a for a, _d in hca_node.bridges]
+    shared = 0
+    while shared < min(len(gpu_chain), len(hca_chain)) and gpu_chain[shared] == hca_chain[shared]:
+        shared += 1
+    middle = [gpu_chain[shared - 1]] if shared else []
+    return list(reversed(gpu_chain[shared:])) + middle + hca_chain[shared:], (gpu_chain[shared - 1] if shared else None)
+
+
+def read_pcie_path(sysfs_root, facts_so_far, lspci_text=None, lspci_source=None):
+    """``rdma.pcie_path``: ACS/ATS of every function between each GPU and its nearest HCA, and IOMMU modes.
+
+    ``{"available", "applicable", "reason", "source", "functions": {address: {"role", "device",
+    "port_type", "acs", "ats", "iommu", "unreadable"}}, "paths": [{"gpu", "hca", "hca_address",
+    "relation", "bridges", "shared_bridge"}], "notes"}``. With ``lspci_text`` (saved ``lspci -vvv``)
+    ACS and ATS come from it; otherwise from each function's ``config``. A node without GPUs or HCAs
+    has nothing to check (``applicable: false``, and the reason); one with both whose path could not
+    be read is ``applicable`` but not ``available``.
+    """
+    facts_so_far = facts_so_far or {}
+    devices, ports = facts_so_far.get("devices") or {}, facts_so_far.get("ports") or []
+    nodes = hca_nodes(sysfs_root, devices)
+    gpu_list = gpus(sysfs_root)
+    result = {"available": False, "applicable": bool(gpu_list and nodes), "reason": None, "source": None, "functions": {},
+              "paths": [], "notes": []}
+    if not gpu_list or not nodes:
+        result["reason"] = "no %s on this node's PCI tree: no GPU-to-HCA path to check" % ("GPU" if not gpu_list else "RDMA device on a PCI function")
+        return result
+    parsed_lspci = None
+    if lspci_text is not None:
+        try:
+            parsed_lspci = parse_lspci_vvv(lspci_text)
+        except LspciTextError as exc:
+            result["reason"] = "%s: %s" % (lspci_source or "the lspci text", exc)
+            return result
+        result["notes"].extend(parsed_lspci["notes"])
+        if parsed_lspci["unattributed"]:
+            result["notes"].append("%d ACS/ATS lines come before any device header (lspci output filtered by grep?) and "
+                                   "belong to no function" % len(parsed_lspci["unattributed"]))
+    result["source"] = "lspci -vvv (%s)" % (lspci_source or "saved text") if parsed_lspci else "sysfs config space"
+    hcas = hca_locations(devices, ports, sysfs_root)
+    name_of = {node.address: name for name, node in nodes.items()}
+    for entry in locality(gpu_list, hcas):
+        hca = entry["nearest_hca"]
+        gpu_node = node_of(sysfs_root, entry["gpu"])
+        if hca is None or gpu_node is None or hca not in nodes:
+            continue
+        bridges, shared = _path_bridges(gpu_node, nodes[hca])
+        result["paths"].append({"gpu": entry["gpu"], "hca": hca, "hca_address": nodes[hca].address,
+                                "relation": entry["relation"], "bridges": bridges, "shared_bridge": shared})
+        directories = dict(gpu_node.bridges + nodes[hca].bridges)
+        members = [(entry["gpu"], gpu_node.path, "gpu"), (nodes[hca].address, nodes[hca].path, "hca")]
+        members += [(address, directories[address], "bridge") for address in bridges]
+        for address, directory, role in members:
+            if address not in result["functions"]:
+                result["functions"][address] = _function_facts(address, directory, role, name_of.get(address), parsed_lspci)
+    readable = [f for f in result["functions"].values() if not f["unreadable"]]
+    result["available"] = bool(result["paths"]) and bool(readable)
+    if not result["paths"]:
+        result["reason"] = "no GPU has an HCA on a PCI function to pair with"
+    elif not readable:
+        result["reason"] = sorted({f["unreadable"] for f in result["functions"].values()})[0]
+    return result
+
+
+def _function_facts(address, directory, role, device, parsed_lspci):
+    entry = {"role": role, "device": device, "port_type": None, "acs": None, "ats": None,
+             "iommu": read_iommu(directory), "unreadable": None}
+    if parsed_lspci is not None:
+        listed = parsed_lspci["functions"].get(address)
+        if listed is None:
+            entry["unreadable"] = "%s is not in the lspci text" % address
+            return entry
+        entry.update(port_type=listed["port_type"], acs=listed["acs"], ats=listed["ats"])
+        return entry
+    config, reason = read_config_space(directory)
+    if config is None:
+        entry["unreadable"] = reason
+        return entry
+    entry.update(port_type=config["port_type"], acs=config["acs"], ats=config["ats"])
+    return entry

@@ -1,0 +1,416 @@
+# -*- coding: utf-8 -*-
+# Copyright: rdma.node contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""RoCE QoS of each RoCE netdev, read only: ECN per priority, PFC per priority and the trust mode.
+
+Lossless RoCE needs three things to agree on every node of a group: PFC on the priority RDMA uses,
+ECN (DCQCN's notification and reaction points) on that priority, and a trust mode that maps the
+packets to it (``dscp`` for routed RoCE v2, ``pcp`` with VLANs).
+
+* ECN comes from sysfs: the mlx5 driver's ``/sys/class/net/<if>/ecn/roce_np/enable/<prio>`` (the
+  notification point, which sends CNPs) and ``roce_rp/enable/<prio>`` (the reaction point, which slows
+  down), one file per priority holding ``0`` or ``1``.
+* PFC and trust come from iproute2's ``dcb`` (``dcb -j pfc show``, ``dcb -j app show``, and from
+  iproute2 6.2 ``dcb -j apptrust show``) or from NVIDIA's ``mlnx_qos -i <if>``. Both are run only
+  through :mod:`_query_commands`, whose shapes hold no setting flag; saved outputs of either are
+  read the same way.
+
+The parsers take what people paste: shell prompts, ``+ cmd`` trace lines, comments, CRLF, several
+outputs in one text (the last one counts, with a note).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from ansible_collections.rdma.node.plugins.module_utils._files import read_text_and_reason
+from ansible_collections.rdma.node.plugins.module_utils._query_commands import QueryCommandError, is_query_argv, query_argv
+
+PRIORITIES = tuple(range(8))
+ECN_POINTS = (("np", "roce_np"), ("rp", "roce_rp"))
+
+# iproute2's rt_dsfield names, which ``dcb app show`` prints for DSCP values without -N (dsfield >> 2).
+DSCP_NAMES = {"default": 0, "CS1": 8, "AF11": 10, "AF12": 12, "AF13": 14, "CS2": 16, "AF21": 18, "AF22": 20, "AF23": 22,
+              "CS3": 24, "AF31": 26, "AF32": 28, "AF33": 30, "CS4": 32, "AF41": 34, "AF42": 36, "AF43": 38, "CS5": 40,
+              "EF": 46, "CS6": 48, "CS7": 56}
+# dcb's names for PCP values: 0nd..7nd (drop-eligible clear), 0de..7de (set).
+PCP_NAMES = {"%d%s" % (pcp, suffix): pcp + (8 if suffix == "de" else 0) for suffix in ("nd", "de") for pcp in range(8)}
+
+
+class QosTextError(ValueError):
+    """Text that is not the output it was given as; the message names the output and what was expected."""
+
+
+def _lines(text, what):
+    if not isinstance(text, str):
+        raise QosTextError("%s: expected text, got %s" % (what, type(text).__name__))
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _json_object(text, what):
+    """The JSON object in ``text`` (its first ``{`` to its last ``}``), or None when it holds none."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0:
+        return None
+    if end < start:
+        raise QosTextError("%s: the output starts like JSON but is not JSON (it ends before its closing brace: cut off?)" % what)
+    try:
+        loaded = json.loads(text[start:end + 1])
+    except ValueError as exc:
+        raise QosTextError("%s: the output starts like JSON but is not JSON (%s)" % (what, exc)) from None
+    if not isinstance(loaded, dict):
+        raise QosTextError("%s: expected a JSON object, got %s" % (what, type(loaded).__name__))
+    return loaded
+
+
+# ------------------------------------------------------------------------------------ ECN
+
+
+def read_ecn(sysfs_root, netdev):
+    """``{"np": [enabled priorities], "rp": [...], "np_read": [...], "rp_read": [...], "reason"}`` of one netdev."""
+    base = os.path.join(sysfs_root, "class", "net", netdev, "ecn")
+    result = {"np": [], "rp": [], "np_read": [], "rp_read": [], "reason": None}
+    if not os.path.isdir(base):
+        result["reason"] = "%s does not exist: the driver exposes no ECN settings (not mlx5, or a VF)" % base
+        return result
+    problems = []
+    for key, directory in ECN_POINTS:
+        for priority in PRIORITIES:
+            path = os.path.join(base, directory, "enable", str(priority))
+            text, reason = read_text_and_reason(path, "an ECN enable flag (0 or 1)", 64)
+            if reason:
+                problems.append(reason)
+                continue
+            if text is None:
+                continue
+            value = text.strip()
+            if value not in ("0", "1"):
+                problems.append("%s holds %r, expected 0 or 1" % (path, value[:20]))
+                continue
+            result[key + "_read"].append(priority)
+            if value == "1":
+                result[key].append(priority)
+    if not result["np_read"] and not result["rp_read"]:
+        result["reason"] = "; ".join(problems) or "%s has no roce_np/enable or roce_rp/enable files" % base
+    elif problems:
+        result["reason"] = "; ".join(problems)
+    return result
+
+
+# ------------------------------------------------------------------------------------ dcb
+
+
+def parse_dcb_pfc(text):
+    """``dcb [-j] pfc show dev IF`` -> ``{"enabled_priorities", "pfc_cap", "macsec_bypass", "delay"}``."""
+    what = "dcb pfc show"
+    loaded = _json_object(text, what) if isinstance(text, str) and "{" in text else None
+    if loaded is not None:
+        flags = loaded.get("prio_pfc")
+        if not isinstance(flags, list) or len(flags) != 8 or not all(isinstance(f, bool) for f in flags):
+            raise QosTextError("%s: the JSON has no prio_pfc list of 8 true/false values" % what)
+        return {"enabled_priorities": [p for p in PRIORITIES if flags[p]], "pfc_cap": loaded.get("pfc_cap"),
+                "macsec_bypass": loaded.get("macsec_bypass"), "delay": loaded.get("delay")}
+    result = None
+    for line in _lines(text, what):
+        words = line.split()
+        if "prio-pfc" in words:
+            pairs = dict(w.split(":", 1) for w in words[words.index("prio-pfc") + 1:] if ":" in w)
+            if sorted(pairs) != [str(p) for p in PRIORITIES] or not set(pairs.values()) <= {"on", "off"}:
+                raise QosTextError("%s: the prio-pfc line does not give on/off for priorities 0 to 7: %r" % (what, line.strip()[:80]))
+            result = dict(result or {}, enabled_priorities=[p for p in PRIORITIES if pairs[str(p)] == "on"])
+        elif "pfc-cap" in words:
+            fields = dict(zip(words[::2], words[1::2]))
+            result = dict(result or {}, pfc_cap=_int(fields.get("pfc-cap")), delay=_int(fields.get("delay")),
+                          macsec_bypass={"on": True, "off": False}.get(fields.get("macsec-bypass")))
+    if not result or "enabled_priorities" not in result:
+        raise QosTextError("%s: no prio-pfc line (or prio_pfc in JSON): this is not the output of dcb pfc show" % what)
+    return {"enabled_priorities": result["enabled_priorities"], "pfc_cap": result.get("pfc_cap"),
+            "macsec_bypass": result.get("macsec_bypass"), "delay": result.get("delay")}
+
+
+def _int(text):
+    return int(text) if isinstance(text, str) and text.isdigit() else None
+
+
+def parse_dcb_app(text):
+    """``dcb [-j] [-N] app show dev IF`` -> ``{"dscp_prio": {dscp: prio}, "pcp_prio": {...}, "default_prio": [...]}``.
+
+    DSCP values come as numbers (JSON, ``-N``) or as iproute2's names (``CS3``, ``AF31``); dcb's JSON
+    puts a ``" "`` after each pair, which is skipped. An empty output is an empty table.
+    """
+    what = "dcb app show"
+    result = {"dscp_prio": {}, "pcp_prio": {}, "default_prio": []}
+    loaded = _json_object(text, what) if isinstance(text, str) and "{" in text else None
+    if loaded is not None:
+        for key, names in (("dscp_prio", DSCP_NAMES), ("pcp_prio", PCP_NAMES)):
+            for pair in loaded.get(key) or []:
+                values = [v for v in pair if not (isinstance(v, str) and not v.strip())] if isinstance(pair, list) else []
+                if len(values) != 2:
+                    raise QosTextError("%s: %s holds %r, expected [value, priority] pairs" % (what, key, pair))
+                selector, priority = _app_value(values[0], names, what), _app_value(values[1], {}, what)
+                result[key].setdefault(selector, []).append(priority)
+        result["default_prio"] = [p for p in loaded.get("default_prio") or [] if isinstance(p, int)]
+        return _single_prio(result)
+    for line in _lines(text, what):
+        words = line.split()
+        for key, json_key, names in (("dscp-prio", "dscp_prio", DSCP_NAMES), ("pcp-prio", "pcp_prio", PCP_NAMES)):
+            if key in words:
+                for pair in words[words.index(key) + 1:]:
+                    if ":" not in pair:
+                        break
+                    selector, priority = pair.rsplit(":", 1)
+                    result[json_key].setdefault(_app_value(selector, names, what), []).append(_app_value(priority, {}, what))
+        if "default-prio" in words:
+            result["default_prio"] = [int(w) for w in words[words.index("default-prio") + 1:] if w.isdigit()]
+    return _single_prio(result)
+
+
+def _app_value(value, names, what):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    if isinstance(value, str) and value in names:
+        return names[value]
+    raise QosTextError("%s: %r is neither a number nor a DSCP/PCP name dcb prints" % (what, value))
+
+
+def _single_prio(result):
+    """A DSCP value may map to several priorities (dcb app add twice); keep them all, as lists."""
+    return {"dscp_prio": {str(k): v for k, v in sorted(result["dscp_prio"].items())},
+            "pcp_prio": {str(k): v for k, v in sorted(result["pcp_prio"].items())},
+            "default_prio": result["default_prio"]}
+
+
+def parse_dcb_apptrust(text):
+    """``dcb [-j] apptrust show dev IF`` -> ``{"order": ["pcp", "dscp"]}`` (iproute2 6.2 and later)."""
+    what = "dcb apptrust show"
+    loaded = _json_object(text, what) if isinstance(text, str) and "{" in text else None
+    if loaded is not None:
+        order = loaded.get("order")
+        if not isinstance(order, list) or not all(isinstance(o, str) for o in order):
+            raise QosTextError("%s: the JSON has no order list" % what)
+        return {"order": [o.strip() for o in order if o.strip()]}
+    for line in _lines(text, what):
+        if line.strip().startswith("order:"):
+            return {"order": line.split(":", 1)[1].split()}
+    raise QosTextError("%s: no 'order:' line: this is not the output of dcb apptrust show" % what)
+
+
+# ------------------------------------------------------------------------------------ mlnx_qos
+
+_TRUST = re.compile(r"^Priority trust (?:state|mode):\s*(?P<trust>\w+)", re.IGNORECASE)
+_DCBX = re.compile(r"^DCBX mode:\s*(?P<mode>.+?)\s*$")
+_DSCP_ROW = re.compile(r"^prio:\s*(?P<prio>[0-7])\s+dscp:\s*(?P<dscp>[0-9,\s]*)$")
+_CABLE = re.compile(r"^Cable len:\s*(?P<len>[0-9]+)")
+_BUFFERS = re.compile(r"^Receive buffer size \(bytes\):\s*(?P<sizes>[0-9,]+)")
+_TC = re.compile(r"^tc:\s*(?P<tc>[0-9]+)\s+ratelimit:\s*(?P<rate>[^,]+),\s*tsa:\s*(?P<tsa>\w+)(?:,\s*bw:\s*(?P<bw>[0-9]+)%)?")
+_TC_PRIO = re.compile(r"^priority:\s*(?P<prio>[0-7])$")
+
+
+def _output_starts(lines):
+    """Where each mlnx_qos output begins: its ``DCBX mode:`` line, or its trust line when it has none."""
+    starts, previous = [], None
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if _DCBX.match(stripped) or (_TRUST.match(stripped) and not (previous and _DCBX.match(previous))):
+            starts.append(index)
+        if stripped:
+            previous = stripped
+    return starts
+
+
+def parse_mlnx_qos(text):
+    """``mlnx_qos -i IF`` output -> trust, PFC per priority, DSCP map, DCBX mode, cable length, TCs.
+
+    ``{"trust", "dcbx_mode", "enabled_priorities", "pfc_buffer", "dscp_prio", "cable_len",
+    "receive_buffers", "tcs": {tc: {"ratelimit", "tsa", "bw_percent", "priorities"}}, "notes"}``.
+    Several outputs in one text (a script's log of ``mlnx_qos`` calls) are read as the last one.
+    """
+    what = "mlnx_qos -i"
+    lines = _lines(text, what)
+    starts = _output_starts(lines)
+    if not starts:
+        raise QosTextError("%s: no 'Priority trust state:' or 'DCBX mode:' line: this is not mlnx_qos output" % what)
+    notes = []
+    first = starts[-1]
+    if len(starts) > 1:
+        notes.append("the text holds %d mlnx_qos outputs; the last one (from line %d) is read" % (len(starts), first + 1))
+    result = {"trust": None, "dcbx_mode": None, "enabled_priorities": None, "pfc_buffer": None, "dscp_prio": {},
+              "cable_len": None, "receive_buffers": None, "tcs": {}, "notes": notes}
+    current_tc, pfc_header = None, False
+    for line in lines[first:]:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        for pattern, key in ((_TRUST, "trust"), (_DCBX, "dcbx_mode")):
+            match = pattern.match(stripped)
+            if match:
+                result[key] = match.group(1).strip().lower() if key == "trust" else match.group(1).strip()
+        match = _DSCP_ROW.match(stripped)
+        if match:
+            for dscp in (d for d in match.group("dscp").replace(" ", "").split(",") if d):
+                result["dscp_prio"].setdefault(str(int(dscp)), []).append(int(match.group("prio")))
+            continue
+        match = _CABLE.match(stripped) or _BUFFERS.match(stripped)
+        if match and "len" in match.groupdict():
+            result["cable_len"] = int(match.group("len"))
+        elif match:
+            result["receive_buffers"] = [int(s) for s in match.group("sizes").split(",") if s]
+        words = stripped.split()
+        if words[:1] == ["priority"] and words[1:] == [str(p) for p in PRIORITIES]:
+            pfc_header = True
+        elif pfc_header and words[:1] in (["enabled"], ["buffer"]):
+            values = words[1:]
+            if len(values) != 8 or not all(v.isdigit() for v in values):
+                raise QosTextError("%s: the PFC %s row does not hold 8 numbers: %r" % (what, words[0], stripped[:80]))
+            if words[0] == "enabled":
+                result["enabled_priorities"] = [p for p in PRIORITIES if values[p] != "0"]
+            else:
+                result["pfc_buffer"] = [int(v) for v in values]
+        match = _TC.match(stripped)
+        if match:
+            current_tc = result["tcs"].setdefault(match.group("tc"), {
+                "ratelimit": match.group("rate").strip(), "tsa": match.group("tsa"),
+                "bw_percent": int(match.group("bw")) if match.group("bw") else None, "priorities": []})
+            continue
+        match = _TC_PRIO.match(stripped)
+        if match and current_tc is not None:
+            current_tc["priorities"].append(int(match.group("prio")))
+    if result["trust"] is None and result["enabled_priorities"] is None:
+        raise QosTextError("%s: neither the trust state nor the PFC 'enabled' row could be read" % what)
+    result["dscp_prio"] = dict(sorted(result["dscp_prio"].items(), key=lambda item: int(item[0])))
+    return result
+
+
+# ------------------------------------------------------------------------------------ collection
+
+
+def roce_netdevs(facts_so_far):
+    """``{netdev: (device, port)}`` of the Ethernet (RoCE) ports' netdevs in the gathered facts."""
+    found = {}
+    for port in (facts_so_far or {}).get("ports") or []:
+        if port.get("link_layer") == "Ethernet":
+            for netdev in port.get("netdevs") or []:
+                found.setdefault(netdev, (port.get("device"), port.get("port")))
+    return found
+
+
+def run_queries(netdev, run, kinds=("dcb_pfc", "dcb_app", "dcb_apptrust", "mlnx_qos")):
+    """``{kind: (stdout or None, reason or None)}``: each query of ``kinds`` for one netdev, through ``run``.
+
+    ``run(argv) -> (rc, stdout, stderr)`` executes a command (``module.run_command`` on a node); it
+    is handed only argvs that :func:`is_query_argv` accepts. A tool that is missing or fails gives
+    None and the reason, never an exception.
+    """
+    outputs = {}
+    for kind in kinds:
+        try:
+            argv = query_argv(kind, netdev=netdev)
+        except QueryCommandError as exc:
+            outputs[kind] = (None, str(exc))
+            continue
+        if not is_query_argv(argv):
+            outputs[kind] = (None, "refused to run %s: not a query" % " ".join(argv))
+            continue
+        try:
+            rc, out, err = run(argv)
+        except OSError as exc:
+            outputs[kind] = (None, "%s could not be run: %s" % (argv[0], exc.strerror or exc))
+            continue
+        if rc != 0:
+            message = " ".join((err or out or "no message").split())[:200]
+            outputs[kind] = (None, "%s exited with %d: %s" % (" ".join(argv), rc, message))
+            continue
+        outputs[kind] = (out, None)
+    return outputs
+
+
+SAVED_NAMES = {"dcb_pfc": ("{netdev}_dcb_pfc.json", "{netdev}_dcb_pfc.txt"), "dcb_app": ("{netdev}_dcb_app.json", "{netdev}_dcb_app.txt"),
+               "dcb_apptrust": ("{netdev}_dcb_apptrust.json", "{netdev}_dcb_apptrust.txt"), "mlnx_qos": ("{netdev}_mlnx_qos.txt",)}
+
+
+def saved_outputs(saved_dir, netdev, missing_only=None):
+    """``{kind: (text, reason)}`` of the saved outputs of one netdev in ``saved_dir`` (names in :data:`SAVED_NAMES`).
+
+    ``missing_only`` (a :func:`run_queries` result) limits the reading to the kinds it has no text for,
+    keeping its reason beside the saved file's when neither is there.
+    """
+    outputs = dict(missing_only or {})
+    for kind, names in SAVED_NAMES.items():
+        if outputs.get(kind, (None, None))[0] is not None:
+            continue
+        earlier = outputs.get(kind, (None, None))[1]
+        found = None
+        for name in names:
+            path = os.path.join(saved_dir, name.format(netdev=netdev))
+            text, reason = read_text_and_reason(path, "a saved %s output" % kind, 1024 * 1024)
+            if text is not None or reason:
+                found = (text, reason)
+                break
+        if found is None:
+            found = (None, "; ".join(r for r in (earlier, "no saved %s in %s" % (" or ".join(n.format(netdev=netdev) for n in names), saved_dir)) if r))
+        outputs[kind] = found
+    return outputs
+
+
+def qos_of_netdev(sysfs_root, netdev, outputs):
+    """The ``rdma.roce_qos.netdevs`` entry of one netdev from sysfs ECN and the query outputs.
+
+    ``outputs`` maps ``dcb_pfc``/``dcb_app``/``dcb_apptrust``/``mlnx_qos`` to ``(text, reason)``
+    (run now, or read from saved files); PFC and trust come from ``dcb`` where it answered, else from
+    ``mlnx_qos``. Each value says its source, or why it is missing.
+    """
+    entry = {"ecn": read_ecn(sysfs_root, netdev), "pfc": None, "trust": None, "dscp_prio": None, "notes": []}
+    parsed, reasons = {}, []
+    for kind, parser in (("dcb_pfc", parse_dcb_pfc), ("dcb_app", parse_dcb_app), ("dcb_apptrust", parse_dcb_apptrust),
+                         ("mlnx_qos", parse_mlnx_qos)):
+        text, reason = (outputs or {}).get(kind, (None, "%s was not run and no saved output was given" % kind))
+        if text is None:
+            reasons.append(reason)
+            continue
+        try:
+            parsed[kind] = parser(text)
+        except QosTextError as exc:
+            reasons.append(str(exc))
+    if "dcb_pfc" in parsed:
+        entry["pfc"] = {"enabled_priorities": parsed["dcb_pfc"]["enabled_priorities"], "source": "dcb pfc show", "reason": None}
+    elif "mlnx_qos" in parsed and parsed["mlnx_qos"]["enabled_priorities"] is not None:
+        entry["pfc"] = {"enabled_priorities": parsed["mlnx_qos"]["enabled_priorities"], "source": "mlnx_qos -i", "reason": None}
+    if "dcb_apptrust" in parsed:
+        order = parsed["dcb_apptrust"]["order"]
+        entry["trust"] = {"mode": order[0] if len(order) == 1 else " ".join(order) or None, "source": "dcb apptrust show", "inferred": False}
+    elif "mlnx_qos" in parsed and parsed["mlnx_qos"]["trust"]:
+        entry["trust"] = {"mode": parsed["mlnx_qos"]["trust"], "source": "mlnx_qos -i", "inferred": False}
+    elif "dcb_app" in parsed:
+        # mlx5 turns DSCP trust on with the first dscp-prio entry and off with the last one.
+        entry["trust"] = {"mode": "dscp" if parsed["dcb_app"]["dscp_prio"] else "pcp", "source": "dcb app show", "inferred": True}
+    if "dcb_app" in parsed and parsed["dcb_app"]["dscp_prio"]:
+        entry["dscp_prio"] = parsed["dcb_app"]["dscp_prio"]
+    elif "mlnx_qos" in parsed and parsed["mlnx_qos"]["dscp_prio"]:
+        entry["dscp_prio"] = parsed["mlnx_qos"]["dscp_prio"]
+    if "mlnx_qos" in parsed:
+        entry["notes"].extend(parsed["mlnx_qos"]["notes"])
+    if entry["pfc"] is None:
+        entry["pfc"] = {"enabled_priorities": None, "source": None, "reason": "; ".join(r for r in reasons if r) or "no PFC output"}
+    if entry["trust"] is None:
+        entry["trust"] = {"mode": None, "source": None, "inferred": False,
+                          "reason": "; ".join(r for r in reasons if r) or "no trust output"}
+    return entry
+
+
+def read_roce_qos(sysfs_root, facts_so_far, outputs_by_netdev=None):
+    """``rdma.roce_qos``: ``{"available", "reason", "netdevs": {netdev: {"device", "port", "ecn", "pfc",
+    "trust", "dscp_prio", "notes"}}}`` of every RoCE netdev. ``outputs_by_netdev`` maps a netdev to
+    :func:`run_queries`'s result (or saved outputs of the same shape)."""
+    netdevs = roce_netdevs(facts_so_far)
+    if not netdevs:
+        return {"available": False, "reason": "no RoCE (Ethernet link layer) port with a netdev", "netdevs": {}}
+    result = {}
+    for netdev, (device, port) in sorted(netdevs.items()):
+        result[netdev] = dict(qos_of_netdev(sysfs_root, netdev, (outputs_by_netdev or {}).get(netdev)), device=device, port=port)
+    known = [e for e in result.values() if e["ecn"]["reason"] is None or e["pfc"]["source"] or e["trust"]["source"]]
+    return {"available": bool(known), "netdevs": result,
+            "reason": None if known else "neither ECN in sysfs nor a PFC/trust output for any RoCE netdev"}

@@ -1,0 +1,97 @@
+"""PCIe AER counters: the parser on real aer_dev_* files (prometheus/procfs fixtures, the kernel's
+ABI documentation with the long names of 4.19), and the reader on a PCI tree with bridges."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from pci_tree import PciTree, aer_text
+
+from ansible_collections.rdma.node.plugins.module_utils._pcie_aer import AerTextError, parse_aer_counters, read_aer
+from testpaths import FIXTURES
+
+AER = FIXTURES / "pcie" / "aer"
+HCA_CHAIN = ["0000:3a:00.0", "0000:3b:00.0", "0000:3c:08.0", "0000:3d:00.0"]
+FACTS = {"devices": {"mlx5_0": {"numa_node": 0}}, "ports": [{"device": "mlx5_0", "port": 1, "link_layer": "InfiniBand"}]}
+
+
+def test_procfs_fixture_with_counts_and_a_mislabeled_total():
+    correctable = parse_aer_counters((AER / "procfs_0000-00-1f.6_aer_dev_correctable").read_text(), "correctable")
+    assert correctable["counts"] == {"RxErr": 1, "BadTLP": 2, "BadDLLP": 3, "Rollover": 4, "Timeout": 5, "NonFatalErr": 6,
+                                     "CorrIntErr": 7, "HeaderOF": 8}
+    assert (correctable["total"], correctable["notes"]) == (9, [])  # the total as printed, not the sum (36)
+    nonfatal = parse_aer_counters((AER / "procfs_0000-00-1f.6_aer_dev_nonfatal").read_text(), "nonfatal")
+    assert nonfatal["counts"]["PoisonTLPBlocked"] == 47 and len(nonfatal["counts"]) == 18
+    # procfs' nonfatal file ends with TOTAL_ERR_FATAL: kept as its total, and said.
+    assert nonfatal["total"] == 48
+    assert nonfatal["notes"] == ["the total line says TOTAL_ERR_FATAL in the aer_dev_nonfatal file; read as its total"]
+
+
+def test_kernel_doc_long_names_behind_a_prompt_get_the_short_names():
+    correctable = parse_aer_counters((AER / "kernel-doc-4.19_long-names_prompt_aer_dev_correctable.txt").read_text(), "correctable")
+    assert correctable["counts"] == {"RxErr": 2, "BadTLP": 0, "BadDLLP": 0, "Rollover": 0, "Timeout": 0, "NonFatalErr": 0,
+                                     "CorrIntErr": 0, "HeaderOF": 0}
+    assert correctable["total"] == 2
+    fatal = parse_aer_counters((AER / "kernel-doc-4.19_long-names_prompt_aer_dev_fatal.txt").read_text(), "fatal")
+    current = parse_aer_counters((AER / "procfs_0000-a2-00.0_aer_dev_fatal").read_text(), "fatal")
+    # 4.19 had no PoisonTLPBlocked; every type it did have is named as the current kernels name it.
+    assert set(fatal["counts"]) == set(current["counts"]) - {"PoisonTLPBlocked"}
+
+
+def test_pasted_with_crlf_and_indentation():
+    text = "\r\n".join("    " + line for line in (AER / "procfs_0000-00-1f.6_aer_dev_fatal").read_text().splitlines())
+    assert parse_aer_counters(text, "fatal")["total"] == 28
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", r"^no '<error type> <count>' line: this is not the text of an aer_dev_\* file$"),
+    ("RxErr 1\nBadTLP two\n", r"^line 2 is not '<error type> <count>' as in an aer_dev_\* file: 'BadTLP two'$"),
+    ("<html><body>404</body></html>", r"^line 1 is not '<error type> <count>'"),
+])
+def test_garbage_is_one_sentence(text, message):
+    with pytest.raises(AerTextError, match=message):
+        parse_aer_counters(text)
+
+
+def test_reader_gives_the_hca_and_every_bridge_on_its_path(tmp_path):
+    tree = PciTree(tmp_path)
+    tree.hca("mlx5_0", HCA_CHAIN, aer={"correctable": aer_text("correctable"), "nonfatal": aer_text("nonfatal"), "fatal": aer_text("fatal")})
+    tree.bridge_files(HCA_CHAIN[:3], aer={"correctable": aer_text("correctable", RxErr=5, BadDLLP=2),
+                                          "nonfatal": aer_text("nonfatal"), "fatal": aer_text("fatal")})
+    tree.bridge_files(HCA_CHAIN[:1], aer={"correctable": (AER / "procfs_0000-00-1f.6_aer_dev_correctable").read_text()})
+    aer = read_aer(str(tmp_path), FACTS, now=100.0)
+    assert (aer["available"], aer["time"]) == (True, 100.0)
+    functions = aer["functions"]
+    assert sorted(functions) == sorted(HCA_CHAIN)
+    assert (functions["0000:3d:00.0"]["role"], functions["0000:3d:00.0"]["device"]) == ("hca", "mlx5_0")
+    assert functions["0000:3c:08.0"]["correctable"]["total"] == 7 and functions["0000:3c:08.0"]["correctable"]["BadDLLP"] == 2
+    root = functions["0000:3a:00.0"]
+    assert (root["role"], root["root_port"], root["devices_below"]) == ("bridge", True, ["mlx5_0"])
+    assert (root["correctable"]["total"], root["nonfatal"], root["fatal"]) == (9, None, None)
+    # The switch's upstream port has no AER files: nothing read, nothing claimed.
+    assert {k: functions["0000:3b:00.0"][k] for k in ("correctable", "nonfatal", "fatal", "unreadable")} == {
+        "correctable": None, "nonfatal": None, "fatal": None, "unreadable": {}}
+
+
+def test_no_aer_anywhere_says_why(tmp_path):
+    PciTree(tmp_path).hca("mlx5_0", HCA_CHAIN)
+    aer = read_aer(str(tmp_path), FACTS)
+    assert aer["available"] is False
+    assert aer["reason"].startswith("no AER statistics in sysfs: the kernel is older than 4.19")
+
+
+def test_a_fifo_or_garbage_is_unreadable_not_a_crash(tmp_path):
+    path = PciTree(tmp_path).hca("mlx5_0", HCA_CHAIN, aer={"correctable": "garbage here\n"})
+    os.mkfifo(os.path.join(path, "aer_dev_fatal"))
+    aer = read_aer(str(tmp_path), FACTS)
+    unreadable = aer["functions"]["0000:3d:00.0"]["unreadable"]
+    assert unreadable["correctable"].endswith("aer_dev_correctable: line 1 is not '<error type> <count>' as in an aer_dev_* file: 'garbage here'")
+    assert "is a FIFO (named pipe), not a regular file" in unreadable["fatal"]
+    assert aer["available"] is False and "FIFO" in aer["reason"]
+
+
+def test_no_rdma_device_on_a_pci_function(tmp_path):
+    aer = read_aer(str(tmp_path), {"devices": {"mlx5_0": {}}})
+    assert aer == {"available": False, "reason": "no RDMA device on a PCI function was found under %s" % tmp_path,
+                   "time": None, "functions": {}}

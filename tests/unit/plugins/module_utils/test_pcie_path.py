@@ -1,0 +1,167 @@
+"""The GPU-to-HCA PCIe path: ACS and ATS from real lspci -vvv texts (gpud's GPU server, grep'd
+pastes from NCCL issues, an elided block) and from configuration space bytes, IOMMU domains, and the
+reader on PCI trees."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from pci_tree import PciTree, config_space
+
+from ansible_collections.rdma.node.plugins.module_utils import _pcie_path as path_reader
+from ansible_collections.rdma.node.plugins.module_utils._pcie_path import (
+    LspciTextError,
+    config_from_read,
+    parse_config_space,
+    parse_lspci_vvv,
+    read_iommu,
+    read_pcie_path,
+)
+from testpaths import FIXTURES
+
+LSPCI = FIXTURES / "pcie" / "lspci"
+REDIRECT = {"source_validation": True, "p2p_request_redirect": True, "p2p_completion_redirect": True, "upstream_forwarding": True}
+ROOT, UP, DOWN_GPU, DOWN_HCA = "0000:3a:00.0", "0000:3b:00.0", "0000:3c:00.0", "0000:3c:08.0"
+GPU, HCA = "0000:3e:00.0", "0000:3d:00.0"
+FACTS = {"devices": {"mlx5_0": {"numa_node": 0}}, "ports": [{"device": "mlx5_0", "port": 1, "link_layer": "InfiniBand"}]}
+
+
+def enabled(flags):
+    return sorted(name for name, value in (flags or {}).items() if value)
+
+
+def test_gpud_gpu_server_lspci_gives_the_redirecting_switch_ports():
+    parsed = parse_lspci_vvv((LSPCI / "gpud_lspci-vvv.txt").read_text())
+    functions = parsed["functions"]
+    assert len(functions) == 517 and parsed["unattributed"] == [] and parsed["notes"] == []
+    redirecting = sorted(a for a, f in functions.items() if f["acs"] and f["acs"]["control"]["p2p_request_redirect"])
+    # The PMC-Sierra switch's downstream ports redirect P2P; the Broadcom PEX890xx ports do not.
+    assert redirecting == ["0000:82:00.0", "0000:82:01.0", "0000:82:02.0", "0000:82:03.0"]
+    assert functions["0000:82:00.0"]["port_type"] == "downstream_port"
+    assert enabled(functions["0000:82:00.0"]["acs"]["control"]) == [
+        "p2p_completion_redirect", "p2p_request_redirect", "source_validation", "upstream_forwarding"]
+    assert functions["0000:17:00.0"]["description"].startswith("PCI bridge: Broadcom / LSI PEX890xx")
+    assert enabled(functions["0000:17:00.0"]["acs"]["control"]) == []
+    assert functions["0000:1b:00.0"]["port_type"] == "endpoint" and functions["0000:1b:00.0"]["ats"] is None
+    assert functions["0000:6a:01.0"]["ats"] == {"enabled": False, "smallest_translation_unit": 0, "invalidate_queue_depth": 0}
+
+
+def test_grep_output_has_no_device_to_give_the_lines_to():
+    acs = parse_lspci_vvv((LSPCI / "nccl-523_grep_acsctl_prompt_partial.txt").read_text())
+    assert acs["functions"] == {} and len(acs["unattributed"]) == 12
+    assert acs["unattributed"][0]["line"] == 2 and acs["unattributed"][0]["value"]["p2p_request_redirect"] is True
+    ats = parse_lspci_vvv((LSPCI / "nccl-tests-256_grep_ats_vm_cx7_prompt_partial.txt").read_text())
+    assert [u["value"] for u in ats["unattributed"] if u["field"] == "ATSCtl"] == [{"enabled": True, "smallest_translation_unit": 0}] * 7
+
+
+def test_an_elided_block_behind_a_prompt():
+    parsed = parse_lspci_vvv((LSPCI / "openvmm-3461_lspci_s_vv_root_port_elided.txt").read_text())
+    bridge = parsed["functions"]["0000:00:00.0"]
+    assert enabled(bridge["acs"]["capable"]) == ["direct_translated_p2p", "p2p_completion_redirect", "p2p_request_redirect",
+                                                 "source_validation", "translation_blocking", "upstream_forwarding"]
+    assert enabled(bridge["acs"]["control"]) == [] and bridge["port_type"] is None  # its Express line was elided
+
+
+@pytest.mark.parametrize("text", ["", "just some words\nand more", "ACSCtl: SrcValid+\n"])
+def test_text_without_a_device_or_acs_line_is_one_sentence(text):
+    if text.startswith("ACSCtl"):
+        parsed = parse_lspci_vvv(text)  # an ACS line with too few flags is not read, and said
+        assert parsed["unattributed"] == [{"line": 1, "field": "ACSCtl", "value": None}]
+        return
+    with pytest.raises(LspciTextError, match=r"^no 'BB:DD.F class: name' device header and no ACSCtl/ATSCtl line"):
+        parse_lspci_vvv(text)
+
+
+def test_config_space_acs_ats_and_port_type_round_trip():
+    parsed = parse_config_space(config_space("downstream_port", acs_control=REDIRECT, ats_enabled=True))
+    assert parsed["port_type"] == "downstream_port" and parsed["extended"] is True and parsed["notes"] == []
+    assert enabled(parsed["acs"]["control"]) == sorted(REDIRECT)
+    assert enabled(parsed["acs"]["capable"]) == sorted(name for name, _words in path_reader.ACS_BITS)
+    assert parsed["ats"] == {"invalidate_queue_depth": 0, "enabled": True, "smallest_translation_unit": 0}
+    bare = parse_config_space(config_space("endpoint"))
+    assert (bare["acs"], bare["ats"], bare["port_type"]) == (None, None, "endpoint")
+
+
+def test_a_looping_or_stray_capability_list_ends_with_a_note():
+    data = bytearray(config_space("root_port", acs_control={}))
+    data[0x102:0x104] = (0x100 << 4).to_bytes(2, "little")  # ACS points back at itself
+    looped = parse_config_space(bytes(data))
+    assert looped["acs"] is not None
+    assert looped["notes"] == ["the extended capability list points at 0x100, which is not a capability; the walk stops there"]
+    data[0x102:0x104] = (0xffc << 4 & 0xffff).to_bytes(2, "little")
+    stray = parse_config_space(bytes(data))
+    assert stray["notes"][0].startswith("the extended capability list points at 0x")
+
+
+def test_reads_that_say_why_there_is_no_acs():
+    assert config_from_read(config_space()[:64], 4096, "/x/config") == (
+        None, "not readable without root: only 64 of the 4096 bytes of /x/config could be read (the capabilities past byte 64 need "
+              "CAP_SYS_ADMIN)")
+    assert config_from_read(config_space(size=256), 256, "/x/config")[1].startswith(
+        "/x/config holds 256 bytes: no PCIe extended configuration space")
+    assert config_from_read(b"\xff" * 4096, 4096, "/x/config") == (None, "/x/config reads all ones: the function does not answer")
+
+
+def test_iommu_group_types(tmp_path):
+    tree = PciTree(tmp_path)
+    translated = tree.function(["0000:00:01.0"], iommu=(7, "DMA-FQ"))
+    passthrough = tree.function(["0000:00:02.0"], iommu=(8, "identity"))
+    old_kernel = tree.function(["0000:00:03.0"], iommu=(9, None))
+    no_iommu = tree.function(["0000:00:04.0"])
+    assert read_iommu(translated) == {"group": 7, "type": "DMA-FQ", "mode": "translated", "reason": None}
+    assert read_iommu(passthrough)["mode"] == "passthrough"
+    assert read_iommu(old_kernel)["mode"] == "unknown" and read_iommu(old_kernel)["reason"].endswith("has no type file (kernel older than 5.11)")
+    assert read_iommu(no_iommu)["mode"] == "off"
+
+
+def switch_tree(tmp_path, gpu_port_acs=None, ats=False, iommu="identity"):
+    """A GPU and mlx5_0 on two downstream ports of one PCIe switch under root port 3a:00.0."""
+    tree = PciTree(tmp_path)
+    tree.hca("mlx5_0", [ROOT, UP, DOWN_HCA, HCA], config=config_space(ats_enabled=ats), iommu=(20, iommu))
+    tree.gpu([ROOT, UP, DOWN_GPU, GPU], config=config_space(ats_enabled=ats), iommu=(21, iommu))
+    tree.bridge_files([ROOT, UP, DOWN_GPU], config=config_space("downstream_port", acs_control=REDIRECT if gpu_port_acs is None else gpu_port_acs))
+    tree.bridge_files([ROOT, UP, DOWN_HCA], config=config_space("downstream_port", acs_control={}))
+    tree.bridge_files([ROOT, UP], config=config_space("upstream_port", acs_control={}))
+    return tree
+
+
+def test_reader_finds_the_path_and_reads_every_function_on_it(tmp_path):
+    switch_tree(tmp_path)
+    facts = read_pcie_path(str(tmp_path), FACTS)
+    assert (facts["available"], facts["reason"], facts["source"]) == (True, None, "sysfs config space")
+    assert facts["paths"] == [{"gpu": GPU, "hca": "mlx5_0", "hca_address": HCA, "relation": "same_pcie_switch",
+                               "bridges": [DOWN_GPU, UP, DOWN_HCA], "shared_bridge": UP}]
+    functions = facts["functions"]
+    assert {a: f["role"] for a, f in functions.items()} == {GPU: "gpu", HCA: "hca", DOWN_GPU: "bridge", UP: "bridge", DOWN_HCA: "bridge"}
+    assert enabled(functions[DOWN_GPU]["acs"]["control"]) == sorted(REDIRECT)
+    assert functions[HCA]["device"] == "mlx5_0" and functions[HCA]["iommu"]["mode"] == "passthrough"
+    assert functions[GPU]["ats"]["enabled"] is False
+
+
+def test_reader_from_saved_lspci_text(tmp_path):
+    switch_tree(tmp_path)
+    text = ("%s PCI bridge: PLX Technology, Inc. PEX 8747\n\tCapabilities: [40] Express (v2) Downstream Port (Slot+), MSI 00\n"
+            "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n" % DOWN_GPU[5:])
+    facts = read_pcie_path(str(tmp_path), FACTS, lspci_text=text, lspci_source="/saved/lspci.txt")
+    assert facts["source"] == "lspci -vvv (/saved/lspci.txt)"
+    assert facts["functions"][DOWN_GPU]["port_type"] == "downstream_port"
+    assert enabled(facts["functions"][DOWN_GPU]["acs"]["control"]) == sorted(REDIRECT)
+    assert facts["functions"][HCA]["unreadable"] == "%s is not in the lspci text" % HCA
+    broken = read_pcie_path(str(tmp_path), FACTS, lspci_text="nothing useful", lspci_source="/saved/lspci.txt")
+    assert broken["available"] is False and broken["reason"].startswith("/saved/lspci.txt: no 'BB:DD.F class: name' device header")
+
+
+def test_without_a_gpu_there_is_no_path_and_it_says_so(tmp_path):
+    PciTree(tmp_path).hca("mlx5_0", [ROOT, HCA], config=config_space())
+    facts = read_pcie_path(str(tmp_path), FACTS)
+    assert (facts["available"], facts["applicable"], facts["paths"]) == (False, False, [])
+    assert facts["reason"] == "no GPU on this node's PCI tree: no GPU-to-HCA path to check"
+
+
+def test_unreadable_config_space_everywhere_is_the_reason(tmp_path):
+    switch_tree(tmp_path)
+    for address in (GPU, HCA, DOWN_GPU, DOWN_HCA, UP):
+        os.unlink(os.path.realpath(os.path.join(tmp_path, "bus", "pci", "devices", address, "config")))
+    facts = read_pcie_path(str(tmp_path), FACTS)
+    assert (facts["available"], facts["applicable"]) == (False, True) and facts["reason"].endswith("/config does not exist")

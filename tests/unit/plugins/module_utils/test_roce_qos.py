@@ -1,0 +1,175 @@
+"""RoCE QoS, read only: ECN from the real sysfs tree of prometheus/procfs, dcb from iproute2's own
+examples and from JSON in the shape dcb's source prints, mlnx_qos from a real script log with two
+outputs, and the combination per netdev with the reasons for what is missing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from ansible_collections.rdma.node.plugins.module_utils._roce_qos import (
+    QosTextError,
+    parse_dcb_app,
+    parse_dcb_apptrust,
+    parse_dcb_pfc,
+    parse_mlnx_qos,
+    qos_of_netdev,
+    read_ecn,
+    read_roce_qos,
+    run_queries,
+    saved_outputs,
+)
+from testpaths import FIXTURES
+
+QOS = FIXTURES / "roce_qos"
+FACTS = {"devices": {"mlx5_2": {}}, "ports": [
+    {"device": "mlx5_2", "port": 1, "link_layer": "Ethernet", "netdevs": ["eth0"]},
+    {"device": "mlx5_0", "port": 1, "link_layer": "InfiniBand", "netdevs": ["ib0"]}]}
+
+
+def sysfs_with_ecn(tmp_path, netdev="eth0"):
+    target = tmp_path / "class" / "net" / netdev / "ecn"
+    shutil.copytree(QOS / "procfs_eth0_ecn", target)
+    return str(tmp_path)
+
+
+# JSON as dcb prints it (dcb/dcb_pfc.c and dcb_app.c of iproute2: on/off arrays as JSON booleans,
+# every app pair followed by a " " string). No DCB-capable netdev exists on the test machine, so
+# these are built from that source, not recorded; the real dcb's handling of the same argv is in
+# tests/integration/test_physical_real_parts.py.
+DCB_PFC_JSON = json.dumps({"pfc_cap": 8, "macsec_bypass": False, "delay": 0,
+                           "prio_pfc": [False, False, False, True, False, False, False, False]})
+DCB_APP_JSON = json.dumps({"dscp_prio": [[26, 3, " "], [48, 6, " "]], "default_prio": [0]})
+
+
+def test_ecn_of_the_procfs_tree(tmp_path):
+    ecn = read_ecn(sysfs_with_ecn(tmp_path), "eth0")
+    assert ecn == {"np": [0, 1, 3, 4, 6, 7], "rp": [0, 1, 3, 4, 6], "np_read": list(range(8)), "rp_read": list(range(8)), "reason": None}
+
+
+def test_ecn_missing_or_garbled_says_why(tmp_path):
+    assert read_ecn(str(tmp_path), "eth1")["reason"].endswith("eth1/ecn does not exist: the driver exposes no ECN settings (not mlx5, or a VF)")
+    root = sysfs_with_ecn(tmp_path)
+    (tmp_path / "class/net/eth0/ecn/roce_np/enable/3").write_text("yes\n")
+    ecn = read_ecn(root, "eth0")
+    assert 3 not in ecn["np_read"] and ecn["reason"].endswith("roce_np/enable/3 holds 'yes', expected 0 or 1")
+
+
+def test_dcb_pfc_man_page_example_and_json():
+    assert parse_dcb_pfc((QOS / "iproute2-man_dcb-pfc_show_prio6-7_prompt.txt").read_text()) == {
+        "enabled_priorities": [6, 7], "pfc_cap": 8, "macsec_bypass": False, "delay": 4096}
+    assert parse_dcb_pfc(DCB_PFC_JSON)["enabled_priorities"] == [3]
+
+
+def test_dcb_app_names_and_numbers_read_the_same():
+    named = parse_dcb_app((QOS / "iproute2-man_dcb-app_show_dscp_names_prompt.txt").read_text())
+    numeric = parse_dcb_app((QOS / "iproute2-man_dcb-app_show_dscp_numeric_prompt.txt").read_text())
+    assert named == numeric == {"dscp_prio": {"0": [0], "24": [2, 3], "48": [6]}, "pcp_prio": {}, "default_prio": []}
+    assert parse_dcb_app(DCB_APP_JSON) == {"dscp_prio": {"26": [3], "48": [6]}, "pcp_prio": {}, "default_prio": [0]}
+    assert parse_dcb_app("") == {"dscp_prio": {}, "pcp_prio": {}, "default_prio": []}  # an empty table prints nothing
+
+
+def test_dcb_apptrust_text_and_json():
+    assert parse_dcb_apptrust("order: pcp dscp \n") == {"order": ["pcp", "dscp"]}
+    assert parse_dcb_apptrust('{"order":["dscp"]}') == {"order": ["dscp"]}
+
+
+def test_mlnx_qos_script_log_reads_the_last_output():
+    parsed = parse_mlnx_qos((QOS / "netarbiter_setup-nic-lossless-layer3_xtrace_two_outputs.md").read_text())
+    assert parsed["notes"] == ["the text holds 2 mlnx_qos outputs; the last one (from line 43) is read"]
+    assert (parsed["trust"], parsed["dcbx_mode"], parsed["enabled_priorities"], parsed["cable_len"]) == ("dscp", "OS controlled", [3], 7)
+    assert parsed["dscp_prio"]["26"] == [3] and len(parsed["dscp_prio"]) == 64
+    assert parsed["tcs"]["0"] == {"ratelimit": "unlimited", "tsa": "vendor", "bw_percent": None, "priorities": [1]}
+
+
+@pytest.mark.parametrize("parser, text, message", [
+    (parse_dcb_pfc, "pfc-cap 8 macsec-bypass off delay 0\n", r"^dcb pfc show: no prio-pfc line"),
+    (parse_dcb_pfc, "prio-pfc 0:off 1:on\n", r"^dcb pfc show: the prio-pfc line does not give on/off for priorities 0 to 7"),
+    (parse_dcb_pfc, '{"prio_pfc": [true]}', r"^dcb pfc show: the JSON has no prio_pfc list of 8 true/false values$"),
+    (parse_dcb_pfc, '{"prio_pfc": [tru', r"^dcb pfc show: the output starts like JSON but is not JSON"),
+    (parse_dcb_app, "dscp-prio BOGUS:3\n", r"^dcb app show: 'BOGUS' is neither a number nor a DSCP/PCP name dcb prints$"),
+    (parse_dcb_apptrust, "Object \"apptrust\" is unknown, try \"dcb help\".", r"^dcb apptrust show: no 'order:' line"),
+    (parse_mlnx_qos, "Interface name is required\n", r"^mlnx_qos -i: no 'Priority trust state:' or 'DCBX mode:' line"),
+    (parse_mlnx_qos, "Priority trust state: dscp\nPFC configuration:\n\tpriority    0   1   2   3   4   5   6   7\n\tenabled     0 1\n",
+     r"^mlnx_qos -i: the PFC enabled row does not hold 8 numbers"),
+    (parse_mlnx_qos, None, r"^mlnx_qos -i: expected text, got NoneType$"),
+])
+def test_garbage_is_one_sentence(parser, text, message):
+    with pytest.raises(QosTextError, match=message):
+        parser(text)
+
+
+def test_crlf_paste_reads_the_same():
+    text = (QOS / "netarbiter_setup-nic-lossless-layer3_xtrace_two_outputs.md").read_text().replace("\n", "\r\n")
+    assert parse_mlnx_qos(text)["enabled_priorities"] == [3]
+
+
+def test_dcb_wins_and_the_trust_is_inferred_from_its_dscp_map_without_apptrust(tmp_path):
+    outputs = {"dcb_pfc": (DCB_PFC_JSON, None), "dcb_app": (DCB_APP_JSON, None),
+               "dcb_apptrust": (None, 'dcb -j apptrust show dev eth0 exited with 1: Object "apptrust" is unknown'),
+               "mlnx_qos": (None, "mlnx_qos could not be run: No such file or directory")}
+    entry = qos_of_netdev(sysfs_with_ecn(tmp_path), "eth0", outputs)
+    assert entry["pfc"] == {"enabled_priorities": [3], "source": "dcb pfc show", "reason": None}
+    assert entry["trust"] == {"mode": "dscp", "source": "dcb app show", "inferred": True}
+    assert entry["dscp_prio"] == {"26": [3], "48": [6]}
+
+
+def test_mlnx_qos_alone_gives_pfc_and_trust(tmp_path):
+    text = (QOS / "netarbiter_setup-nic-lossless-layer3_xtrace_two_outputs.md").read_text()
+    entry = qos_of_netdev(str(tmp_path), "eth0", {"mlnx_qos": (text, None)})
+    assert entry["pfc"]["source"] == entry["trust"]["source"] == "mlnx_qos -i"
+    assert entry["notes"] == ["the text holds 2 mlnx_qos outputs; the last one (from line 43) is read"]
+    assert entry["ecn"]["reason"].endswith("ecn does not exist: the driver exposes no ECN settings (not mlx5, or a VF)")
+
+
+def test_nothing_answered_says_every_reason(tmp_path):
+    entry = qos_of_netdev(str(tmp_path), "eth0", {})
+    assert entry["pfc"]["enabled_priorities"] is None
+    assert entry["pfc"]["reason"] == ("dcb_pfc was not run and no saved output was given; dcb_app was not run and no saved output was "
+                                      "given; dcb_apptrust was not run and no saved output was given; mlnx_qos was not run and no "
+                                      "saved output was given")
+
+
+def test_runner_passes_only_queries_and_keeps_failures_as_reasons():
+    seen = []
+
+    def run(argv):
+        seen.append(argv)
+        if argv[0] == "mlnx_qos":
+            raise FileNotFoundError(2, "No such file or directory")
+        if argv[2] == "apptrust":
+            return 255, "", 'Object "apptrust" is unknown, try "dcb help".\n'
+        return 0, DCB_PFC_JSON if argv[2] == "pfc" else DCB_APP_JSON, ""
+
+    outputs = run_queries("eth0", run)
+    assert seen == [["dcb", "-j", "pfc", "show", "dev", "eth0"], ["dcb", "-j", "app", "show", "dev", "eth0"],
+                    ["dcb", "-j", "apptrust", "show", "dev", "eth0"], ["mlnx_qos", "-i", "eth0"]]
+    assert outputs["dcb_apptrust"] == (None, 'dcb -j apptrust show dev eth0 exited with 255: Object "apptrust" is unknown, try "dcb help".')
+    assert outputs["mlnx_qos"] == (None, "mlnx_qos could not be run: No such file or directory")
+    assert run_queries("eth0 --pfc 0", run)["mlnx_qos"] == (None, "mlnx_qos: 'eth0 --pfc 0' is not a network interface name")
+
+
+def test_saved_outputs_fill_what_the_tools_did_not_give(tmp_path):
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    shutil.copy(QOS / "netarbiter_setup-nic-lossless-layer3_xtrace_two_outputs.md", saved / "eth0_mlnx_qos.txt")
+    outputs = saved_outputs(str(saved), "eth0", {"dcb_pfc": (DCB_PFC_JSON, None), "mlnx_qos": (None, "mlnx_qos is not installed")})
+    assert outputs["dcb_pfc"] == (DCB_PFC_JSON, None)
+    assert outputs["mlnx_qos"][1] is None and outputs["mlnx_qos"][0].startswith("```")
+    assert outputs["dcb_app"] == (None, "no saved eth0_dcb_app.json or eth0_dcb_app.txt in %s" % saved)
+
+
+def test_reader_covers_the_roce_netdevs_only(tmp_path):
+    root = sysfs_with_ecn(tmp_path)
+    facts = read_roce_qos(root, FACTS, {"eth0": {"dcb_pfc": (DCB_PFC_JSON, None)}})
+    assert facts["available"] is True and sorted(facts["netdevs"]) == ["eth0"]
+    assert (facts["netdevs"]["eth0"]["device"], facts["netdevs"]["eth0"]["port"]) == ("mlx5_2", 1)
+    ib_only = read_roce_qos(root, {"ports": [{"device": "mlx5_0", "port": 1, "link_layer": "InfiniBand", "netdevs": ["ib0"]}]})
+    assert ib_only == {"available": False, "reason": "no RoCE (Ethernet link layer) port with a netdev", "netdevs": {}}
+    os.makedirs(tmp_path / "empty")
+    nothing = read_roce_qos(str(tmp_path / "empty"), FACTS)
+    assert nothing["available"] is False
+    assert nothing["reason"] == "neither ECN in sysfs nor a PFC/trust output for any RoCE netdev"
