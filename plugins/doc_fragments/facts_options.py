@@ -36,6 +36,17 @@ options:
         port.
       - V(temperature) adds C(ansible_facts.rdma.temperature), the HCA's temperatures from the mlx5
         driver's hwmon device (Linux 6.6 and later).
+      - V(aer) adds C(ansible_facts.rdma.aer), the PCIe Advanced Error Reporting counters of every HCA
+        function and of the bridges on its path to the root port.
+      - V(pcie_path) adds C(ansible_facts.rdma.pcie_path), ACS and ATS of every PCI function between
+        each GPU and its nearest HCA and their IOMMU modes, from config space (all of it only as root)
+        or from O(lspci_file).
+      - V(roce_qos) adds C(ansible_facts.rdma.roce_qos), ECN per priority from sysfs and PFC per
+        priority and the trust mode from C(dcb ... show) or C(mlnx_qos -i IF) (O(roce_qos_tools)) or
+        their saved outputs (O(roce_qos_dir)), for every RoCE netdev. Only queries ever run.
+      - V(link_quality) adds C(ansible_facts.rdma.link_quality), bit error rates, lane faults and module
+        readings of every physical port from C(mlxlink --json) (O(mlxlink)) or its saved outputs
+        (O(mlxlink_dir)).
       - V(kernel_log) adds C(ansible_facts.rdma.kernel_log), the carrier losses of the RDMA netdevs
         in the kernel log window, read from O(kernel_log_file) or from C(journalctl) on the node.
       - V(all) gathers every subset but V(kernel_log), the only one that runs a command.
@@ -44,6 +55,36 @@ options:
     type: list
     elements: str
     default: [ports]
+  lspci_file:
+    description:
+      - With the V(pcie_path) subset, saved C(lspci -vvv) text to read ACS and ATS from instead of each
+        function's config space (which only root reads past its first 64 bytes).
+    type: path
+  roce_qos_tools:
+    description:
+      - With the V(roce_qos) subset, run C(dcb pfc show dev IF), C(dcb app show dev IF),
+        C(dcb apptrust show dev IF) and C(mlnx_qos -i IF) where installed. Each argument list is
+        checked against the collection's fixed list of query shapes before it runs; no setting flag can
+        be passed.
+    type: bool
+    default: true
+  roce_qos_dir:
+    description:
+      - With the V(roce_qos) subset, a directory of saved outputs (C(IF_dcb_pfc.json) or C(.txt),
+        C(IF_dcb_app.json) or C(.txt), C(IF_dcb_apptrust.json) or C(.txt), C(IF_mlnx_qos.txt)), read for
+        what the tools did not give.
+    type: path
+  mlxlink:
+    description:
+      - With the V(link_quality) subset, run C(mlxlink -d DEV -p PORT --json --show_module
+        --show_counters) (a query, about a second a port) where it is installed.
+    type: bool
+    default: false
+  mlxlink_dir:
+    description:
+      - With the V(link_quality) subset, a directory of saved outputs (C(DEV_PORT.json) or C(.txt)),
+        read for what mlxlink did not give.
+    type: path
   counters_interval:
     description:
       - With the V(counters) subset, V(0) reads the counters once. A positive number of seconds keeps

@@ -32,14 +32,26 @@ IB_OPTIONS = {
     "counters_resample_root": {"type": "path"},
     "kernel_log_file": {"type": "path"},
     "kernel_log_window_hours": {"type": "int", "default": 24},
+    "lspci_file": {"type": "path"},
+    "roce_qos_tools": {"type": "bool", "default": True},
+    "roce_qos_dir": {"type": "path"},
+    "mlxlink": {"type": "bool", "default": False},
+    "mlxlink_dir": {"type": "path"},
 }
 
 
 def load_readers():
-    """Import the modules whose readers declare the subsets beyond the ports; returns them."""
-    from ansible_collections.rdma.node.plugins.module_utils import _health_collect, _sysfs_health
+    """Import the modules whose readers declare the subsets beyond the ports, in the order they read
+    (files first; the counters' second sample and the kernel log last); returns them. A new reader
+    module is one line here: the node imports only what a module names."""
+    from ansible_collections.rdma.node.plugins.module_utils import _sysfs_health
+    from ansible_collections.rdma.node.plugins.module_utils import _pcie_aer
+    from ansible_collections.rdma.node.plugins.module_utils import _pcie_path
+    from ansible_collections.rdma.node.plugins.module_utils import _roce_qos
+    from ansible_collections.rdma.node.plugins.module_utils import _link_quality
+    from ansible_collections.rdma.node.plugins.module_utils import _health_collect
 
-    return _sysfs_health, _health_collect
+    return _sysfs_health, _pcie_aer, _pcie_path, _roce_qos, _link_quality, _health_collect
 
 
 def wanted_subsets(requested):

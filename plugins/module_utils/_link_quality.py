@@ -21,7 +21,8 @@ import os
 import re
 
 from ansible_collections.rdma.node.plugins.module_utils._files import read_text_and_reason
-from ansible_collections.rdma.node.plugins.module_utils._query_commands import QueryCommandError, is_query_argv, query_argv
+from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, reader
+from ansible_collections.rdma.node.plugins.module_utils._query_commands import QueryCommandError, is_query_argv, node_runner, query_argv
 
 SECTION_OPERATIONAL = "Operational Info"
 SECTION_BER = "Physical Counters and BER Info"
@@ -292,3 +293,12 @@ def _run_mlxlink(run, device, port):
     if rc != 0:
         return None, "%s exited with %d: %s" % (source, rc, " ".join((err or "no message").split())[:200]), source
     return out, None, source
+
+
+@reader("link_quality", IB_FACTS, fills=("rdma.link_quality",), inputs=("mlxlink", "mlxlink_dir"))
+def read_link_quality_subset(facts, params, module):
+    """Bit error rates, lane faults and module readings of every physical port from mlxlink --json
+    (a query, run only where the mlxlink option allows it and the tool is installed) or its saved
+    outputs in mlxlink_dir."""
+    run = node_runner(module) if params.get("mlxlink") else None
+    facts["link_quality"] = read_link_quality(params["sysfs_root"], facts, run, params.get("mlxlink_dir") or None)

@@ -24,6 +24,7 @@ import time
 
 from ansible_collections.rdma.node.plugins.module_utils._files import read_text_and_reason
 from ansible_collections.rdma.node.plugins.module_utils._pci_tree import hca_nodes
+from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, reader
 
 KINDS = ("correctable", "nonfatal", "fatal")
 FILES = {"correctable": "aer_dev_correctable", "nonfatal": "aer_dev_nonfatal", "fatal": "aer_dev_fatal"}
@@ -159,3 +160,9 @@ def read_aer(sysfs_root, facts_so_far, now=None):
         reason = "; ".join(unreadable) if unreadable else _ABSENT
         return {"available": False, "reason": reason, "time": now, "functions": functions}
     return {"available": True, "reason": None, "time": now, "functions": functions}
+
+
+@reader("aer", IB_FACTS, fills=("rdma.aer",))
+def read_aer_subset(facts, params, module):
+    """The PCIe AER counters of every HCA function and of the bridges on its path to the root port."""
+    facts["aer"] = read_aer(params["sysfs_root"], facts)

@@ -32,8 +32,12 @@ import re
 import struct
 
 from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes, read_text_and_reason
+from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, FactReadError, reader
 from ansible_collections.rdma.node.plugins.module_utils._pci_tree import hca_nodes, node_of
 from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import gpus, hca_locations, locality
+
+# A saved lspci -vvv of a large GPU server is a few hundred kilobytes.
+LSPCI_MAX_BYTES = 16 * 1024 * 1024
 
 # The ACS Capability and Control registers share their bit layout (PCIe Base Spec, ACS Extended
 # Capability); the names are lspci's, the keys say what each bit does.
@@ -356,3 +360,15 @@ def _function_facts(address, directory, role, device, parsed_lspci):
         return entry
     entry.update(port_type=config["port_type"], acs=config["acs"], ats=config["ats"])
     return entry
+
+
+@reader("pcie_path", IB_FACTS, fills=("rdma.pcie_path",), inputs=("lspci_file",))
+def read_pcie_path_subset(facts, params, module):
+    """ACS and ATS of every PCI function between each GPU and its nearest HCA, and their IOMMU modes:
+    from config space in sysfs, or from saved lspci -vvv text (lspci_file)."""
+    path, text = params.get("lspci_file"), None
+    if path:
+        text, reason = read_text_and_reason(path, "saved lspci -vvv output", LSPCI_MAX_BYTES)
+        if text is None:
+            raise FactReadError("lspci_file: %s" % (reason or "%s does not exist; expected saved lspci -vvv output" % path))
+    facts["pcie_path"] = read_pcie_path(params["sysfs_root"], facts, text, path)

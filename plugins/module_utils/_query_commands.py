@@ -89,3 +89,20 @@ def _hole_ok(hole, value):
     if hole == "{device}":
         return bool(_DEVICE.match(value))
     return value.isdigit() and 1 <= int(value) <= 255
+
+
+def node_runner(module):
+    """``run(argv) -> (rc, stdout, stderr)`` for the readers that query a tool on the node: only an
+    argv :func:`is_query_argv` accepts, only a tool that is installed (else OSError, which the readers
+    report as "could not be run"), with the C locale. None without a module (a unit test, a saved tree)."""
+    if module is None:
+        return None
+
+    def run(argv):
+        if not is_query_argv(argv):
+            raise QueryCommandError("%s is not a query" % " ".join(argv))
+        tool = module.get_bin_path(argv[0])
+        if tool is None:
+            raise OSError(2, "%s is not installed" % argv[0])
+        return module.run_command([tool] + list(argv[1:]), environ_update={"LANG": "C", "LC_ALL": "C"})
+    return run

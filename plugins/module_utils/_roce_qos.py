@@ -26,7 +26,8 @@ import os
 import re
 
 from ansible_collections.rdma.node.plugins.module_utils._files import read_text_and_reason
-from ansible_collections.rdma.node.plugins.module_utils._query_commands import QueryCommandError, is_query_argv, query_argv
+from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, reader
+from ansible_collections.rdma.node.plugins.module_utils._query_commands import QueryCommandError, is_query_argv, node_runner, query_argv
 
 PRIORITIES = tuple(range(8))
 ECN_POINTS = (("np", "roce_np"), ("rp", "roce_rp"))
@@ -414,3 +415,18 @@ def read_roce_qos(sysfs_root, facts_so_far, outputs_by_netdev=None):
     known = [e for e in result.values() if e["ecn"]["reason"] is None or e["pfc"]["source"] or e["trust"]["source"]]
     return {"available": bool(known), "netdevs": result,
             "reason": None if known else "neither ECN in sysfs nor a PFC/trust output for any RoCE netdev"}
+
+
+@reader("roce_qos", IB_FACTS, fills=("rdma.roce_qos",), inputs=("roce_qos_tools", "roce_qos_dir"))
+def read_roce_qos_subset(facts, params, module):
+    """ECN per priority from sysfs, PFC per priority and the trust mode from dcb or mlnx_qos (queries
+    only, where roce_qos_tools allows them) or their saved outputs in roce_qos_dir, per RoCE netdev."""
+    run = node_runner(module) if params.get("roce_qos_tools") else None
+    outputs = {}
+    for netdev in roce_netdevs(facts):
+        found = run_queries(netdev, run) if run is not None else None
+        if params.get("roce_qos_dir"):
+            found = saved_outputs(params["roce_qos_dir"], netdev, found)
+        if found is not None:
+            outputs[netdev] = found
+    facts["roce_qos"] = read_roce_qos(params["sysfs_root"], facts, outputs)

@@ -292,6 +292,51 @@ ansible_facts:
               sensors:
                 - {hwmon: hwmon3, label: asic, input_celsius: 65.0, highest_celsius: 71.0, crit_celsius: 105.0}
                 - {hwmon: hwmon3, label: Module0, input_celsius: 62.0, highest_celsius: 64.0, crit_celsius: 75.0}
+        aer:
+          description:
+            - With the V(aer) subset, the PCIe Advanced Error Reporting counters (Linux 4.19 and later,
+              C(aer_dev_correctable), C(aer_dev_nonfatal), C(aer_dev_fatal)) of every HCA function and of
+              every bridge on its path to the root port, by PCI address; a bad link often shows at the
+              port above the HCA.
+            - C(available) and C(reason) say whether the kernel exposes them; C(time) is when they were
+              read. Each function has C(role) (V(hca) or V(bridge)), C(device) (the RDMA device of an HCA
+              function), C(devices_below), C(root_port), and C(correctable), C(nonfatal), C(fatal) (each
+              error type's count by its short kernel name and C(total), or V(null)), C(unreadable) and
+              C(notes).
+          type: dict
+          returned: when the aer subset is gathered
+        pcie_path:
+          description:
+            - With the V(pcie_path) subset, the PCIe path between each GPU and its nearest HCA. C(paths)
+              lists C(gpu), C(hca), C(hca_address), C(relation), C(bridges) and C(shared_bridge);
+              C(functions) holds, by PCI address, C(role), C(device), C(port_type), C(acs) (C(capable) and
+              C(control), seven flags each), C(ats) (C(enabled) and its queue depth and unit), C(iommu)
+              (C(group), C(type), C(mode)) and C(unreadable).
+            - C(applicable) is false on a node without both GPUs and HCAs; C(available) false, with the
+              reason, where the path could not be read (config space without root reads 64 bytes).
+              C(source) says whether config space or saved lspci text was read.
+          type: dict
+          returned: when the pcie_path subset is gathered
+        roce_qos:
+          description:
+            - With the V(roce_qos) subset, by RoCE netdev, C(device) and C(port), C(ecn) (C(np) and C(rp),
+              the priorities with ECN on, from C(ecn/roce_np/enable/N) and C(ecn/roce_rp/enable/N)),
+              C(pfc) (C(enabled_priorities) and the C(source) output), C(trust) (C(mode) V(dscp) or V(pcp),
+              its C(source), C(inferred) where iproute2 has no C(apptrust) and the DSCP map says it),
+              C(dscp_prio) and C(notes); each part has a C(reason) where it could not be read.
+          type: dict
+          returned: when the roce_qos subset is gathered
+        link_quality:
+          description:
+            - With the V(link_quality) subset, by C(device/port), what C(mlxlink) reports (run where
+              O(mlxlink) allows it, or read from O(mlxlink_dir)) with its C(source) or the C(reason) it is
+              missing. C(effective_ber), C(raw_ber), C(symbol_ber), C(fec), C(speed), C(width),
+              C(link_down_counter), C(link_error_recovery_counter) and C(module) (C(identifier), vendor
+              and part, C(lane_faults) per fault and lane, and C(temperature_c), C(voltage_mv),
+              C(bias_current_ma), C(rx_power_dbm), C(tx_power_dbm), each with C(values) per lane and the
+              module's own C(low)/C(high) alarm thresholds).
+          type: dict
+          returned: when the link_quality subset is gathered
         gpudirect:
           description:
             - With the V(gpudirect) subset, which GPUDirect RDMA path the node offers.
@@ -353,6 +398,9 @@ ansible_facts:
             - C(events) holds the newest 50 events (C(events_total) counts them all). C(window_applied)
               is V(false) for a saved file whose records carry no ISO time stamp (all of it counts);
               C(since)/C(until) bound a saved file's window. C(error) says why C(journalctl) gave nothing.
+            - C(down_periods) has per netdev the periods its carrier was down, with C(down_at), C(up_at),
+              C(seconds) and C(ongoing), measured on the log's own clock (C(clock), the kernel's monotonic
+              time, wall time, or yearless syslog time), or the C(reason) durations could not be told.
           type: dict
           returned: when the kernel_log subset is gathered
           sample:

@@ -21,7 +21,7 @@ Parameters, without the ``node_health_`` prefix (documented in ``roles/node_heal
 from __future__ import annotations
 
 from ansible_collections.rdma.node.plugins.plugin_utils._rate_limits import judge_rise, parse_rate_limit
-from ansible_collections.rdma.node.plugins.plugin_utils._registry import check
+from ansible_collections.rdma.node.plugins.plugin_utils._registry import check, parameter
 
 ROLE = "node_health"
 AER_KINDS = ("fatal", "nonfatal", "correctable")
@@ -44,13 +44,7 @@ READING_WORDS = {"temperature_c": ("temperature", "°C"), "voltage_mv": ("supply
 
 
 def fact(facts, path):
-    """The fact at a dotted path (``rdma.aer``) of what the registry hands a check.
-
-    The registry may hand either the top-level facts (``{"rdma": {...}}``) or each declared path
-    (``{"rdma.aer": {...}}``); both are read here, so the checks do not depend on which.
-    """
-    if path in facts:
-        return facts[path]
+    """The fact at a dotted path (``rdma.aer``) of the top-level facts the registry hands a check."""
     node = facts
     for part in path.split("."):
         if not isinstance(node, dict):
@@ -60,10 +54,14 @@ def fact(facts, path):
 
 
 def not_checked(found, subject, reason):
-    """Record that ``subject`` could not be judged and why (``found.not_checked`` once the registry has it)."""
-    if hasattr(found, "not_checked"):
-        return found.not_checked(subject, reason)
-    return found.info(subject, "not checked: %s" % reason)
+    """Record that ``subject`` could not be judged and why: never a pass."""
+    return found.not_checked(subject, reason)
+
+
+@parameter(ROLE, "previous_aer_sample")
+def previous_aer_sample(options, facts):
+    """The previous run's AER totals, kept in the fact cache as node_health_status.aer_sample."""
+    return (facts.get("node_health_status") or {}).get("aer_sample")
 
 
 def _severity(params, name, default):

@@ -21,8 +21,9 @@ def test_one_call_equals_the_two_modules(tmp_path, run_module):
     both = run_module(node_facts, dict(ib_args, **driver_args), check_mode=True)
     assert both["changed"] is False
     alone = run_module(ib_facts, ib_args)["ansible_facts"]["rdma"]
-    # The time the counters were sampled differs between two calls; everything else is the same.
+    # The times the counters and the AER files were read differ between two calls; everything else is the same.
     assert both["ansible_facts"]["rdma"].pop("counters_time") <= alone.pop("counters_time")
+    assert both["ansible_facts"]["rdma"]["aer"].pop("time") <= alone["aer"].pop("time")
     assert both["ansible_facts"]["rdma"] == alone
     assert both["ansible_facts"]["rdma_driver"] == run_module(driver_facts, driver_args)["ansible_facts"]["rdma_driver"]
     assert both["ansible_facts"]["rdma_driver"]["next_boot_kernel"] == "6.1.0-28-amd64"

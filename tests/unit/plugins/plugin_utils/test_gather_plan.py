@@ -107,7 +107,8 @@ def test_three_roles_gather_with_one_node_facts_call():
     assert [module for module, _args in merged] == ["rdma.node.node_facts"]
     args = merged[0][1]
     assert args["gather"] == ["rdma", "rdma_driver"]
-    assert set(args["gather_subset"]) == {"counters", "kernel_log", "pcie", "temperature", "gpudirect", "locality", "roce"}
+    assert set(args["gather_subset"]) == {"counters", "kernel_log", "pcie", "temperature", "gpudirect", "locality", "roce", "aer",
+                                          "pcie_path", "roce_qos", "link_quality"}
     assert (args["sysfs_root"], args["root"], args["run_tools"]) == ("/sys", "/", False)
 
 
