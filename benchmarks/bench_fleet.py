@@ -158,10 +158,12 @@ def command(job, base, inventory):
     return [str(BIN / "ansible-playbook"), "-i", str(inventory / "hosts.yml"), *playbook], extra
 
 
-def run_job(job, base, inventory, forks, log):
+def run_job(job, base, inventory, forks, log, settings=None):
+    """Run one job; ``settings`` are further ANSIBLE_* variables of this run (bench_ssh_fleet's pipelining)."""
     argv, extra = command(job, base, inventory)
     env = environment(base, forks)
     env.update(extra)
+    env.update(settings or {})
     report = inventory / REPORT_DIRS.get(job, "none") / "fleet-report.json"
     if report.exists():
         report.unlink()
