@@ -8,6 +8,7 @@ interval), which the rates show.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
@@ -196,6 +197,13 @@ PORTS_THEN_HEALTH = """\
         name: rdma.node.node_health
       vars:
         node_health_gather: false
+    - name: Write the report
+      ansible.builtin.include_role:
+        name: rdma.node.fleet_report
+        tasks_from: write
+      vars:
+        fleet_report_fail_on_critical: false
+      run_once: true
 """
 
 
@@ -205,7 +213,9 @@ def test_a_ports_only_gather_skips_the_checks_that_need_more_and_names_them(demo
     metrics."""
     playbook = tmp_path / "ports_then_health.yml"
     playbook.write_text(PORTS_THEN_HEALTH)
-    run = run_playbook(str(playbook), *demo["args"], "--limit", "a100-node-01", env={"ANSIBLE_CACHE_PLUGIN": "memory"})
+    reports = tmp_path / "reports"
+    run = run_playbook(str(playbook), *demo["args"], "--limit", "a100-node-01", "-e", "fleet_report_dir=%s" % reports,
+                       env={"ANSIBLE_CACHE_PLUGIN": "memory"})
     assert run.rc == 0, run.stderr
     status = run.task_results(EVALUATE)["a100-node-01"]["ansible_facts"]["node_health_status"]
     skipped = {entry["check"]: entry for entry in status["skipped_checks"]}
@@ -219,3 +229,10 @@ def test_a_ports_only_gather_skips_the_checks_that_need_more_and_names_them(demo
     assert served['rdma_node_check_skipped{check="pcie_degraded",missing="pcie",role="node_health"}'] == 1
     assert served['rdma_node_check_skipped{check="hca_temperature",missing="temperature",role="node_health"}'] == 1
     assert not any(key.startswith('rdma_node_findings{check="pcie_degraded"') for key in served)
+    # The report lists per host what was not checked and why; the host never reads as plainly ok.
+    (host,) = json.loads((reports / "fleet-report.json").read_text())["hosts"]
+    unchecked = {(item["role"], item["check"]): item["reason"] for item in host["not_checked"]}
+    assert unchecked[("node_health", "pcie_degraded")] == "the pcie facts were not gathered"
+    assert unchecked[("node_health", "hca_temperature")] == "the temperature facts were not gathered"
+    markdown = (reports / "fleet-report.md").read_text()
+    assert "not checked" in markdown and "the pcie facts were not gathered" in markdown
