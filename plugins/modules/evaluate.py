@@ -173,19 +173,7 @@ EXAMPLES = r"""
   rdma.node.evaluate:
     roles: [ib_inventory, driver_verify, node_health]
 
-- name: Check the ports, and fail the host for a critical finding after keeping and publishing it
-  block:
-    - name: Check the ports
-      rdma.node.evaluate:
-        role: ib_inventory
-        fail_on_findings: true
-  rescue:
-    - name: Keep and publish the findings of the failed host
-      rdma.node.republish:
-        result: "{{ ansible_failed_result }}"
-    - name: Fail the host
-      ansible.builtin.fail:
-        msg: "{{ ansible_failed_result.msg }}"
+# Failing a host for its findings while keeping them: see rdma.node.republish's example.
 
 - name: Show the summary line
   ansible.builtin.debug:
