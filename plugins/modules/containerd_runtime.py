@@ -105,7 +105,7 @@ options:
   known_sha256:
     description:
       - Internal, set by the action plugin when it reads the file; a task cannot set it (the action rejects it).
-      - SHA-256 digests of contents of O(path) that the controller already holds in its cache (see the notes).
+      - SHA-256 digests of contents of O(path) on this host that the controller already holds in its cache (see the notes).
         When the file's digest is one of them, the node returns only the digest, not the file's text, and the
         controller takes the text from its cache.
     type: list
@@ -149,8 +149,10 @@ notes:
   - B(Controller cache.) The controller keeps the texts of the files it read or wrote, addressed by their
     SHA-256, in C($RDMA_NODE_CONTENT_CACHE), else C($XDG_CACHE_HOME/rdma-node/content), else
     C(~/.cache/rdma-node/content) (private to the user, at most C($RDMA_NODE_CONTENT_CACHE_MAX_BYTES) bytes,
-    default 256 MiB, least recently used entries removed first; V(0) turns it off). It sends the node the
-    digests it holds for O(path); when the file still has one of them, only the digest comes back. It also
+    default 256 MiB, least recently used entries removed first; V(0) turns it off). It sends a node the
+    digests of the texts of O(path) that this same host sent or was sent (never another host's); when the
+    file still has one of them, only the digest comes back. A node that claims any other digest, or sends
+    a text whose SHA-256 is not the one it reports, fails the task. It also
     remembers that a file with that digest needed no change for these options and this containerd, so an
     unchanged file is then not parsed again either. An entry that does not match its digest is ignored and
     the file read again; an unusable cache directory only costs a warning and the full read.
