@@ -67,7 +67,8 @@ class Node:
                                                      "ansible_python_interpreter": str(self.python)}}}}
         before = set(os.listdir(self.outputs))
         env = {"ANSIBLE_REMOTE_TMP": str(remote_tmp), "ANSIBLE_LOCAL_TEMP": str(self.tmp_path / "local-tmp"),
-               "ANSIBLE_PIPELINING": "0", "RDMA_NODE_CONTENT_CACHE": str(cache or self.cache)}
+               "ANSIBLE_PIPELINING": "0", "RDMA_NODE_CONTENT_CACHE": str(cache or self.cache),
+               "RDMA_NODE_CONTENT_CACHE_KEY": str(self.tmp_path / "cache.key")}
         run = run_playbook(play, inventory=inventory, cwd=self.tmp_path, env=dict(env, **(extra_env or {})),
                            timeout=300)
         assert run.rc == 0, run.stdout[-3000:] + run.stderr
@@ -351,3 +352,30 @@ def test_a_hostile_node_cannot_make_the_controller_skip_another_hosts_edit(tmp_p
     (honest,) = run_as_host(tmp_path, "host-a", Path(sys.executable), [task(config, spec_file, validate=False)], cache)
     assert honest["changed"] is True and honest["runtimes_changed"] == ["runc", "test-handler"]
     assert config.read_text() == cc.plan_base_runtime_spec(needs_edit, str(spec_file)).new_text
+
+
+def test_a_forged_no_change_record_does_not_suppress_an_edit(tmp_path, config, spec_file):
+    """Issue 24, item 3: whoever can write the cache directory, but has not the key, decides nothing."""
+    node = Node(tmp_path)
+    step = task(config, spec_file)
+    node.run([step])  # writes the file
+    node.run([step])  # unchanged: the plan "no change needed" is remembered for the file as written
+    written = config.read_text()
+    (record,) = [path for path in (node.cache / "records").iterdir()
+                 if json.loads(path.read_bytes().partition(b"\n")[2])["key"].get("plan")]
+    # The file is edited behind the controller's back (one runtime loses the spec) ...
+    edited = written.replace('base_runtime_spec = "%s"' % spec_file, 'base_runtime_spec = "/etc/other-spec.json"', 1)
+    config.write_text(edited, newline="")
+    # ... and a "no change needed" record for the edited file is forged from the genuine one: the key
+    # names the new digest, the file name and the checksum are computed as a writer without the key can.
+    body = json.loads(record.read_bytes().partition(b"\n")[2])
+    body["key"]["sha256"] = sha256(config)
+    forged = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    name = hashlib.sha256(json.dumps(body["key"], sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    forged_path = node.cache / "records" / name
+    forged_path.write_bytes(hashlib.sha256(forged).hexdigest().encode() + b"\n" + forged)
+
+    (result,), calls = node.run([step])
+    assert result["changed"] is True and result["runtimes_changed"] == ["runc"]
+    assert config.read_text() == written
+    assert not forged_path.exists() or forged_path.read_bytes().partition(b"\n")[2] != forged
