@@ -427,3 +427,61 @@ def test_background_server_listening_and_stop(fake, monkeypatch):
     assert pt.group_pids(server.pid) == []
     assert wait_gone(started_pids(fake), 1.0) == []
     server.stop()   # twice is harmless
+
+
+# -- a /proc that is not the kernel's (issue 24, items 5 and 7) --------------------------------------
+
+
+def bounded(function, seconds=10):
+    """Run ``function`` in a child process: a blocked read shows as a failure, not a hung test run."""
+    import multiprocessing
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=lambda: queue.put(function()))
+    child.start()
+    child.join(seconds)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        raise AssertionError("still reading after %d s: the reader blocked" % seconds)
+    assert child.exitcode == 0, "the reader raised (exit code %s)" % child.exitcode
+    return queue.get(timeout=5)
+
+
+def fake_proc(tmp_path):
+    proc = tmp_path / "proc"
+    (proc / "net").mkdir(parents=True)
+    for pid in ("100", "101"):
+        (proc / pid).mkdir()
+        (proc / pid / "stat").write_text("%s (ib_write_bw) S 1 100 100 0 -1\n" % pid)
+    header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    (proc / "net" / "tcp").write_text(header + "   0: 00000000:4A39 00000000:0000 0A 00000000:00000000 00:00000000 "
+                                               "00000000     0        0 5555 1 0000000000000000 100 0 0 10 0\n")
+    (proc / "net" / "tcp6").write_text(header)
+    (proc / "100" / "fd").mkdir()
+    (proc / "100" / "fd" / "3").symlink_to("socket:[5555]")
+    return proc
+
+
+def test_group_and_ports_of_a_fake_proc(tmp_path):
+    proc = fake_proc(tmp_path)
+    assert sorted(pt.group_pids(100, str(proc))) == [100, 101]
+    assert pt.listening_ports([100], str(proc)) == {0x4A39}
+
+
+@pytest.mark.parametrize("fifo", ["101/stat", "net/tcp"])
+def test_a_fifo_in_proc_does_not_hang_the_readers(tmp_path, fifo):
+    proc = fake_proc(tmp_path)
+    (proc / fifo).unlink()
+    os.mkfifo(proc / fifo)
+    pids = bounded(lambda: sorted(pt.group_pids(100, str(proc))))
+    ports = bounded(lambda: pt.listening_ports([100], str(proc)))
+    assert pids == ([100] if fifo == "101/stat" else [100, 101])
+    assert ports == (set() if fifo == "net/tcp" else {0x4A39})
+
+
+def test_a_process_directory_named_with_a_unicode_digit_is_not_a_process(tmp_path):
+    proc = fake_proc(tmp_path)
+    (proc / "\u00b2").mkdir()
+    (proc / "\u00b2" / "stat").write_text("2 (x) S 1 100 100 0 -1\n")
+    assert bounded(lambda: sorted(pt.group_pids(100, str(proc)))) == [100, 101]
