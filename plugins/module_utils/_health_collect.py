@@ -9,15 +9,25 @@ Pure functions over dicts and text; ``_ib_collect`` does the reading, sleeping a
 
 from __future__ import annotations
 
+import collections
 import datetime
 import os
 
-from ansible_collections.rdma.node.plugins.module_utils._health_text import parse_carrier_events, summarize_carrier
+from ansible_collections.rdma.node.plugins.module_utils._capped_command import run_capped
+from ansible_collections.rdma.node.plugins.module_utils._health_text import (
+    count_carrier,
+    iter_carrier_events,
+    iter_text_lines,
+)
 from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import PORT_COUNTER_WIDTH_BITS
 
 # At most this many carrier events are returned (the newest): the counts per netdev cover them all,
 # the list is for a reader, and a fleet's fact cache should not hold a flapping port's whole log.
 MAX_EVENTS = 50
+# journalctl's output of the window is read up to this size (a saved log file has the same bound) and
+# for at most this long: a busy window printed 100 MB and took minutes.
+JOURNAL_MAX_BYTES = 64 * 1024 * 1024
+JOURNAL_TIMEOUT_SECONDS = 120
 
 
 def error_counters(ports):
@@ -32,7 +42,8 @@ def error_counters(ports):
 
 
 def _iso_time(text):
-    """A journal ``short-iso`` time stamp as an aware datetime, or None."""
+    """A journal ``short-iso`` time stamp as an aware datetime in UTC, or None (also for a time that
+    cannot be held in UTC, such as the first hour of year 1 at +01:00)."""
     if not text:
         return None
     value = text.replace(",", ".").replace(" ", "T", 1)
@@ -42,9 +53,17 @@ def _iso_time(text):
         value = value[:-2] + ":" + value[-2:]  # +0000 -> +00:00 for fromisoformat on Python 3.6-3.10
     try:
         parsed = datetime.datetime.fromisoformat(value)
-    except ValueError:
+        return parsed.astimezone(datetime.timezone.utc) if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
+    except (ValueError, OverflowError):
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
+
+
+def _window_start(until, hours):
+    """``hours`` before ``until``, or the earliest time there is when that is before year 1."""
+    try:
+        return until - datetime.timedelta(hours=hours)
+    except OverflowError:
+        return datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
 
 
 def rdma_netdev_of(name, netdevs, sysfs_root):
@@ -59,46 +78,98 @@ def rdma_netdev_of(name, netdevs, sysfs_root):
     return None
 
 
-def kernel_log_facts(text, netdevs, sysfs_root, window_hours, source, windowed_by_reader):
-    """Carrier events of the RDMA netdevs (and their bond slaves) in kernel log text.
+def kernel_log_facts(data, netdevs, sysfs_root, window_hours, source, windowed_by_reader, now=None,
+                     newest_first=False, cut_at_bytes=None):
+    """Carrier events of the RDMA netdevs (and their bond slaves) in kernel log ``data`` (bytes or str;
+    with ``newest_first`` its last line is the oldest, as ``journalctl --reverse`` prints).
 
     ``windowed_by_reader``: journalctl already kept only the window. A saved file is judged as of
-    its newest carrier change with an ISO time stamp (so a copy of a node's log reads the same
-    tomorrow); when an RDMA netdev's event has no such time stamp (dmesg), all of them count, and
-    ``window_applied`` says so.
+    its newest carrier change with an ISO time stamp that is not after the node's clock (``now``), so a
+    copy of a node's log reads the same tomorrow and one line dated in the future (counted in
+    ``future_dated``) cannot move the window past every real loss. When an RDMA netdev's event has no
+    such time stamp (dmesg), all of them count, and ``window_applied`` says so.
+
+    ``cut_at_bytes``: the reader kept only the newest this many bytes of the window; ``since`` is then
+    the oldest carrier change read and ``cut`` says what was not counted.
+
+    The text is read twice, line by line, keeping only counts and the newest ``MAX_EVENTS`` events:
+    the memory a large log costs is its bytes and little more.
     """
-    parsed = parse_carrier_events(text)
-    events = []
-    for event in parsed["events"]:
-        owner = rdma_netdev_of(event["netdev"], netdevs, sysfs_root)
-        if owner is not None:
-            events.append(dict(event, rdma_netdev=owner))
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    tally = {"lines": 0, "records": 0}
     window_applied = windowed_by_reader
-    since = until = None
+    since = until = start = None
+    future_dated = 0
     if not windowed_by_reader:
-        times = [_iso_time(e["time"]) for e in events]
-        # The end of the log: its newest carrier change of any netdev (the parser keeps no other times).
-        newest = [t for t in (_iso_time(e["time"]) for e in parsed["events"]) if t]
-        if events and all(times):
-            until = max(newest)
-            start = until - datetime.timedelta(hours=window_hours)
-            events = [e for e, t in zip(events, times) if t >= start]
-            since, window_applied = start.isoformat(), True
-            until = until.isoformat()
-    # Counted per RDMA netdev: a bond slave's losses are the bond port's.
-    summary = summarize_carrier([dict(e, netdev=e["rdma_netdev"]) for e in events])
+        newest, all_timed = None, True
+        for event in iter_carrier_events(iter_text_lines(data, newest_first), tally):
+            moment = _iso_time(event["time"])
+            if moment is not None and moment > now:
+                future_dated += 1
+            elif moment is not None and (newest is None or moment > newest):
+                newest = moment
+            if moment is None and rdma_netdev_of(event["netdev"], netdevs, sysfs_root) is not None:
+                all_timed = False
+        if newest is not None and all_timed:
+            start = _window_start(newest, window_hours)
+            since, until, window_applied = start.isoformat(), newest.isoformat(), True
+    summary, kept, total, oldest = {}, collections.deque(maxlen=MAX_EVENTS), 0, None
+    tally = {"lines": 0, "records": 0}
+    for event in iter_carrier_events(iter_text_lines(data, newest_first), tally):
+        oldest = oldest or event["time"]
+        owner = rdma_netdev_of(event["netdev"], netdevs, sysfs_root)
+        if owner is None:
+            continue
+        if start is not None:
+            moment = _iso_time(event["time"])
+            if moment is None or moment < start:
+                continue
+        total += 1
+        # Counted per RDMA netdev: a bond slave's losses are the bond port's.
+        count_carrier(summary, owner, event["carrier"])
+        kept.append({"netdev": event["netdev"], "rdma_netdev": owner, "carrier": event["carrier"],
+                     "time": event["time"], "source": event["source"], "message": event["message"]})
     for name, entry in summary.items():
         owner = netdevs.get(name) or {}
         entry["port"] = "%s/%s" % (owner.get("device"), owner.get("port")) if owner.get("device") else None
+    cut = None
+    if cut_at_bytes is not None:
+        since = oldest
+        cut = ("%s printed more than %d bytes for the window; only its newest %d lines were read, so carrier changes "
+               "before %s are not counted" % (source, cut_at_bytes, tally["lines"], oldest or "the newest of them"))
     return {
         "source": source,
         "window_hours": window_hours,
         "window_applied": window_applied,
+        "cut": cut,
         "since": since,
         "until": until,
-        "lines": parsed["lines"],
-        "records": parsed["records"],
+        "future_dated": future_dated,
+        "lines": tally["lines"],
+        "records": tally["records"],
         "netdevs": summary,
-        "events": [{k: e[k] for k in ("netdev", "rdma_netdev", "carrier", "time", "source", "message")} for e in events[-MAX_EVENTS:]],
-        "events_total": len(events),
+        "events": list(kept),
+        "events_total": total,
     }
+
+
+def journal_kernel_log(journalctl, netdevs, sysfs_root, hours):
+    """The kernel log facts of the window's kernel and systemd-networkd messages in the journal.
+
+    journalctl prints them newest first (``--reverse``), so when the output passes
+    ``JOURNAL_MAX_BYTES`` the part read is the newest one; the facts say where the cut fell.
+    """
+    argv = [journalctl, "-o", "short-iso", "--no-pager", "--reverse", "--since", "-%dh" % hours,
+            "_TRANSPORT=kernel", "+", "SYSLOG_IDENTIFIER=systemd-networkd"]
+    run = run_capped(argv, JOURNAL_MAX_BYTES, JOURNAL_TIMEOUT_SECONDS)
+    out = run.stdout if run.rc == 0 or run.cut else b""
+    if run.cut:
+        del out[out.rfind(b"\n") + 1:]  # the oldest line read may be a part of one
+    result = kernel_log_facts(out, netdevs, sysfs_root, hours, "journalctl", True, newest_first=True,
+                              cut_at_bytes=JOURNAL_MAX_BYTES if run.cut else None)
+    if run.timed_out:
+        result["error"] = "journalctl did not finish within %d s" % JOURNAL_TIMEOUT_SECONDS
+    elif run.rc not in (0, None):
+        last = run.stderr.strip().splitlines()
+        result["error"] = "journalctl exited with %d: %s" % (run.rc, last[-1] if last else "no message")
+    return result

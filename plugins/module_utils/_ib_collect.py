@@ -21,6 +21,9 @@ from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather
 KERNEL_LOG = "kernel_log"
 SUBSET_CHOICES = ["all"] + list(SUBSETS) + [KERNEL_LOG]
 KERNEL_LOG_MAX_BYTES = 64 * 1024 * 1024
+# Bounds of the options: ten years of log, five minutes between two counter reads (the module waits).
+KERNEL_LOG_WINDOW_MAX_HOURS = 87600
+COUNTERS_INTERVAL_MAX_SECONDS = 300
 
 # The options of the RDMA facts, shared by the modules that gather them.
 IB_OPTIONS = {
@@ -55,8 +58,9 @@ def _resample_counters(module, facts):
     """Time stamp the counters; with ``counters_interval`` keep them as the earlier sample, wait, and
     read them again (from ``counters_resample_root`` when given), so one call yields a delta."""
     interval = module.params["counters_interval"]
-    if interval < 0:
-        module.fail_json(msg="counters_interval is %s; expected a number of seconds of 0 or more (0: one sample)" % interval)
+    if not 0 <= interval <= COUNTERS_INTERVAL_MAX_SECONDS:  # also false for NaN
+        module.fail_json(msg="counters_interval is %s; expected a number of seconds from 0 to %d (0: one sample)"
+                         % (interval, COUNTERS_INTERVAL_MAX_SECONDS))
     facts["counters_time"] = time.time()
     if not interval:
         return
@@ -78,11 +82,12 @@ def _resample_counters(module, facts):
 def _kernel_log(module, facts, root):
     """Carrier events of the RDMA netdevs in the kernel log window: from ``kernel_log_file``, or
     from ``journalctl -k`` on the node (which keeps only the window itself)."""
-    from ansible_collections.rdma.node.plugins.module_utils._health_collect import kernel_log_facts
+    from ansible_collections.rdma.node.plugins.module_utils._health_collect import journal_kernel_log, kernel_log_facts
 
     hours = module.params["kernel_log_window_hours"]
-    if hours < 1:
-        module.fail_json(msg="kernel_log_window_hours is %s; expected a whole number of hours of 1 or more" % hours)
+    if not 1 <= hours <= KERNEL_LOG_WINDOW_MAX_HOURS:
+        module.fail_json(msg="kernel_log_window_hours is %s; expected a whole number of hours from 1 to %d (ten years)"
+                         % (hours, KERNEL_LOG_WINDOW_MAX_HOURS))
     path = module.params["kernel_log_file"]
     if path:
         try:
@@ -91,16 +96,9 @@ def _kernel_log(module, facts, root):
             module.fail_json(msg="kernel_log_file: %s" % exc)
         if data is None:
             module.fail_json(msg="kernel_log_file %s does not exist; expected saved journalctl -k or dmesg output" % path)
-        return kernel_log_facts(data.decode("utf-8", "replace"), facts["netdevs"], root, hours, path, False)
+        return kernel_log_facts(data, facts["netdevs"], root, hours, path, False)
     journalctl = module.get_bin_path("journalctl")
     if journalctl is None:
         return dict(kernel_log_facts("", facts["netdevs"], root, hours, None, True), error="journalctl is not installed")
-    # Kernel messages and systemd-networkd's carrier lines, both in the window, oldest first.
-    argv = [journalctl, "-o", "short-iso", "--no-pager", "--since", "-%dh" % hours, "_TRANSPORT=kernel", "+",
-            "SYSLOG_IDENTIFIER=systemd-networkd"]
-    rc, out, err = module.run_command(argv)
-    result = kernel_log_facts(out if rc == 0 else "", facts["netdevs"], root, hours, "journalctl", True)
-    if rc != 0:
-        last = (err or "").strip().splitlines()
-        result["error"] = "journalctl exited with %d: %s" % (rc, last[-1] if last else "no message")
-    return result
+    # Kernel messages and systemd-networkd's carrier lines of the window, read with a bound.
+    return journal_kernel_log(journalctl, facts["netdevs"], root, hours)

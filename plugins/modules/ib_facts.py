@@ -334,14 +334,20 @@ ansible_facts:
             - C(events) holds the newest 50 events (C(events_total) counts them all). C(window_applied)
               is V(false) for a saved file whose records carry no ISO time stamp (all of it counts);
               C(since)/C(until) bound a saved file's window. C(error) says why C(journalctl) gave nothing.
+            - A saved file's window ends at its newest carrier change that is not after the node's clock;
+              C(future_dated) counts the changes dated later (they count, but do not move the window).
+            - C(journalctl) is read newest first, up to 64 MiB and 120 s; when it printed more, C(cut)
+              says so and C(since) is the oldest carrier change read (else C(cut) is V(null)).
           type: dict
           returned: when the kernel_log subset is gathered
           sample:
             source: journalctl
             window_hours: 24
             window_applied: true
+            cut: null
             since: null
             until: null
+            future_dated: 0
             lines: 5120
             records: 5120
             netdevs:
