@@ -84,7 +84,7 @@ def parse_container_labels(text):
     """The CRI labels of a ``ctr containers info`` JSON document, under the facts' names; None when it is not one."""
     try:
         info = json.loads(text or "")
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(info, dict):
         return None

@@ -256,6 +256,8 @@ def parse_rdma_system(data):
             loaded = json.loads(text)
         except ValueError:
             raise HealthTextError("parse_rdma_system: the output starts like JSON but is not JSON") from None
+        except RecursionError:  # rdma -j system prints one flat object
+            raise HealthTextError("parse_rdma_system: the JSON is nested too deeply to be rdma -j system output") from None
         netns = loaded.get("netns") if isinstance(loaded, dict) else None
         if netns not in ("shared", "exclusive"):
             raise HealthTextError("parse_rdma_system: the JSON has no netns of shared or exclusive: %s" % text[:80])

@@ -790,6 +790,8 @@ def _json_list(text):
         items = json.loads(text, parse_constant=lambda name: None)
     except ValueError:
         return None
+    except RecursionError:  # rdma -j link prints a list of flat objects: three levels at most
+        raise IbTextError("parse_rdma_link: the JSON is nested too deeply to be rdma -j link output") from None
     if isinstance(items, dict):
         return [items]
     return items if isinstance(items, list) else None
