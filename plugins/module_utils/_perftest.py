@@ -83,7 +83,11 @@ def build_argv(tool, device=None, ib_port=None, gid_index=None, size=None, all_s
         argv.append("--report_gbits")
     argv += [str(arg) for arg in (extra_args or [])]
     if server:
-        argv.append(server)
+        if server.strip().startswith("-"):
+            raise PerftestError("server %r is not a host name or address: it starts with '-', which perftest would "
+                                "read as an option" % server.strip())
+        # "--" ends the options (perftest parses them with getopt_long): the address is never one.
+        argv += ["--", server]
     return argv
 
 

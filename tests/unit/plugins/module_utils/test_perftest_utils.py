@@ -294,7 +294,7 @@ def test_build_argv():
     assert pt.build_argv("ib_write_bw", device="mlx5_1", ib_port=1, gid_index=3, size=65536, qps=2,
                          iterations=5000, port=18600, extra_args=["-F"], server="10.0.0.2") == [
         "ib_write_bw", "-d", "mlx5_1", "-i", "1", "-x", "3", "-s", "65536", "-q", "2", "-n", "5000",
-        "-p", "18600", "--report_gbits", "-F", "10.0.0.2"]
+        "-p", "18600", "--report_gbits", "-F", "--", "10.0.0.2"]
     assert pt.build_argv("ib_write_lat", all_sizes=True) == ["ib_write_lat", "-a"]
     assert pt.build_argv("ib_read_bw", report_gbits=False) == ["ib_read_bw"]
 
@@ -312,6 +312,15 @@ def test_build_argv_rejects(kwargs, message):
     with pytest.raises(pt.PerftestError) as err:
         pt.build_argv(**kwargs)
     assert str(err.value) == message
+
+
+@pytest.mark.parametrize("server", ["--run_infinitely", "--out_json_file=/etc/cron.d/x", "-R", "-", " -x"])
+def test_a_server_that_would_be_an_option_is_refused(server):
+    """Issue 24, item 14: the server address was the last argument, so "--run_infinitely" became an option."""
+    with pytest.raises(pt.PerftestError) as err:
+        pt.build_argv("ib_write_bw", server=server)
+    assert str(err.value) == ("server %r is not a host name or address: it starts with '-', which perftest would "
+                              "read as an option" % server.strip())
 
 
 def test_with_deadline():
