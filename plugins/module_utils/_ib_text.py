@@ -141,6 +141,11 @@ def _input_text(data, parser):
     )
 
 
+# A "#" after whitespace starts an operator's comment (a "#" at the start of a line is a prompt or a
+# whole-line comment, see is_shell_prompt).
+_TRAILING_COMMENT = re.compile(r"(?<=\s)#")
+
+
 def _clean(line):
     """Return a line without colours, borders, quote marks and indentation; '' for a line that says nothing."""
     line = _ANSI.sub("", line).strip(_STRIP_CHARS)
@@ -186,6 +191,11 @@ class _Reader:
             if _REDACTED.match(line):
                 self.note(number, line, "a redaction mark: the listing around it is incomplete")
                 continue
+            comment = _TRAILING_COMMENT.search(line)
+            if comment:
+                # No tool prints " #"; an operator annotating a paste does ("ib0 (Up)  # rack 3").
+                self.note(number, line, "a comment after the text, not read")
+                line = line[:comment.start()].rstrip()
             yield number, line
 
     def note(self, number, line, reason):

@@ -43,7 +43,8 @@ options:
         O(state=present)); its directory must exist.
       - When the file has to change and its directory is not writable (for example a read-only file
         system), the task fails, in check mode too.
-      - It must be a regular file (a FIFO, socket or device is refused) of at most 64 MiB.
+      - It must be a regular file (a FIFO, socket or device is refused) of at most 64 MiB. A UTF-8 byte order
+        mark at its start, which containerd accepts, is kept.
       - B(Concurrent runs.) The file is read, edited on the controller and written back in separate
         steps; the write happens under an advisory lock on the file's directory and only when the file
         still has the digest it had when read (compare-and-swap). When another run changed it in

@@ -96,6 +96,17 @@ def test_oci_rlimits_nul_in_path(tmp_path, run_module):
         str(tmp_path) + "/spec\x00.json")
 
 
+@pytest.mark.parametrize("path", ["spec.json", "-", "-x.json", "./etc/spec.json", "~spec.json"])
+def test_oci_rlimits_refuses_a_path_that_is_not_absolute(tmp_path, run_module, monkeypatch, path):
+    """Issue 24, item 13: a relative path wrote the file, then failed with "No such file or directory: b''"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "etc").mkdir()
+    result = run_module(oci_rlimits, {"path": path, "rlimits": MEMLOCK})
+    assert result.failed
+    assert result["msg"] == ("path must be the absolute path of the OCI runtime spec on the node, got %r." % path)
+    assert listing(tmp_path) == ["etc"] and listing(tmp_path / "etc") == []
+
+
 # --------------------------------------------------------------------------------------------------
 # systemd_limits
 # --------------------------------------------------------------------------------------------------
