@@ -165,7 +165,7 @@ notes:
     is read and planned again. A key file that is a link, not this user's, readable or writable by
     others, or not 32 bytes, and an unusable cache directory, turn the cache off with a warning (every run
     then reads and plans the whole file).
-  - B(What it trusts from a node.) Nothing it did not send: a node that answers with a digest it was not
+  - B(What it trusts from a node.) Nothing it did not send; a node that answers with a digest it was not
     offered, or sends a text whose SHA-256 is not the one it reports, fails the task before anything is
     planned, transferred or written.
   - Under containerd 1.6 a file listed in C(imports) that has a C([plugins."io.containerd.grpc.v1.cri"])

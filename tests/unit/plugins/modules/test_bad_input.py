@@ -262,8 +262,8 @@ def test_ib_facts_unicode_digits_and_non_utf8_names(tmp_path, run_module):
 def test_ib_facts_one_bad_number_loses_nothing_else(tmp_path, run_module):
     """Issue 24, item 5: a Unicode digit in a link width, a GID file name or a counter is null with a warning."""
     tree = sysfs_tree.TreeBuilder(str(tmp_path))
-    device = tree.hca("mlx5_0", "0000:3b:00.0", pcie={"current_speed": "16.0 GT/s PCIe", "max_speed": "16.0 GT/s PCIe",
-                                                    "current_width": "\u00b2", "max_width": "16"})
+    link = {"current_speed": "16.0 GT/s PCIe", "max_speed": "16.0 GT/s PCIe", "current_width": "\u00b2", "max_width": "16"}
+    device = tree.hca("mlx5_0", "0000:3b:00.0", pcie=link)
     port = tree.port(device, 1, link_layer="Ethernet", ndevs=["ens1f0"],
                      counters={"symbol_error": "-5", "link_downed": "1\uff12", "port_rcv_errors": "2"})
     tree.write(port + "/gids/\u00b2", "fe80:0000:0000:0000:0000:0000:0000:0001")
