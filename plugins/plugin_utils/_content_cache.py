@@ -83,24 +83,24 @@ def is_digest(value) -> bool:
     return isinstance(value, str) and bool(_DIGEST.match(value))
 
 
-def default_directory(environ: t.Optional[t.Mapping[str, str]] = None) -> str:
-    """The cache directory the environment asks for (see the module's docstring)."""
+def _per_user_path(environ, variable, base_variable, base_fallback, *parts) -> str:
+    """``$variable`` when set, else ``parts`` below ``$base_variable`` or ``~/base_fallback``."""
     environ = os.environ if environ is None else environ
-    configured = environ.get(ENV_DIRECTORY)
+    configured = environ.get(variable)
     if configured:
         return os.path.abspath(os.path.expanduser(configured))
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(os.path.abspath(base), "rdma-node", "content")
+    base = environ.get(base_variable) or os.path.join(os.path.expanduser("~"), base_fallback)
+    return os.path.join(os.path.abspath(base), *parts)
+
+
+def default_directory(environ: t.Optional[t.Mapping[str, str]] = None) -> str:
+    """The cache directory the environment asks for (see the module's docstring)."""
+    return _per_user_path(environ, ENV_DIRECTORY, "XDG_CACHE_HOME", ".cache", "rdma-node", "content")
 
 
 def default_key_path(environ: t.Optional[t.Mapping[str, str]] = None) -> str:
     """The key file that authenticates records: per user, and outside any cache directory."""
-    environ = os.environ if environ is None else environ
-    configured = environ.get(ENV_KEY)
-    if configured:
-        return os.path.abspath(os.path.expanduser(configured))
-    base = environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(os.path.abspath(base), "rdma-node", "content-cache.key")
+    return _per_user_path(environ, ENV_KEY, "XDG_CONFIG_HOME", ".config", "rdma-node", "content-cache.key")
 
 
 def max_bytes_from(environ: t.Optional[t.Mapping[str, str]] = None) -> t.Tuple[int, t.Optional[str]]:

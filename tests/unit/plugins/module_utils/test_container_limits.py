@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import multiprocessing
 import subprocess
 
 import pytest
@@ -255,44 +254,29 @@ def pidfile_reader(tmp_path, pidfile, proc="/proc"):
     return cl.Reader(lambda argv: (1, "", ""), "ctr", str(tmp_path / "none.sock"), None, proc=proc, pidfile=str(pidfile))
 
 
-def bounded(function, seconds=10):
-    """Run ``function`` in a child process: a reader that blocks shows as a timeout, not a hung test run."""
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    child = context.Process(target=lambda: queue.put(function()))
-    child.start()
-    child.join(seconds)
-    if child.is_alive():
-        child.kill()
-        child.join()
-        raise AssertionError("still reading after %d s: the reader blocked" % seconds)
-    assert child.exitcode == 0, "the reader raised (exit code %s)" % child.exitcode
-    return queue.get(timeout=5)
-
-
 @pytest.mark.parametrize("content", ["²", "٣", "1_0", "+1", "-1", "0x10", str(2 ** 64), "1e3", "  "])
-def test_a_pidfile_without_a_process_id_is_one_sentence(tmp_path, content):
+def test_a_pidfile_without_a_process_id_is_one_sentence(tmp_path, content, in_child):
     pidfile = tmp_path / "containerd.pid"
     pidfile.write_text(content + "\n", encoding="utf-8")
-    facts = bounded(lambda: cl.gather(pidfile_reader(tmp_path, pidfile), "containerd.service")["containerd"])
+    facts = in_child(lambda: cl.gather(pidfile_reader(tmp_path, pidfile), "containerd.service")["containerd"])
     assert (facts["pid"], facts["active_state"]) == (0, "inactive")
     assert facts["error"] == "its pidfile %s holds %r, not a process id" % (pidfile, content.strip())
 
 
-def test_a_fifo_as_pidfile_does_not_hang_the_module(tmp_path):
+def test_a_fifo_as_pidfile_does_not_hang_the_module(tmp_path, in_child):
     pidfile = tmp_path / "containerd.pid"
     os.mkfifo(pidfile)
-    facts = bounded(lambda: cl.gather(pidfile_reader(tmp_path, pidfile), "containerd.service")["containerd"])
+    facts = in_child(lambda: cl.gather(pidfile_reader(tmp_path, pidfile), "containerd.service")["containerd"])
     assert (facts["pid"], facts["active_state"]) == (0, "inactive")
     assert facts["error"] == ("its pidfile %s could not be read: %s is a FIFO (named pipe), not a regular file; "
                               "expected containerd's pidfile (a process id)." % (pidfile, pidfile))
 
 
-def test_a_fifo_as_a_process_limits_file_does_not_hang(tmp_path):
+def test_a_fifo_as_a_process_limits_file_does_not_hang(tmp_path, in_child):
     proc = tmp_path / "proc"
     (proc / "4242").mkdir(parents=True)
     os.mkfifo(proc / "4242" / "limits")
     pidfile = tmp_path / "containerd.pid"
     pidfile.write_text("4242\n")
-    facts = bounded(lambda: cl.gather(pidfile_reader(tmp_path, pidfile, proc=str(proc)), "containerd.service")["containerd"])
+    facts = in_child(lambda: cl.gather(pidfile_reader(tmp_path, pidfile, proc=str(proc)), "containerd.service")["containerd"])
     assert facts["pid"] == 0 and facts["error"] == "process 4242 of the pidfile %s does not run" % pidfile

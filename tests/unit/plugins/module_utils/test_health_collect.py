@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import signal
 import sys
 import tracemalloc
 
@@ -19,16 +18,6 @@ from testpaths import FIXTURES
 LOGS = FIXTURES / "cmd/kernel_log"
 
 
-@pytest.fixture
-def no_hang():
-    """A module that blocks for 20 s (sleeps, waits on a pipe) fails the test instead of hanging the run."""
-    def _alarm(signum, frame):
-        raise AssertionError("the module blocked")
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 def bonded_tree(root):

@@ -5,7 +5,6 @@ is no perftest output at all."""
 from __future__ import annotations
 
 import json
-import signal
 
 import pytest
 
@@ -77,18 +76,6 @@ def test_text_with_nothing_of_perftest_is_refused_unless_it_is_a_run():
     # The output of a run is whatever the run printed: classified, never refused.
     parsed = parse_perftest("Segmentation fault\n", rc=139, role="client")
     assert parsed["failure"]["cause"] == "unknown" and parsed["notes"][0]["line"] == 1
-
-
-@pytest.fixture
-def no_hang():
-    """A parse that runs for 20 s fails the test instead of the run."""
-    def _alarm(signum, frame):
-        raise AssertionError("the parse ran for 20 s")
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 def test_many_unrecognised_lines_are_linear_and_their_notes_capped(no_hang):

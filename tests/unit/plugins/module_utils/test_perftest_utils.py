@@ -441,22 +441,6 @@ def test_background_server_listening_and_stop(fake, monkeypatch):
 # -- a /proc that is not the kernel's (issue 24, items 5 and 7) --------------------------------------
 
 
-def bounded(function, seconds=10):
-    """Run ``function`` in a child process: a blocked read shows as a failure, not a hung test run."""
-    import multiprocessing
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    child = context.Process(target=lambda: queue.put(function()))
-    child.start()
-    child.join(seconds)
-    if child.is_alive():
-        child.kill()
-        child.join()
-        raise AssertionError("still reading after %d s: the reader blocked" % seconds)
-    assert child.exitcode == 0, "the reader raised (exit code %s)" % child.exitcode
-    return queue.get(timeout=5)
-
-
 def fake_proc(tmp_path):
     proc = tmp_path / "proc"
     (proc / "net").mkdir(parents=True)
@@ -479,18 +463,18 @@ def test_group_and_ports_of_a_fake_proc(tmp_path):
 
 
 @pytest.mark.parametrize("fifo", ["101/stat", "net/tcp"])
-def test_a_fifo_in_proc_does_not_hang_the_readers(tmp_path, fifo):
+def test_a_fifo_in_proc_does_not_hang_the_readers(tmp_path, fifo, in_child):
     proc = fake_proc(tmp_path)
     (proc / fifo).unlink()
     os.mkfifo(proc / fifo)
-    pids = bounded(lambda: sorted(pt.group_pids(100, str(proc))))
-    ports = bounded(lambda: pt.listening_ports([100], str(proc)))
+    pids = in_child(lambda: sorted(pt.group_pids(100, str(proc))))
+    ports = in_child(lambda: pt.listening_ports([100], str(proc)))
     assert pids == ([100] if fifo == "101/stat" else [100, 101])
     assert ports == (set() if fifo == "net/tcp" else {0x4A39})
 
 
-def test_a_process_directory_named_with_a_unicode_digit_is_not_a_process(tmp_path):
+def test_a_process_directory_named_with_a_unicode_digit_is_not_a_process(tmp_path, in_child):
     proc = fake_proc(tmp_path)
     (proc / "\u00b2").mkdir()
     (proc / "\u00b2" / "stat").write_text("2 (x) S 1 100 100 0 -1\n")
-    assert bounded(lambda: sorted(pt.group_pids(100, str(proc)))) == [100, 101]
+    assert in_child(lambda: sorted(pt.group_pids(100, str(proc)))) == [100, 101]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import stat
 
 import pytest
@@ -30,17 +29,6 @@ from testpaths import FIXTURES
 SPEC_FIXTURE = FIXTURES / "containerd/oci_spec/debian12_containerd-1.6.20_ctr-oci-spec.json"
 MEMLOCK = [{"type": "RLIMIT_MEMLOCK", "soft": 4194304, "hard": 4194304}]
 UNIT = "[Service]\nExecStart=/usr/bin/containerd\nLimitNOFILE=infinity\n"
-
-
-@pytest.fixture
-def no_hang():
-    def _alarm(signum, frame):
-        raise AssertionError("the module blocked")
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 def listing(path):

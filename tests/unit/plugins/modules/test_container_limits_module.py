@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 
 import pytest
 
@@ -47,18 +46,6 @@ def test_check_mode_starts_no_test_container(run_module, tmp_path):
 def test_bad_options_are_one_sentence(run_module, args, msg):
     result = run_module(container_limits, args)
     assert result.failed and result["msg"] == msg
-
-
-@pytest.fixture
-def no_hang():
-    """A module that blocks for 20 s fails the test instead of hanging the run."""
-    def _alarm(signum, frame):
-        raise AssertionError("the module blocked")
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.mark.parametrize("content", ["fifo", "\u00b2", "\u0663"])

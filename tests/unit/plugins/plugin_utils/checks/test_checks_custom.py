@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import signal
 
 import pytest
 import sysfs_tree
@@ -125,18 +124,6 @@ def test_the_readmes_example_finds_the_card_off_the_pinned_firmware():
 
 
 # --------------------------------------------------------------------------- hostile expressions (issue 24, item 10)
-
-
-@pytest.fixture
-def no_hang():
-    """An expression that runs for 20 s fails the test instead of the run."""
-    def _alarm(signum, frame):
-        raise AssertionError("the expression ran for 20 s")
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.mark.parametrize("expression", ["(" * 2000 + "rdma" + ")" * 2000, "[" * 3000 + "rdma" + "]" * 3000,
