@@ -18,8 +18,6 @@ from testpaths import FIXTURES
 LOGS = FIXTURES / "cmd/kernel_log"
 
 
-
-
 def bonded_tree(root):
     """A RoCE bond (bond1) over ens3f0/ens3f1 and an unrelated bond0 over eno49/eno50."""
     tree = sysfs_tree.TreeBuilder(root)
