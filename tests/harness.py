@@ -174,7 +174,10 @@ _CONTENT_CACHE = []
 
 
 def _content_cache() -> str:
-    """rdma.node.containerd_runtime's controller cache for this test session, not the user's own."""
+    """rdma.node.containerd_runtime's controller cache for this test session, not the user's own.
+
+    Its key file (which authenticates the cache's records) is beside it, ``<directory>.key``.
+    """
     if not _CONTENT_CACHE:
         _CONTENT_CACHE.append(tempfile.mkdtemp(prefix="rdma-node-content-cache-"))
     return _CONTENT_CACHE[0]
@@ -185,6 +188,7 @@ def ansible_environment(env=None, fact_cache=None, collections_root=None) -> dic
     environment = dict(os.environ)
     environment.update(BASE_ENVIRONMENT)
     environment.setdefault("RDMA_NODE_CONTENT_CACHE", _content_cache())
+    environment.setdefault("RDMA_NODE_CONTENT_CACHE_KEY", _content_cache() + ".key")
     environment["ANSIBLE_COLLECTIONS_PATH"] = str(collections_root or COLLECTIONS_PATH)
     environment["PATH"] = str(BIN) + os.pathsep + environment.get("PATH", "")  # ansible-* of the venv first
     if fact_cache is not None:

@@ -30,10 +30,15 @@ gets a conflict, reads the file again and re-plans its edit on top (up to ``_CAS
 so parallel edits all land or the task fails saying so - never a lost update reported as changed.
 
 Not shipping what the controller already has (``_content_cache``): the controller keeps every text it
-read or wrote, addressed by SHA-256, and remembers per host and per path the digests it saw last.
-Step 1 sends those digests (the module's documented ``known_sha256``); a file that still has one of
-them comes back as its digest alone and its text is taken from the cache (verified against the
-digest; on a miss, step 1 runs once more without digests). A plan that found nothing to change is
+read or wrote, addressed by SHA-256, and remembers per host and path the digests it saw last.
+Step 1 sends that host's digests (the module's documented ``known_sha256``); a file that still has one
+of them comes back as its digest alone and its text is taken from the cache (verified against the
+digest; on a miss, step 1 runs once more without digests).
+
+A node is not trusted with other nodes' files (config.toml holds registry credentials): a host is
+offered only digests of texts that it sent or that were written to it, and an answer that claims
+any other digest, or sends a text whose SHA-256 is not the one it reports, fails the task before
+anything is planned, so no other host's text is ever planned, transferred or written for it. A plan that found nothing to change is
 remembered too, keyed by everything it depends on (the file's digest and real path, every option,
 the node's containerd version and default config, and the planner's own code), so an idempotent
 re-run of an unchanged file neither transfers nor parses it. Anything that changes (check mode,
@@ -67,16 +72,15 @@ from ansible_collections.rdma.node.plugins.plugin_utils._containerd_config impor
     validation_text,
 )
 from ansible_collections.rdma.node.plugins.plugin_utils import _containerd_config, _toml_splice
-from ansible_collections.rdma.node.plugins.plugin_utils._content_cache import ContentCache, sha256_hex
+from ansible_collections.rdma.node.plugins.plugin_utils._content_cache import ContentCache, is_digest, sha256_hex
 
 display = Display()
 
 # Rounds of read, plan, compare-and-swap before giving up on a file that keeps changing under us.
 _CAS_ATTEMPTS = 10
 
-# How many digests per host, and per path across hosts, step 1 offers the node.
+# How many digests of a path's texts step 1 offers the host they came from.
 _KNOWN_PER_HOST = 4
-_KNOWN_PER_PATH = 16
 
 _LOG_MSG = re.compile(r'level=(?P<level>\w+) msg="(?P<msg>(?:[^"\\]|\\.)*)"')
 
@@ -158,8 +162,8 @@ class ActionModule(ActionBase):
     def _read_node(self, args, task_vars, offer_known=True):
         """Step 1: the module reads the file and what containerd says; a failure keeps its reason.
 
-        With ``offer_known`` the node is told the digests the cache holds for this path; a file that
-        has one of them comes back without its text (``content_known``).
+        With ``offer_known`` the node is told the digests the cache holds for this host and path; a
+        file that has one of them comes back without its text (``content_known``).
         """
         module_args = dict(args)
         known = self._known_digests() if offer_known else []
@@ -170,38 +174,31 @@ class ActionModule(ActionBase):
         if node_result.get("failed") or "node" not in node_result:
             raise AnsibleActionFail(_node_failure(node_result),
                                     result={k: v for k, v in node_result.items() if k not in ("msg", "failed")})
-        node = node_result["node"]
+        node = _trusted_answer(node_result["node"], known, args["path"])
         if node.get("content") is not None:
-            self._remember_text(node["content"], node["sha256"])
+            self._remember_text(node["content"])
         return node
 
     # -- the controller cache ------------------------------------------------------------------------
 
-    def _index_keys(self):
-        """(record key, how many digests it keeps): this host's digests of the path, then any host's."""
-        path = self._args["path"]
-        return (({"index": "host", "host": self._host, "path": path}, _KNOWN_PER_HOST),
-                ({"index": "path", "path": path}, _KNOWN_PER_PATH))
+    def _index_key(self):
+        """The record listing the digests of this host's texts at this path, newest first."""
+        return {"index": "host", "host": self._host, "path": self._args["path"]}
 
     def _known_digests(self):
-        """The digests of this path's contents that the cache holds: this host's first, then any host's."""
-        known = []
-        for key, dummy in self._index_keys():
-            digests = self._cache.get_record(key)
-            for digest in digests if isinstance(digests, list) else []:
-                if digest not in known and self._cache.has(digest):
-                    known.append(digest)
-        return known
+        """The digests of this host's texts at this path that the cache still holds."""
+        digests = self._cache.get_record(self._index_key())
+        return [digest for digest in digests if is_digest(digest) and self._cache.has(digest)] \
+            if isinstance(digests, list) else []
 
-    def _remember_text(self, text, digest=None):
-        """Keep ``text`` (read from, or written to, this path) and note its digest for the next run."""
+    def _remember_text(self, text):
+        """Keep ``text`` (read from, or written to, this host's path) and note its digest for the next run."""
         stored = self._cache.put(to_bytes(text))
-        if stored is None or (digest is not None and stored != digest):
+        if stored is None:
             return
-        for key, limit in self._index_keys():
-            digests = self._cache.get_record(key)
-            digests = [d for d in digests if d != stored] if isinstance(digests, list) else []
-            self._cache.put_record(key, [stored] + digests[:limit - 1])
+        digests = self._cache.get_record(self._index_key())
+        digests = [d for d in digests if d != stored] if isinstance(digests, list) else []
+        self._cache.put_record(self._index_key(), [stored] + digests[:_KNOWN_PER_HOST - 1])
 
     def _node_text(self, node, args, task_vars):
         """``node`` with the file's text: from the node, else from the cache, else read again in full."""
@@ -377,6 +374,32 @@ class ActionModule(ActionBase):
         if write_result.get("backup_file"):
             written["backup_file"] = write_result["backup_file"]
         return written
+
+
+def _trusted_answer(node, offered, path):
+    """The read step's answer, once it is consistent: a node is trusted with nothing it did not send.
+
+    Its text must have the SHA-256 it reports (the digest keys the remembered plans), and a file it
+    answers with only a digest must have one of the digests it was ``offered``: those are texts this
+    host sent or was sent, so the text taken from the cache is never another host's.
+    """
+    digest = node.get("sha256") if isinstance(node, dict) else None
+    if not (is_digest(digest) or (digest == "" and not node.get("exists"))):
+        raise AnsibleActionFail("%s: the node's answer has no SHA-256 of the file; nothing was changed." % path)
+    content = node.get("content")
+    if content is not None:
+        actual = sha256_hex(to_bytes(content)) if isinstance(content, str) else "not a text"
+        if actual != digest:
+            raise AnsibleActionFail("%s: the node reported the SHA-256 %s but sent a text whose SHA-256 is %s; "
+                                    "nothing was changed." % (path, digest, actual))
+    elif node.get("content_known") and digest not in offered:
+        raise AnsibleActionFail("%s: the node answered with only the SHA-256 %s, which the controller did not offer "
+                                "it (a host is offered only digests of texts it sent or was sent); nothing was "
+                                "changed." % (path, digest))
+    elif node.get("exists") and not node.get("content_known"):
+        raise AnsibleActionFail("%s: the node said the file exists but sent neither its text nor a digest it was "
+                                "offered; nothing was changed." % path)
+    return node
 
 
 def _node_failure(node_result):

@@ -90,6 +90,7 @@ options:
       - With the V(counters) subset, V(0) reads the counters once. A positive number of seconds keeps
         that read as C(ansible_facts.rdma.counters_earlier), waits, and reads the counters again, so
         one call yields a delta and a rate.
+      - At most V(300) (the module waits that long on the node); infinity and NaN are refused.
     type: float
     default: 0
   counters_resample_root:
@@ -105,8 +106,9 @@ options:
     type: path
   kernel_log_window_hours:
     description:
-      - With the V(kernel_log) subset, how many hours of the kernel log count. Without O(kernel_log_file),
-        C(journalctl -o short-iso --since -<N>h) reads the kernel's and systemd-networkd's messages of that window.
+      - With the V(kernel_log) subset, how many hours of the kernel log count, from V(1) to V(87600) (ten
+        years). Without O(kernel_log_file), C(journalctl -o short-iso --reverse --since -<N>h) reads the
+        kernel's and systemd-networkd's messages of that window, newest first, at most 64 MiB of them.
     type: int
     default: 24
 """

@@ -22,6 +22,8 @@ import shutil
 import tempfile
 import time
 
+from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes, read_lenient
+from ansible_collections.rdma.node.plugins.module_utils._numbers import parse_uint
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RlimitError, parse_rlimit_value
 from ansible_collections.rdma.node.plugins.module_utils._subsets import CONTAINER_LIMITS, declare
 from ansible_collections.rdma.node.plugins.module_utils._systemd_dropin import parse_systemctl_show
@@ -49,6 +51,10 @@ CRI_LABELS = {
     "io.cri-containerd.kind": "kind",
 }
 PROBE_NAMESPACE = "rdma-node-probe"
+# Linux's PID_MAX_LIMIT (include/linux/threads.h): no process id is larger.
+PID_MAX = 2 ** 22
+_SMALL_FILE = 64 * 1024
+_SPEC_MAX_BYTES = 64 * 1024 * 1024
 # Seconds the probe's container gets after its timeout before it is killed.
 PROBE_KILL_AFTER = 5
 
@@ -86,7 +92,7 @@ def parse_container_labels(text):
     """The CRI labels of a ``ctr containers info`` JSON document, under the facts' names; None when it is not one."""
     try:
         info = json.loads(text or "")
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(info, dict):
         return None
@@ -154,30 +160,31 @@ class Reader:
         return self.run(argv + list(args))
 
     def process_limits(self, pid):
-        """The limits of process ``pid``, or None when it is gone (or cannot be read)."""
-        try:
-            with open(os.path.join(self.proc, str(pid), "limits")) as handle:
-                return parse_limits(handle.read())
-        except OSError:
-            return None
+        """The limits of process ``pid``, or None when it is gone (or its file is not a readable regular file)."""
+        data = read_lenient(os.path.join(self.proc, str(pid), "limits"), "a process's limits", _SMALL_FILE)
+        return None if data is None else parse_limits(data.decode("utf-8", "replace"))
 
     def containerd_by_pidfile(self, unit):
         """containerd's process named by a pidfile (a containerd that systemd does not run); no systemd limits."""
         result = {"unit": unit, "pid": 0, "active_state": "inactive", "memlock": None, "nofile": None, "systemd": {}, "error": None}
         try:
-            with open(self.pidfile) as handle:
-                pid = handle.read().strip()
-        except OSError as exc:
-            result["error"] = "its pidfile %s could not be read: %s" % (self.pidfile, exc.strerror)
+            data = read_bytes(self.pidfile, "containerd's pidfile (a process id)", _SMALL_FILE)
+        except FileReadError as exc:
+            result["error"] = "its pidfile %s could not be read: %s" % (self.pidfile, exc)
             return result
-        if not pid.isdigit() or int(pid) <= 0:
-            result["error"] = "its pidfile %s holds %r, not a process id" % (self.pidfile, pid[:40])
+        if data is None:
+            result["error"] = "its pidfile %s could not be read: No such file or directory" % self.pidfile
             return result
-        limits = self.process_limits(int(pid))
+        text = data.decode("utf-8", "replace").strip()
+        pid = parse_uint(text, self.pidfile)
+        if pid is None or not 0 < pid <= PID_MAX:
+            result["error"] = "its pidfile %s holds %r, not a process id" % (self.pidfile, text[:40])
+            return result
+        limits = self.process_limits(pid)
         if limits is None:
-            result["error"] = "process %s of the pidfile %s does not run" % (pid, self.pidfile)
+            result["error"] = "process %d of the pidfile %s does not run" % (pid, self.pidfile)
             return result
-        result.update(limits, pid=int(pid), active_state="active")
+        result.update(limits, pid=pid, active_state="active")
         return result
 
     def containerd(self, unit):
@@ -196,8 +203,8 @@ class Reader:
         shown = parse_systemctl_show(out)
         result["active_state"] = shown.get("ActiveState")
         result["systemd"] = {key: shown[key] for key in SYSTEMD_LIMITS if key in shown}
-        pid = shown.get("MainPID", "0")
-        result["pid"] = int(pid) if pid.isdigit() else 0
+        pid = parse_uint(shown.get("MainPID", "0"), "systemctl show %s (MainPID)" % unit)
+        result["pid"] = pid if pid is not None and pid <= PID_MAX else 0
         if result["pid"] > 0:
             limits = self.process_limits(result["pid"])
             if limits is None:
@@ -250,10 +257,12 @@ class Reader:
             return probe
         probe["source"], probe["root"] = ("image", image) if has_image else ("rootfs", rootfs)
         try:
-            with open(spec_path) as handle:
-                spec = json.load(handle)
-        except (OSError, ValueError) as exc:
-            probe["error"] = "cannot read the spec %s: %s" % (spec_path, getattr(exc, "strerror", None) or exc)
+            data = read_bytes(spec_path, "an OCI runtime spec (JSON)", _SPEC_MAX_BYTES)
+            if data is None:
+                raise FileReadError("No such file or directory")
+            spec = json.loads(data)
+        except (FileReadError, ValueError, RecursionError) as exc:
+            probe["error"] = "cannot read the spec %s: %s" % (spec_path, exc)
             return probe
         container_id = "rdma-node-probe-%s-%d" % (time.strftime("%Y%m%dT%H%M%S", time.gmtime()), os.getpid())
         workdir = tempfile.mkdtemp(prefix="rdma-node-probe.")

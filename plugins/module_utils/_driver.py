@@ -18,6 +18,7 @@ import shlex
 
 from ansible_collections.rdma.node.plugins.module_utils._dkms import parse_status, summarize
 from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient, text_names
+from ansible_collections.rdma.node.plugins.module_utils._numbers import parse_uint
 
 # Prefixes of kernel images in /boot (x86 vmlinuz, ppc64 vmlinux, arm64 Image on some distros).
 _IMAGE_PREFIXES = ("vmlinuz-", "vmlinux-", "Image-")
@@ -330,7 +331,7 @@ def _expand_bls(menu, bls_entries):
 
 
 def _find_in(level, part):
-    if _is_decimal(part):
+    if _is_decimal(part) and len(part) < 10:
         index = int(part)
         return level[index] if index < len(level) else None
     for entry in level:
@@ -529,11 +530,12 @@ def _is_decimal(text):
     return text.isascii() and text.isdigit()
 
 
-def parse_proc_modules(text):
+def parse_proc_modules(text, source="/proc/modules"):
     """Parse /proc/modules into ``{name: {size, refcount, used_by, state, taint}}``.
 
     Lines look like ``ib_core 462848 8 rdma_ucm,ib_uverbs,mlx5_ib, Live 0x0000000000000000 (OE)``;
-    the address and taint flags are optional, ``-`` means none.
+    the address and taint flags are optional, ``-`` means none. A size or refcount that is not an
+    unsigned 64-bit number is null, with a warning naming ``source`` and the module.
     """
     modules = {}
     for line in (text or "").splitlines():
@@ -548,8 +550,8 @@ def parse_proc_modules(text):
         if fields[-1].startswith("(") and fields[-1].endswith(")"):
             taint = fields[-1][1:-1] or None
         modules[name] = {
-            "size": int(fields[1]) if _is_decimal(fields[1]) else None,
-            "refcount": int(fields[2]) if _is_decimal(fields[2]) else None,
+            "size": parse_uint(fields[1], "%s (%s size)" % (source, name)),
+            "refcount": parse_uint(fields[2], "%s (%s refcount)" % (source, name)),
             "used_by": used_by,
             "state": fields[4] if len(fields) > 4 and not fields[4].startswith("(") else None,
             "taint": taint,
@@ -562,7 +564,7 @@ def loaded_modules(root):
     text = read_text(root, "/proc/modules")
     if text is None:
         return None
-    modules = parse_proc_modules(text)
+    modules = parse_proc_modules(text, under(root, "/proc/modules"))
     for name, module in modules.items():
         module["version"] = read_value(root, "/sys/module/%s/version" % name)
         module["srcversion"] = read_value(root, "/sys/module/%s/srcversion" % name)

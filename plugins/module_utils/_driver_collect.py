@@ -10,7 +10,12 @@ import os
 
 from ansible_collections.rdma.node.plugins.module_utils._dkms import iter_status, parse_dkms_version
 from ansible_collections.rdma.node.plugins.module_utils._driver import gather
-from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes, take_read_warnings
+from ansible_collections.rdma.node.plugins.module_utils._files import (
+    FileReadError,
+    cap_warnings,
+    read_bytes,
+    take_read_warnings,
+)
 from ansible_collections.rdma.node.plugins.module_utils._subsets import DRIVER_FACTS, declare
 
 # The options of the driver facts, shared by the modules that gather them.
@@ -119,7 +124,7 @@ def _dkms_warnings(dkms_text):
             warnings.append("dkms status reported an error, its module list may be incomplete: %s" % item["message"])
         elif item["state"] in ("unparsed", "redacted"):
             warnings.append("dkms status printed a line that is not a status line: %r" % item["message"])
-    return warnings
+    return cap_warnings(warnings)
 
 
 def collect_driver(module):

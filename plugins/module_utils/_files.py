@@ -29,6 +29,8 @@ from ansible.module_utils.common.text.converters import to_bytes, to_native
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 SMALL_FILE_MAX_BYTES = 1024 * 1024
 TEMP_SUFFIX = ".rdma-node.tmp"
+# How many warnings of one kind a module reports before it only counts the rest.
+MAX_WARNINGS = 20
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -184,11 +186,24 @@ def text_names(directory, names):
     return kept
 
 
+def add_read_warning(message):
+    """Keep a warning of a lenient reader (a value read as null) for :func:`take_read_warnings`."""
+    _read_warnings.append(message)
+
+
 def take_read_warnings():
-    """The warnings :func:`read_lenient` collected since the last call (and forget them)."""
-    warnings = list(_read_warnings)
+    """The warnings the lenient readers collected since the last call (and forget them), capped."""
+    warnings = cap_warnings(_read_warnings)
     del _read_warnings[:]
     return warnings
+
+
+def cap_warnings(warnings, limit=MAX_WARNINGS):
+    """The first ``limit`` warnings and a count of the others: a garbled tree or output of thousands of
+    lines must not become thousands of warnings on the terminal."""
+    if len(warnings) <= limit:
+        return list(warnings)
+    return list(warnings[:limit]) + ["%d more warnings like these were left out." % (len(warnings) - limit)]
 
 
 def read_text(module, path, what, max_bytes=DEFAULT_MAX_BYTES, follow=True):

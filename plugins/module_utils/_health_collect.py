@@ -9,20 +9,35 @@ them are pure, over dicts and text.
 
 from __future__ import annotations
 
+import collections
 import datetime
 import os
 import time
 
+from ansible_collections.rdma.node.plugins.module_utils._capped_command import run_capped
 from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes
-from ansible_collections.rdma.node.plugins.module_utils._health_text import carrier_down_periods, parse_carrier_events, summarize_carrier
+from ansible_collections.rdma.node.plugins.module_utils._health_text import (
+    carrier_down_periods,
+    count_carrier,
+    iter_carrier_events,
+    iter_text_lines,
+)
 from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, FactReadError, reader
 from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import PORT_COUNTER_WIDTH_BITS, port_counters
-
-KERNEL_LOG_MAX_BYTES = 64 * 1024 * 1024
 
 # At most this many carrier events are returned (the newest): the counts per netdev cover them all,
 # the list is for a reader, and a fleet's fact cache should not hold a flapping port's whole log.
 MAX_EVENTS = 50
+# journalctl's output of the window is read up to this size (a saved log file has the same bound) and
+# for at most this long: a busy window printed 100 MB and took minutes.
+JOURNAL_MAX_BYTES = 64 * 1024 * 1024
+JOURNAL_TIMEOUT_SECONDS = 120
+KERNEL_LOG_MAX_BYTES = JOURNAL_MAX_BYTES
+KERNEL_LOG_WINDOW_MAX_HOURS = 87600  # ten years
+COUNTERS_INTERVAL_MAX_SECONDS = 300
+# The durations of the carrier periods are taken from at most this many of the newest carrier changes
+# of the RDMA netdevs (each kept as a few fields), so a log of nothing but flaps stays bounded.
+DURATION_EVENTS = 10000
 
 
 def error_counters(ports):
@@ -37,7 +52,8 @@ def error_counters(ports):
 
 
 def _iso_time(text):
-    """A journal ``short-iso`` time stamp as an aware datetime, or None."""
+    """A journal ``short-iso`` time stamp as an aware datetime in UTC, or None (also for a time that
+    cannot be held in UTC, such as the first hour of year 1 at +01:00)."""
     if not text:
         return None
     value = text.replace(",", ".").replace(" ", "T", 1)
@@ -47,9 +63,17 @@ def _iso_time(text):
         value = value[:-2] + ":" + value[-2:]  # +0000 -> +00:00 for fromisoformat on Python 3.6-3.10
     try:
         parsed = datetime.datetime.fromisoformat(value)
-    except ValueError:
+        return parsed.astimezone(datetime.timezone.utc) if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
+    except (ValueError, OverflowError):
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
+
+
+def _window_start(until, hours):
+    """``hours`` before ``until``, or the earliest time there is when that is before year 1."""
+    try:
+        return until - datetime.timedelta(hours=hours)
+    except OverflowError:
+        return datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
 
 
 def rdma_netdev_of(name, netdevs, sysfs_root):
@@ -64,11 +88,12 @@ def rdma_netdev_of(name, netdevs, sysfs_root):
     return None
 
 
-def down_periods(events, netdevs):
+def down_periods(events, netdevs, limited=False):
     """``{netdev: {"rdma_netdev", "port", "clock", "periods", "reason"}}``: how long each netdev of an
     RDMA port was down each time, for judging flaps and drops by duration (gpud's rule) beside the
     count of losses. Keyed by the netdev that lost carrier (a bond slave stays itself: its periods
-    are not its bond's, which stays up while one slave is down)."""
+    are not its bond's, which stays up while one slave is down). ``limited``: only the newest
+    DURATION_EVENTS changes were kept, which ``note`` says."""
     periods = carrier_down_periods(events)
     result = {}
     for name, entry in sorted(periods.items()):
@@ -76,53 +101,110 @@ def down_periods(events, netdevs):
         owner = netdevs.get(owner_name) or {}
         result[name] = dict(entry, rdma_netdev=owner_name,
                             port="%s/%s" % (owner.get("device"), owner.get("port")) if owner.get("device") else None)
+        if limited:
+            result[name]["note"] = "durations from the newest %d carrier changes of the log" % DURATION_EVENTS
     return result
 
 
-def kernel_log_facts(text, netdevs, sysfs_root, window_hours, source, windowed_by_reader):
-    """Carrier events of the RDMA netdevs (and their bond slaves) in kernel log text.
+def kernel_log_facts(data, netdevs, sysfs_root, window_hours, source, windowed_by_reader, now=None,
+                     newest_first=False, cut_at_bytes=None):
+    """Carrier events of the RDMA netdevs (and their bond slaves) in kernel log ``data`` (bytes or str;
+    with ``newest_first`` its last line is the oldest, as ``journalctl --reverse`` prints).
 
     ``windowed_by_reader``: journalctl already kept only the window. A saved file is judged as of
-    its newest carrier change with an ISO time stamp (so a copy of a node's log reads the same
-    tomorrow); when an RDMA netdev's event has no such time stamp (dmesg), all of them count, and
-    ``window_applied`` says so.
+    its newest carrier change with an ISO time stamp that is not after the node's clock (``now``), so a
+    copy of a node's log reads the same tomorrow and one line dated in the future (counted in
+    ``future_dated``) cannot move the window past every real loss. When an RDMA netdev's event has no
+    such time stamp (dmesg), all of them count, and ``window_applied`` says so.
+
+    ``cut_at_bytes``: the reader kept only the newest this many bytes of the window; ``since`` is then
+    the oldest carrier change read and ``cut`` says what was not counted.
+
+    The text is read twice, line by line, keeping only counts and the newest ``MAX_EVENTS`` events:
+    the memory a large log costs is its bytes and little more.
     """
-    parsed = parse_carrier_events(text)
-    events = []
-    for event in parsed["events"]:
-        owner = rdma_netdev_of(event["netdev"], netdevs, sysfs_root)
-        if owner is not None:
-            events.append(dict(event, rdma_netdev=owner))
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    tally = {"lines": 0, "records": 0}
     window_applied = windowed_by_reader
-    since = until = None
+    since = until = start = None
+    future_dated = 0
     if not windowed_by_reader:
-        times = [_iso_time(e["time"]) for e in events]
-        # The end of the log: its newest carrier change of any netdev (the parser keeps no other times).
-        newest = [t for t in (_iso_time(e["time"]) for e in parsed["events"]) if t]
-        if events and all(times):
-            until = max(newest)
-            start = until - datetime.timedelta(hours=window_hours)
-            events = [e for e, t in zip(events, times) if t >= start]
-            since, window_applied = start.isoformat(), True
-            until = until.isoformat()
-    # Counted per RDMA netdev: a bond slave's losses are the bond port's.
-    summary = summarize_carrier([dict(e, netdev=e["rdma_netdev"]) for e in events])
+        newest, all_timed = None, True
+        for event in iter_carrier_events(iter_text_lines(data, newest_first), tally):
+            moment = _iso_time(event["time"])
+            if moment is not None and moment > now:
+                future_dated += 1
+            elif moment is not None and (newest is None or moment > newest):
+                newest = moment
+            if moment is None and rdma_netdev_of(event["netdev"], netdevs, sysfs_root) is not None:
+                all_timed = False
+        if newest is not None and all_timed:
+            start = _window_start(newest, window_hours)
+            since, until, window_applied = start.isoformat(), newest.isoformat(), True
+    summary, kept, total, oldest = {}, collections.deque(maxlen=MAX_EVENTS), 0, None
+    timed = collections.deque(maxlen=DURATION_EVENTS)
+    tally = {"lines": 0, "records": 0}
+    for event in iter_carrier_events(iter_text_lines(data, newest_first), tally):
+        oldest = oldest or event["time"]
+        owner = rdma_netdev_of(event["netdev"], netdevs, sysfs_root)
+        if owner is None:
+            continue
+        if start is not None:
+            moment = _iso_time(event["time"])
+            if moment is None or moment < start:
+                continue
+        total += 1
+        # Counted per RDMA netdev: a bond slave's losses are the bond port's.
+        count_carrier(summary, owner, event["carrier"])
+        kept.append({"netdev": event["netdev"], "rdma_netdev": owner, "carrier": event["carrier"],
+                     "time": event["time"], "source": event["source"], "message": event["message"]})
+        timed.append({"netdev": event["netdev"], "rdma_netdev": owner, "carrier": event["carrier"], "time": event["time"],
+                      "line": event.get("line"), "monotonic_seconds": event.get("monotonic_seconds")})
     for name, entry in summary.items():
         owner = netdevs.get(name) or {}
         entry["port"] = "%s/%s" % (owner.get("device"), owner.get("port")) if owner.get("device") else None
+    cut = None
+    if cut_at_bytes is not None:
+        since = oldest
+        cut = ("%s printed more than %d bytes for the window; only its newest %d lines were read, so carrier changes "
+               "before %s are not counted" % (source, cut_at_bytes, tally["lines"], oldest or "the newest of them"))
     return {
-        "down_periods": down_periods(events, netdevs),
         "source": source,
         "window_hours": window_hours,
         "window_applied": window_applied,
+        "cut": cut,
         "since": since,
         "until": until,
-        "lines": parsed["lines"],
-        "records": parsed["records"],
+        "future_dated": future_dated,
+        "lines": tally["lines"],
+        "records": tally["records"],
         "netdevs": summary,
-        "events": [{k: e[k] for k in ("netdev", "rdma_netdev", "carrier", "time", "source", "message")} for e in events[-MAX_EVENTS:]],
-        "events_total": len(events),
+        "events": list(kept),
+        "events_total": total,
+        "down_periods": down_periods(list(timed), netdevs, limited=total > DURATION_EVENTS),
     }
+
+
+def journal_kernel_log(journalctl, netdevs, sysfs_root, hours):
+    """The kernel log facts of the window's kernel and systemd-networkd messages in the journal.
+
+    journalctl prints them newest first (``--reverse``), so when the output passes
+    ``JOURNAL_MAX_BYTES`` the part read is the newest one; the facts say where the cut fell.
+    """
+    argv = [journalctl, "-o", "short-iso", "--no-pager", "--reverse", "--since", "-%dh" % hours,
+            "_TRANSPORT=kernel", "+", "SYSLOG_IDENTIFIER=systemd-networkd"]
+    run = run_capped(argv, JOURNAL_MAX_BYTES, JOURNAL_TIMEOUT_SECONDS)
+    out = run.stdout if run.rc == 0 or run.cut else b""
+    if run.cut:
+        del out[out.rfind(b"\n") + 1:]  # the oldest line read may be a part of one
+    result = kernel_log_facts(out, netdevs, sysfs_root, hours, "journalctl", True, newest_first=True,
+                              cut_at_bytes=JOURNAL_MAX_BYTES if run.cut else None)
+    if run.timed_out:
+        result["error"] = "journalctl did not finish within %d s" % JOURNAL_TIMEOUT_SECONDS
+    elif run.rc not in (0, None):
+        last = run.stderr.strip().splitlines()
+        result["error"] = "journalctl exited with %d: %s" % (run.rc, last[-1] if last else "no message")
+    return result
 
 
 # ------------------------------------------------------------------------------------ readers
@@ -141,8 +223,9 @@ def read_counters(facts, params, module):
     read a second time after that many seconds (from counters_resample_root when given), so that one
     call yields a rise."""
     interval = params["counters_interval"]
-    if interval < 0:
-        raise FactReadError("counters_interval is %s; expected a number of seconds of 0 or more (0: one sample)" % interval)
+    if not 0 <= interval <= COUNTERS_INTERVAL_MAX_SECONDS:  # also false for NaN
+        raise FactReadError("counters_interval is %s; expected a number of seconds from 0 to %d (0: one sample)"
+                            % (interval, COUNTERS_INTERVAL_MAX_SECONDS))
     again_root = params.get("counters_resample_root") or params["sysfs_root"]
     if interval and not os.path.isdir(again_root):
         raise FactReadError("counters_resample_root %s is not a directory; expected a sysfs tree such as /sys" % again_root)
@@ -159,12 +242,14 @@ def read_counters(facts, params, module):
 
 @reader("kernel_log", IB_FACTS, fills=("rdma.kernel_log",), inputs=("kernel_log_file", "kernel_log_window_hours"), in_all=False)
 def read_kernel_log(facts, params, module):
-    """Carrier losses of the RDMA netdevs (and their bond slaves) in the kernel log window: from
-    kernel_log_file, or from journalctl -k on the node (which keeps only the window itself). Not part
-    of gather_subset all: it runs a command where every other subset reads files."""
+    """Carrier changes of the RDMA netdevs (and their bond slaves) in the kernel log window, counted and
+    timed: from kernel_log_file, or from journalctl on the node (which keeps only the window itself),
+    both read with a bound. Not part of gather_subset all: it runs a command where every other subset
+    reads files."""
     hours = params["kernel_log_window_hours"]
-    if hours < 1:
-        raise FactReadError("kernel_log_window_hours is %s; expected a whole number of hours of 1 or more" % hours)
+    if not 1 <= hours <= KERNEL_LOG_WINDOW_MAX_HOURS:
+        raise FactReadError("kernel_log_window_hours is %s; expected a whole number of hours from 1 to %d (ten years)"
+                            % (hours, KERNEL_LOG_WINDOW_MAX_HOURS))
     root, netdevs = params["sysfs_root"], facts["netdevs"]
     path = params.get("kernel_log_file")
     if path:
@@ -174,18 +259,11 @@ def read_kernel_log(facts, params, module):
             raise FactReadError("kernel_log_file: %s" % exc) from None
         if data is None:
             raise FactReadError("kernel_log_file %s does not exist; expected saved journalctl -k or dmesg output" % path)
-        facts["kernel_log"] = kernel_log_facts(data.decode("utf-8", "replace"), netdevs, root, hours, path, False)
+        facts["kernel_log"] = kernel_log_facts(data, netdevs, root, hours, path, False)
         return
     journalctl = module.get_bin_path("journalctl") if module is not None else None
     if journalctl is None:
         facts["kernel_log"] = dict(kernel_log_facts("", netdevs, root, hours, None, True), error="journalctl is not installed")
         return
-    # Kernel messages and systemd-networkd's carrier lines, both in the window, oldest first.
-    argv = [journalctl, "-o", "short-iso", "--no-pager", "--since", "-%dh" % hours, "_TRANSPORT=kernel", "+",
-            "SYSLOG_IDENTIFIER=systemd-networkd"]
-    rc, out, err = module.run_command(argv)
-    result = kernel_log_facts(out if rc == 0 else "", netdevs, root, hours, "journalctl", True)
-    if rc != 0:
-        last = (err or "").strip().splitlines()
-        result["error"] = "journalctl exited with %d: %s" % (rc, last[-1] if last else "no message")
-    facts["kernel_log"] = result
+    # Kernel messages and systemd-networkd's carrier lines of the window, read with a bound.
+    facts["kernel_log"] = journal_kernel_log(journalctl, netdevs, root, hours)

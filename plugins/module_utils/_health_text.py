@@ -12,6 +12,7 @@ only, so a module on a node can use them as well as a filter on the controller.
 from __future__ import annotations
 
 import datetime
+import io
 import json
 import re
 
@@ -40,7 +41,7 @@ _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 # Each record form: (kind, pattern with the groups time/host/tag/message).
 _RECORD_FORMS = (
     # /dev/kmsg: "prio,seq,usec,flags;message"
-    ("kmsg", re.compile(r"^(?P<prio>\d+),(?P<seq>\d+),(?P<usec>\d+),[^;]*;(?P<message>.*)$")),
+    ("kmsg", re.compile(r"^(?P<prio>[0-9]{1,9}),(?P<seq>[0-9]{1,20}),(?P<usec>[0-9]{1,20}),[^;]*;(?P<message>.*)$")),
     # journalctl -o short-iso / syslog with ISO time: "2024-01-08T10:11:12+0000 host tag[pid]: message"
     ("journal", re.compile(
         r"^(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) (?P<host>\S+) "
@@ -57,10 +58,10 @@ _RECORD_FORMS = (
     ("dmesg", re.compile(
         r"^\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d \d{4})\] ?(?P<message>.*)$")),
     # dmesg: "[ 1202.718785] message"
-    ("dmesg", re.compile(r"^\[\s*(?P<seconds>\d+\.\d+)\] ?(?P<message>.*)$")),
+    ("dmesg", re.compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\] ?(?P<message>.*)$")),
 )
 # Inside a syslog message the kernel's own time stamp may follow: "kernel: [10601.214044] igb ..."
-_KERNEL_SECONDS = re.compile(r"^\[\s*(?P<seconds>\d+\.\d+)\] ?(?P<message>.*)$")
+_KERNEL_SECONDS = re.compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\] ?(?P<message>.*)$")
 # A console that dropped messages prefixes the next one: "11 printk messages dropped ** "
 _DROPPED = re.compile(r"^\d+ printk messages dropped \*\* ")
 
@@ -144,8 +145,47 @@ def parse_carrier_events(data):
     speak of a link going down in a form this parser does not know.
     """
     lines = _lines(data, "parse_carrier_events")
-    events, notes, records = [], [], 0
+    tally = {"lines": 0, "records": 0}
+    notes = []
+    events = list(iter_carrier_events(lines, tally, notes))
+    return {"events": events, "netdevs": summarize_carrier(events), "notes": notes, "lines": len(lines),
+            "records": tally["records"]}
+
+
+# A kernel message is at most about 1 KiB (printk) and journald cuts lines at 48 KiB: past this many
+# characters a line is read by its start only, so no pattern ever works on megabytes of one line.
+MAX_LOG_LINE = 8192
+
+
+def iter_text_lines(data, backwards=False):
+    """The lines of log ``data`` (str, or bytes-like decoded line by line) one at a time.
+
+    For bytes no decoded copy of the whole text is made, so reading a large log costs little more
+    than its bytes. ``backwards`` yields the last line first (for output printed newest first).
+    Line boundaries are those of ``str.splitlines``.
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    if not backwards:
+        for raw in io.BytesIO(data):
+            yield from raw.decode("utf-8", "replace").splitlines()
+        return
+    end = len(data)
+    while end > 0:
+        start = data.rfind(b"\n", 0, end - 1) + 1
+        yield from reversed(bytes(data[start:end]).decode("utf-8", "replace").splitlines())
+        end = start
+
+
+def iter_carrier_events(lines, tally, notes=None):
+    """Yield each carrier change of ``lines`` (any iterable of str), in order.
+
+    ``tally`` gets the counts of ``lines`` and ``records``; ``notes``, when given, gets the notes
+    :func:`parse_carrier_events` returns (a caller that only counts keeps memory flat by not asking).
+    """
     for number, line in enumerate(lines, 1):
+        tally["lines"] = number
+        line = line[:MAX_LOG_LINE]
         if not line.strip():
             continue
         record = _record(line)
@@ -153,19 +193,20 @@ def parse_carrier_events(data):
             # A bare message (pasted without its time stamp) still counts when it is a carrier change.
             found = _event(_DROPPED.sub("", line.strip()))
             if found is None:
-                reason = "a shell prompt" if _PROMPT.match(line) else "not a log record"
-                notes.append({"line": number, "text": line, "reason": reason})
+                if notes is not None:
+                    reason = "a shell prompt" if _PROMPT.match(line) else "not a log record"
+                    notes.append({"line": number, "text": line, "reason": reason})
                 continue
             record = (None, None, None, None, line.strip())
-        records += 1
+        tally["records"] += 1
         kind, time_text, seconds, host, message = record
         found = _event(message)
         if found is None:
-            if _LINKISH.search(message):
+            if notes is not None and _LINKISH.search(message):
                 notes.append({"line": number, "text": line, "reason": "a link message this filter does not read"})
             continue
         source, netdev, carrier, bond, bus_id = found
-        events.append({
+        yield {
             "line": number,
             "netdev": netdev,
             "carrier": carrier,
@@ -177,20 +218,14 @@ def parse_carrier_events(data):
             "host": host,
             "log_format": kind,
             "message": message,
-        })
-    return {"events": events, "netdevs": summarize_carrier(events), "notes": notes, "lines": len(lines),
-            "records": records}
+        }
 
 
 def summarize_carrier(events):
     """Per netdev: ``down``, ``up``, ``losses`` (transitions into down) and ``last`` carrier."""
     summary = {}
     for event in events:
-        entry = summary.setdefault(event["netdev"], {"down": 0, "up": 0, "losses": 0, "last": None})
-        entry[event["carrier"]] += 1
-        if event["carrier"] == "down" and entry["last"] != "down":
-            entry["losses"] += 1
-        entry["last"] = event["carrier"]
+        count_carrier(summary, event["netdev"], event["carrier"])
     return summary
 
 
@@ -324,6 +359,13 @@ def _period(opened, closing, moment, ongoing):
             "down_time": down_event.get("time"), "up_time": closing.get("time") if closing else None,
             "down_at": round(down_at, 3), "up_at": round(moment, 3),
             "seconds": round(moment - down_at, 3), "ongoing": ongoing}
+def count_carrier(summary, netdev, carrier):
+    """Add one carrier change to a :func:`summarize_carrier` summary."""
+    entry = summary.setdefault(netdev, {"down": 0, "up": 0, "losses": 0, "last": None})
+    entry[carrier] += 1
+    if carrier == "down" and entry["last"] != "down":
+        entry["losses"] += 1
+    entry["last"] = carrier
 
 
 # ------------------------------------------------------------------------------------ rdma system
@@ -345,6 +387,8 @@ def parse_rdma_system(data):
             loaded = json.loads(text)
         except ValueError:
             raise HealthTextError("parse_rdma_system: the output starts like JSON but is not JSON") from None
+        except RecursionError:  # rdma -j system prints one flat object
+            raise HealthTextError("parse_rdma_system: the JSON is nested too deeply to be rdma -j system output") from None
         netns = loaded.get("netns") if isinstance(loaded, dict) else None
         if netns not in ("shared", "exclusive"):
             raise HealthTextError("parse_rdma_system: the JSON has no netns of shared or exclusive: %s" % text[:80])

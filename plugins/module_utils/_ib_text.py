@@ -141,6 +141,11 @@ def _input_text(data, parser):
     )
 
 
+# A "#" after whitespace starts an operator's comment (a "#" at the start of a line is a prompt or a
+# whole-line comment, see is_shell_prompt).
+_TRAILING_COMMENT = re.compile(r"(?<=\s)#")
+
+
 def _clean(line):
     """Return a line without colours, borders, quote marks and indentation; '' for a line that says nothing."""
     line = _ANSI.sub("", line).strip(_STRIP_CHARS)
@@ -186,6 +191,11 @@ class _Reader:
             if _REDACTED.match(line):
                 self.note(number, line, "a redaction mark: the listing around it is incomplete")
                 continue
+            comment = _TRAILING_COMMENT.search(line)
+            if comment:
+                # No tool prints " #"; an operator annotating a paste does ("ib0 (Up)  # rack 3").
+                self.note(number, line, "a comment after the text, not read")
+                line = line[:comment.start()].rstrip()
             yield number, line
 
     def note(self, number, line, reason):
@@ -790,6 +800,8 @@ def _json_list(text):
         items = json.loads(text, parse_constant=lambda name: None)
     except ValueError:
         return None
+    except RecursionError:  # rdma -j link prints a list of flat objects: three levels at most
+        raise IbTextError("parse_rdma_link: the JSON is nested too deeply to be rdma -j link output") from None
     if isinstance(items, dict):
         return [items]
     return items if isinstance(items, list) else None

@@ -15,6 +15,8 @@ import signal
 import subprocess
 import time
 
+from ansible_collections.rdma.node.plugins.module_utils._files import DEFAULT_MAX_BYTES, read_lenient
+
 TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_read_lat", "ib_send_lat")
 BW_TOOLS = tuple(tool for tool in TOOLS if tool.endswith("_bw"))
 
@@ -81,7 +83,11 @@ def build_argv(tool, device=None, ib_port=None, gid_index=None, size=None, all_s
         argv.append("--report_gbits")
     argv += [str(arg) for arg in (extra_args or [])]
     if server:
-        argv.append(server)
+        if server.strip().startswith("-"):
+            raise PerftestError("server %r is not a host name or address: it starts with '-', which perftest would "
+                                "read as an option" % server.strip())
+        # "--" ends the options (perftest parses them with getopt_long): the address is never one.
+        argv += ["--", server]
     return argv
 
 
@@ -110,19 +116,21 @@ def timed_out_status(rc):
 # Background server
 
 
-def _read_text(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
+# /proc/<pid> directories are named by the process id in ASCII digits; a stat line is short.
+_PID = re.compile(r"[0-9]{1,7}", re.ASCII)
+_HEX_PORT = re.compile(r"[0-9A-Fa-f]{4}", re.ASCII)
+_PROC_FILE_MAX_BYTES = 64 * 1024
+
+
+def _read_text(path, what="a tool's output", max_bytes=DEFAULT_MAX_BYTES):
+    """The text of a regular file (bounded, never a FIFO), or "" when it cannot be read."""
+    data = read_lenient(path, what, max_bytes)
+    return "" if data is None else data.decode("utf-8", errors="replace")
 
 
 def _proc_stat_fields(pid, proc_root):
-    try:
-        with open(os.path.join(proc_root, str(pid), "stat"), "r") as handle:
-            stat = handle.read()
-    except (OSError, IOError):
+    stat = _read_text(os.path.join(proc_root, str(pid), "stat"), "a process's stat", _PROC_FILE_MAX_BYTES)
+    if not stat:
         return None
     # The command name is in parentheses and may contain spaces; the fields after it are fixed.
     return stat[stat.rfind(")") + 2:].split()
@@ -136,7 +144,7 @@ def group_pids(pgid, proc_root="/proc"):
     except OSError:
         return pids
     for entry in entries:
-        if not entry.isdigit():
+        if not _PID.fullmatch(entry):
             continue
         fields = _proc_stat_fields(entry, proc_root)
         if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
@@ -170,17 +178,18 @@ def listening_ports(pids, proc_root="/proc"):
     ports = set()
     readable = False
     for table in ("tcp", "tcp6"):
-        try:
-            with open(os.path.join(proc_root, "net", table), "r") as handle:
-                lines = handle.read().splitlines()[1:]
-        except (OSError, IOError):
+        data = read_lenient(os.path.join(proc_root, "net", table), "a /proc socket table", DEFAULT_MAX_BYTES)
+        if data is None:
             continue
+        lines = data.decode("utf-8", errors="replace").splitlines()[1:]
         readable = True
         for line in lines:
             fields = line.split()
             # sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
             if len(fields) > 9 and fields[3] == "0A" and fields[9] in inodes:
-                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+                port = fields[1].rsplit(":", 1)[-1]
+                if _HEX_PORT.fullmatch(port):
+                    ports.add(int(port, 16))
     return ports if readable else None
 
 

@@ -219,15 +219,44 @@ class _Table:
                 self.time_unit = unit
 
 
+# At most this many notes are kept (then one more says how many were left out): pasted output with
+# hundreds of thousands of stray lines must not become as many notes, nor as many warnings.
+MAX_NOTES = 100
+
+
 class PerftestOutputError(ValueError):
     """Text given to the parser is not perftest output; the message quotes the line."""
 
 
+class _Notes(list):
+    """The parser's notes: each one once (a set remembers them, so adding is not a scan of the list),
+    at most ``MAX_NOTES``, and a count of the others."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = set()
+        self.left_out = 0
+
+    def add(self, line, text, reason):
+        key = (line, text, reason)
+        if key in self.seen:
+            return
+        if len(self) >= MAX_NOTES:
+            self.left_out += 1
+            return
+        self.seen.add(key)
+        self.append({"line": line, "text": text, "reason": reason})
+
+    def result(self):
+        notes = list(self)
+        if self.left_out:
+            notes.append({"line": None, "text": None, "reason": "%d more notes like these were left out" % self.left_out})
+        return notes
+
+
 def _note(notes, reason, line=None, text=None):
     """Add ``{line, text, reason}`` once: ``line`` and ``text`` name the input line when there is one."""
-    note = {"line": line, "text": _shown(text) if text is not None else None, "reason": reason}
-    if note not in notes:
-        notes.append(note)
+    notes.add(line, _shown(text) if text is not None else None, reason)
 
 
 def _shown(line):
@@ -389,7 +418,7 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
     local_addresses = []
     remote_addresses = []
     warnings = []
-    notes = []
+    notes = _Notes()
     raw_rows = []
     units = []
     banner = False
@@ -524,7 +553,7 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
         "local_addresses": local_addresses,
         "remote_addresses": remote_addresses,
         "warnings": warnings,
-        "notes": notes,
+        "notes": notes.result(),
         "gpu_memory": bool(gpu_lines),
     }
     result.update(_header_facts(header))

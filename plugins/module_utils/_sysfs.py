@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient, text_names
+from ansible_collections.rdma.node.plugins.module_utils._files import add_read_warning, read_lenient, text_names
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import (
     gid_interface_id,
     normalize_guid,
@@ -25,9 +25,11 @@ from ansible_collections.rdma.node.plugins.module_utils._ib_common import (
     port_key,
     port_state,
 )
+from ansible_collections.rdma.node.plugins.module_utils._numbers import parse_int, parse_uint
 
 _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _NATURAL_PARTS = re.compile(r"([0-9]+)")
+_PORT_NUMBER = re.compile(r"[0-9]{1,3}", re.ASCII)
 _ATTR_MAX_BYTES = 4096
 _ARPHRD_INFINIBAND = "32"
 
@@ -45,13 +47,13 @@ def read_attr(path):
 
 
 def _read_int(path, base=10):
-    text = read_attr(path)
-    if not text:
-        return None
-    try:
-        return int(text, 16 if text.lower().startswith("0x") else base)
-    except ValueError:
-        return None
+    """An unsigned number attribute (hex after ``0x``); anything else is null with a warning."""
+    return parse_uint(read_attr(path), path, base)
+
+
+def _read_numa_node(path):
+    """``numa_node`` is -1 when the firmware does not say."""
+    return parse_int(read_attr(path), path)
 
 
 def _natural_key(name):
@@ -123,7 +125,7 @@ class _Reader:
             "hw_rev": read_attr(os.path.join(path, "hw_rev")),
             "node_desc": read_attr(os.path.join(path, "node_desc")),
             "pci_address": pci_address,
-            "numa_node": _read_int(os.path.join(pci, "numa_node")) if pci else None,
+            "numa_node": _read_numa_node(os.path.join(pci, "numa_node")) if pci else None,
             "driver": _link_name(os.path.join(pci, "driver")) if pci else None,
             "virtual_function": os.path.lexists(os.path.join(pci, "physfn")) if pci else None,
             "physical_function": (
@@ -202,6 +204,11 @@ def _node_type(text):
     return text, None
 
 
+def _port_number(name):
+    """A port directory's number: 0 (a switch's management port) to 255 (8 bits), in ASCII digits."""
+    return int(name) if _PORT_NUMBER.fullmatch(name) and int(name) < 256 else None
+
+
 def _ipoib_guid(address):
     """The port GUID inside a 20-byte IPoIB hardware address (its last 8 bytes)."""
     octets = (address or "").split(":")
@@ -234,9 +241,12 @@ def gather(root="/sys"):
         device = reader.device(name, path)
         ports_dir = os.path.join(path, "ports")
         for entry in _list_dir(ports_dir):
-            if entry.isascii() and entry.isdigit():
-                ports.append(reader.port(device, int(entry), os.path.join(ports_dir, entry)))
-                device["ports"].append(int(entry))
+            number = _port_number(entry)
+            if number is None:
+                add_read_warning("%s holds an entry named %r, not a port number; skipped." % (ports_dir, entry[:40]))
+                continue
+            ports.append(reader.port(device, number, os.path.join(ports_dir, entry)))
+            device["ports"].append(number)
         devices[name] = device
 
     netdevs = {}

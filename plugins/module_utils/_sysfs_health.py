@@ -19,7 +19,8 @@ import ipaddress
 import os
 import re
 
-from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient
+from ansible_collections.rdma.node.plugins.module_utils._files import add_read_warning, read_lenient
+from ansible_collections.rdma.node.plugins.module_utils._numbers import parse_int, parse_uint
 from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, reader
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import read_attr
 
@@ -66,14 +67,12 @@ def counter_key(name):
     return name + "_bytes" if name in DATA_WORD_COUNTERS else name
 
 
-def _parse_counter(text):
-    """A counter file's text -> int; ``N/A (no PMA)``, empty or garbled text -> None."""
+def _parse_counter(text, path):
+    """A counter file's text -> int; ``N/A (no PMA)`` and empty -> None; anything but an unsigned
+    64-bit number -> None with a warning naming the file."""
     if text is None or text.startswith("N/A"):
         return None
-    try:
-        return int(text, 0) if text.lower().startswith("0x") else int(text)
-    except ValueError:
-        return None
+    return parse_uint(text, path)
 
 
 def _read_counter_dir(path):
@@ -82,7 +81,7 @@ def _read_counter_dir(path):
         names = sorted(os.listdir(path))
     except OSError:
         return None
-    return {name: _parse_counter(read_attr(os.path.join(path, name))) for name in names}
+    return {name: _parse_counter(read_attr(os.path.join(path, name)), os.path.join(path, name)) for name in names}
 
 
 def data_width_bits(raw):
@@ -149,10 +148,11 @@ def parse_link_speed(text):
     return float(match.group(1)) if match else None
 
 
-def parse_link_width(text):
-    """``16`` / ``x16`` -> 16; ``0`` (no link) and unreadable -> None."""
-    digits = (text or "").strip().lower().lstrip("x")
-    return int(digits) if digits.isdigit() and int(digits) > 0 else None
+def parse_link_width(text, source):
+    """``16`` / ``x16`` -> 16; ``0`` (no link) and unreadable -> None; junk -> None with a warning."""
+    text = (text or "").strip()
+    width = parse_uint(text[1:] if text[:1] in ("x", "X") else text, source)
+    return width or None
 
 
 def pci_location(real_path):
@@ -225,8 +225,9 @@ def pcie_link(root, device_path):
         facts["present"] = True
     current = parse_link_speed(read_attr(os.path.join(pci, "current_link_speed")))
     maximum = parse_link_speed(read_attr(os.path.join(pci, "max_link_speed")))
-    current_width = parse_link_width(read_attr(os.path.join(pci, "current_link_width")))
-    max_width = parse_link_width(read_attr(os.path.join(pci, "max_link_width")))
+    current_width = parse_link_width(read_attr(os.path.join(pci, "current_link_width")),
+                                     os.path.join(pci, "current_link_width"))
+    max_width = parse_link_width(read_attr(os.path.join(pci, "max_link_width")), os.path.join(pci, "max_link_width"))
     facts.update(
         vendor=read_attr(os.path.join(pci, "vendor")),
         device=read_attr(os.path.join(pci, "device")),
@@ -243,14 +244,6 @@ def pcie_link(root, device_path):
 
 
 # ------------------------------------------------------------------------------------ GPUs, locality
-
-def _numa(text):
-    try:
-        value = int(text)
-    except (TypeError, ValueError):
-        return None
-    return value
-
 
 def gpus(root):
     """NVIDIA display/3D functions (vendor 0x10de, class 0x03xxxx) listed in ``bus/pci/devices``."""
@@ -274,7 +267,7 @@ def gpus(root):
             "device": read_attr(os.path.join(path, "device")),
             "class": pci_class,
             "driver": os.path.basename(os.readlink(driver)) if os.path.islink(driver) else None,
-            "numa_node": _numa(read_attr(os.path.join(path, "numa_node"))),
+            "numa_node": parse_int(read_attr(os.path.join(path, "numa_node")), os.path.join(path, "numa_node")),
             "host_bridge": function.host_bridge,
             "pci_path": function.bridges,
         })
@@ -365,7 +358,7 @@ def locality(gpu_list, hcas):
 PEERMEM_MODULES = ("nvidia_peermem", "nv_peer_mem")
 DMA_BUF_MIN_KERNEL = (5, 12)  # RDMA dma-buf memory registration (ib_umem_dmabuf) landed in 5.12
 _DRIVER_VERSION = re.compile(r"Kernel Module\s+(?:for\s+\S+\s+)?([0-9]+(?:\.[0-9]+)+)")
-_KERNEL_VERSION = re.compile(r"^(\d+)\.(\d+)")
+_KERNEL_VERSION = re.compile(r"^([0-9]{1,9})\.([0-9]{1,9})")
 
 
 def kernel_version(release):
@@ -442,6 +435,8 @@ def gpudirect(root, proc_root):
 
 NETNS_PARAMETER = "module/ib_core/parameters/netns_mode"
 _ZERO_GID = re.compile(r"^[0:]+$")
+# The kernel names GID table entries by their index, 0 to the table's size (at most a few thousand).
+_GID_INDEX = re.compile(r"[0-9]{1,9}", re.ASCII)
 
 
 def netns_mode(root):
@@ -475,9 +470,17 @@ def roce_gids(port_path, device, number):
     entries = []
     gids_dir = os.path.join(port_path, "gids")
     try:
-        indexes = sorted((int(n) for n in os.listdir(gids_dir) if n.isdigit()))
+        names = os.listdir(gids_dir)
     except OSError:
         return entries
+    indexes = []
+    for name in names:
+        if _GID_INDEX.fullmatch(name):
+            indexes.append(int(name))
+        else:
+            shown = name if len(name) <= 40 else name[:40] + "..."
+            add_read_warning("%s holds a file named %r, not a GID index; skipped." % (gids_dir, shown))
+    indexes.sort()
     for index in indexes:
         gid = read_attr(os.path.join(gids_dir, str(index)))
         if not gid or _ZERO_GID.match(gid):

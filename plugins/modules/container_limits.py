@@ -232,6 +232,7 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rdma.node.plugins.module_utils._container_limits import Reader, gather
+from ansible_collections.rdma.node.plugins.module_utils._files import take_read_warnings
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RlimitError, parse_rlimit_value
 from ansible_collections.rdma.node.plugins.module_utils._systemd_dropin import DropinError, normalize_unit
 
@@ -297,6 +298,8 @@ def main():
                      image_namespace=params["probe_image_namespace"], rootfs=params["probe_rootfs"] or "",
                      command=params["probe_command"], timeout=params["probe_timeout"])
     facts = gather(reader, unit, params["namespaces"], expected, probe, module.check_mode)
+    for warning in take_read_warnings():  # a /proc file that is not a regular file, a pidfile that is not a pid
+        module.warn(warning)
     module.exit_json(changed=False, ansible_facts={"rdma_memlock": facts})
 
 

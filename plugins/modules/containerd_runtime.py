@@ -43,7 +43,8 @@ options:
         O(state=present)); its directory must exist.
       - When the file has to change and its directory is not writable (for example a read-only file
         system), the task fails, in check mode too.
-      - It must be a regular file (a FIFO, socket or device is refused) of at most 64 MiB.
+      - It must be a regular file (a FIFO, socket or device is refused) of at most 64 MiB. A UTF-8 byte order
+        mark at its start, which containerd accepts, is kept.
       - B(Concurrent runs.) The file is read, edited on the controller and written back in separate
         steps; the write happens under an advisory lock on the file's directory and only when the file
         still has the digest it had when read (compare-and-swap). When another run changed it in
@@ -105,7 +106,7 @@ options:
   known_sha256:
     description:
       - Internal, set by the action plugin when it reads the file; a task cannot set it (the action rejects it).
-      - SHA-256 digests of contents of O(path) that the controller already holds in its cache (see the notes).
+      - SHA-256 digests of contents of O(path) on this host that the controller already holds in its cache (see the notes).
         When the file's digest is one of them, the node returns only the digest, not the file's text, and the
         controller takes the text from its cache.
     type: list
@@ -149,11 +150,24 @@ notes:
   - B(Controller cache.) The controller keeps the texts of the files it read or wrote, addressed by their
     SHA-256, in C($RDMA_NODE_CONTENT_CACHE), else C($XDG_CACHE_HOME/rdma-node/content), else
     C(~/.cache/rdma-node/content) (private to the user, at most C($RDMA_NODE_CONTENT_CACHE_MAX_BYTES) bytes,
-    default 256 MiB, least recently used entries removed first; V(0) turns it off). It sends the node the
-    digests it holds for O(path); when the file still has one of them, only the digest comes back. It also
-    remembers that a file with that digest needed no change for these options and this containerd, so an
-    unchanged file is then not parsed again either. An entry that does not match its digest is ignored and
-    the file read again; an unusable cache directory only costs a warning and the full read.
+    default 256 MiB, least recently used entries removed first; V(0) turns it off). It sends a node the
+    digests of the texts of O(path) that this same host sent or was sent (never another host's); when the
+    file still has one of them, only the digest comes back. It also remembers that a file with that digest
+    needed no change for these options and this containerd, so an unchanged file is then not parsed again
+    either.
+  - B(What the cache trusts.) A cached text only for the bytes whose SHA-256 is its name (checked on every
+    read). The remembered digests and "no change needed" plans only when their HMAC-SHA256 verifies under
+    the controller user's key, 32 random bytes kept outside the cache, in C($RDMA_NODE_CONTENT_CACHE_KEY),
+    else C($XDG_CONFIG_HOME/rdma-node/content-cache.key), else C(~/.config/rdma-node/content-cache.key),
+    made on first use with mode 0600. Whoever can read that key file (this user, root) can write entries
+    the controller believes; a cache directory copied, restored, shared or written by anyone else cannot
+    make it skip an edit or use another text. An entry that fails these checks is removed and the file
+    is read and planned again. A key file that is a link, not this user's, readable or writable by
+    others, or not 32 bytes, and an unusable cache directory, turn the cache off with a warning (every run
+    then reads and plans the whole file).
+  - B(What it trusts from a node.) Nothing it did not send; a node that answers with a digest it was not
+    offered, or sends a text whose SHA-256 is not the one it reports, fails the task before anything is
+    planned, transferred or written.
   - Under containerd 1.6 a file listed in C(imports) that has a C([plugins."io.containerd.grpc.v1.cri"])
     section replaces the whole CRI section of C(config.toml); validation detects that case.
 seealso:

@@ -398,6 +398,10 @@ ansible_facts:
             - C(events) holds the newest 50 events (C(events_total) counts them all). C(window_applied)
               is V(false) for a saved file whose records carry no ISO time stamp (all of it counts);
               C(since)/C(until) bound a saved file's window. C(error) says why C(journalctl) gave nothing.
+            - A saved file's window ends at its newest carrier change that is not after the node's clock;
+              C(future_dated) counts the changes dated later (they count, but do not move the window).
+            - C(journalctl) is read newest first, up to 64 MiB and 120 s; when it printed more, C(cut)
+              says so and C(since) is the oldest carrier change read (else C(cut) is V(null)).
             - C(down_periods) has per netdev the periods its carrier was down, with C(down_at), C(up_at),
               C(seconds) and C(ongoing), measured on the log's own clock (C(clock), the kernel's monotonic
               time, wall time, or yearless syslog time), or the C(reason) durations could not be told.
@@ -407,8 +411,10 @@ ansible_facts:
             source: journalctl
             window_hours: 24
             window_applied: true
+            cut: null
             since: null
             until: null
+            future_dated: 0
             lines: 5120
             records: 5120
             netdevs:

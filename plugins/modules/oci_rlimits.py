@@ -28,7 +28,8 @@ description:
 options:
   path:
     description:
-      - The spec file, for example C(/etc/containerd/base-runtime-spec.json).
+      - The absolute path of the spec file, for example C(/etc/containerd/base-runtime-spec.json); a
+        relative path is refused (it would depend on the module's working directory on the node).
       - Its directory must exist. When the file does not exist it is created from C(ctr oci spec).
       - A symbolic link is followed - its target is edited and the link stays - as
         M(rdma.node.containerd_runtime) does for C(config.toml).
@@ -325,6 +326,8 @@ def main():
 
     if "\x00" in path:
         module.fail_json(msg="path %r contains a NUL byte; expected the path of an OCI runtime spec." % path)
+    if not os.path.isabs(path):
+        module.fail_json(msg="path must be the absolute path of the OCI runtime spec on the node, got %r." % path)
     target = resolve_target(module, path, True, "an OCI runtime spec")
     with locked(module, target):
         _edit(module, target, regenerate, desired)

@@ -50,7 +50,9 @@ options:
     choices: [server, client, loopback]
     default: loopback
   server:
-    description: The server's address (host name or IP) for O(mode=client).
+    description:
+      - The server's address (host name or IP) for O(mode=client).
+      - It is given to the tool after C(--), the end of its options; an address that starts with C(-) is refused.
     type: str
   device:
     description:
@@ -174,7 +176,7 @@ cmd:
   returned: always
   type: list
   elements: str
-  sample: [/usr/bin/ib_write_bw, -d, mlx5_1, -s, "65536", --report_gbits, 127.0.0.1]
+  sample: [/usr/bin/ib_write_bw, -d, mlx5_1, -s, "65536", --report_gbits, "--", 127.0.0.1]
 rc:
   description:
     - Exit status of that command; V(124) or V(137) when the deadline ended it.
@@ -274,6 +276,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.rdma.node.plugins.module_utils._files import cap_warnings
 from ansible_collections.rdma.node.plugins.module_utils._perftest import (
     DEFAULT_TCP_PORT,
     TOOLS,
@@ -304,10 +307,10 @@ def _split(parsed):
 
 def _warn_unplaced(module, parsed, side):
     """Tell the operator about output lines the parser could not place (a newer perftest, a wrapper)."""
-    for note in parsed["notes"]:
-        if note["line"] is not None:
-            module.warn("perftest %s output line %d was not understood (%s): %r" % (
-                side, note["line"], note["reason"], note["text"]))
+    warnings = ["perftest %s output line %d was not understood (%s): %r" % (side, note["line"], note["reason"], note["text"])
+                for note in parsed["notes"] if note["line"] is not None]
+    for warning in cap_warnings(warnings):
+        module.warn(warning)
 
 
 def _side_failure(failure, side):

@@ -300,6 +300,12 @@ def _choose_runtimes(data, version, configured, legacy, runtimes, state, create_
     return names
 
 
+def split_bom(text: str) -> t.Tuple[str, str]:
+    """``(byte order mark or "", the rest)``: containerd reads a file that starts with a UTF-8 BOM (TOML
+    itself does not allow one), so the edit is planned on the rest and the mark is written back."""
+    return ("\ufeff", text[1:]) if text.startswith("\ufeff") else ("", text)
+
+
 def plan_base_runtime_spec(
     text: str,
     base_runtime_spec: t.Optional[str] = None,
@@ -319,13 +325,14 @@ def plan_base_runtime_spec(
         raise ContainerdConfigError("state must be 'present' or 'absent', got %r." % (state,))
     if state == "present":
         base_runtime_spec = validate_spec_path(base_runtime_spec)
+    bom, text = split_bom(text)
     data = parse_config(text, source)
     version = config_version(data, source)
     configured = configured_runtimes(data, version, source)
     legacy = legacy_default_runtime(data, version, source)
     if not configured and legacy is None:
         _check_schema_names(data, version, source)
-    plan = EditPlan(text=text, new_text=text, config_version=version)
+    plan = EditPlan(text=bom + text, new_text=bom + text, config_version=version)
     names = _choose_runtimes(data, version, configured, legacy, runtimes, state, create_missing, source, plan)
     plan.runtimes = list(names)
     try:
@@ -361,7 +368,7 @@ def plan_base_runtime_spec(
 
     if splices:
         try:
-            plan.new_text = apply_splices(text, splices)
+            plan.new_text = bom + apply_splices(text, splices)
             compact = apply_splices(text, splices + comment_lines(tables))
         except ScanError as exc:
             raise ContainerdConfigError("%s: %s, so nothing was changed." % (source, exc)) from None
@@ -410,19 +417,20 @@ def validation_text(text: str, config_dir: str) -> str:
     temporary directory would miss them; a relative glob is matched against containerd's working
     directory (``/`` for the service), which the validation command also uses, so it stays.
     """
+    bom, text = split_bom(text)
     data = parse_config(text, "config.toml")
     imports = data.get("imports")
     if not isinstance(imports, list):
-        return text
+        return bom + text
     fixed = [
         item if (not isinstance(item, str) or posixpath.isabs(item) or any(ch in item for ch in _GLOB_CHARS))
         else posixpath.normpath(posixpath.join(config_dir, item))
         for item in imports
     ]
     if fixed == imports:
-        return text
+        return bom + text
     entry = find_entry(scan(text), ("imports",))
-    return apply_splices(text, [Splice(entry.value_start, entry.value_end, tomlkit.item(fixed).as_string())])
+    return bom + apply_splices(text, [Splice(entry.value_start, entry.value_end, tomlkit.item(fixed).as_string())])
 
 
 def check_dump(dump: str, expected: t.Mapping[str, t.Optional[str]], source: str, containerd: str,

@@ -15,27 +15,44 @@ else ``~/.cache/rdma-node/content``; one per controller user. Its size is bounde
 entries used least recently are removed.
 
 Layout: ``blobs/<sha256>`` holds the bytes whose SHA-256 is the name; ``records/<sha256 of the key>``
-holds one JSON record as ``<sha256 of the body>\\n<body>``, the body repeating its key.
+holds one JSON record as ``<HMAC-SHA256 of the body>\n<body>``, the body repeating its key.
 
-What makes it safe to trust:
+What it trusts, exactly:
 
-* Nothing read is trusted unchecked: a blob whose digest is not its name, or a record whose checksum
-  or key does not match, is a miss (and is removed), never a result. So a truncated, corrupted or
-  half-written entry costs one full read, never a wrong answer.
+* A blob is trusted only for the bytes whose SHA-256 is its name, checked on every read. Anyone who
+  can write the directory can make a blob a miss, never a different text.
+* A record (the digests a host's file had, a plan that found nothing to change) is trusted only when
+  its HMAC-SHA256 under the controller user's key verifies, and its body names the key it is filed
+  under. The key is 32 random bytes in a file of its own, outside the cache directory:
+  ``$RDMA_NODE_CONTENT_CACHE_KEY`` when set, else ``$XDG_CONFIG_HOME/rdma-node/content-cache.key``,
+  else ``~/.config/rdma-node/content-cache.key``; made on first use with mode 0600. So a record is
+  as trustworthy as that key file: whoever can read it (this user, root) can write records the cache
+  believes; a cache directory that was copied, restored, shared or written by anyone else cannot. A
+  key file that is a link, not a regular file, not this user's, readable or writable by others, or
+  not 32 bytes long is not used, and then neither is the cache.
+* Anything that fails these checks (a truncated, corrupted, half-written or forged entry) is a miss
+  and is removed: it costs one full read or one new plan, never a wrong answer.
+* Nothing a node says is trusted by the cache itself; the caller decides which digests it offers a
+  node and accepts back (``containerd_runtime`` offers a host only its own texts).
+
+How it stays consistent and private:
+
 * Writes go to a private temporary file in the same directory and are renamed into place, so a
   reader sees a complete entry or none. Parallel forks that store the same entry each rename their
-  own complete copy; the last rename wins and every copy is identical.
+  own complete copy; the last rename wins and every copy is identical. The key is made the same
+  way but linked into place, so parallel first uses agree on one key.
 * The directory is private (0700, files 0600): config files can hold registry credentials. A cache
-  directory owned by another user or writable by others is not used (its records could claim that
-  a file needs no change).
-* Every failure (unwritable or full disk, a path under a regular file, a foreign owner) turns the
-  cache off for that object and is kept in :attr:`ContentCache.problem` for the caller to warn
-  about once; it never raises.
+  directory owned by another user or writable by others is not used.
+* Every failure (unwritable or full disk, a path under a regular file, a foreign owner, an unsafe
+  key file) turns the cache off for that object and is kept in :attr:`ContentCache.problem` for the
+  caller to warn about once; it never raises.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -46,6 +63,8 @@ import typing as t
 
 ENV_DIRECTORY = "RDMA_NODE_CONTENT_CACHE"
 ENV_MAX_BYTES = "RDMA_NODE_CONTENT_CACHE_MAX_BYTES"
+ENV_KEY = "RDMA_NODE_CONTENT_CACHE_KEY"
+KEY_BYTES = 32
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 BLOBS = "blobs"
 RECORDS = "records"
@@ -64,14 +83,24 @@ def is_digest(value) -> bool:
     return isinstance(value, str) and bool(_DIGEST.match(value))
 
 
-def default_directory(environ: t.Optional[t.Mapping[str, str]] = None) -> str:
-    """The cache directory the environment asks for (see the module's docstring)."""
+def _per_user_path(environ, variable, base_variable, base_fallback, *parts) -> str:
+    """``$variable`` when set, else ``parts`` below ``$base_variable`` or ``~/base_fallback``."""
     environ = os.environ if environ is None else environ
-    configured = environ.get(ENV_DIRECTORY)
+    configured = environ.get(variable)
     if configured:
         return os.path.abspath(os.path.expanduser(configured))
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(os.path.abspath(base), "rdma-node", "content")
+    base = environ.get(base_variable) or os.path.join(os.path.expanduser("~"), base_fallback)
+    return os.path.join(os.path.abspath(base), *parts)
+
+
+def default_directory(environ: t.Optional[t.Mapping[str, str]] = None) -> str:
+    """The cache directory the environment asks for (see the module's docstring)."""
+    return _per_user_path(environ, ENV_DIRECTORY, "XDG_CACHE_HOME", ".cache", "rdma-node", "content")
+
+
+def default_key_path(environ: t.Optional[t.Mapping[str, str]] = None) -> str:
+    """The key file that authenticates records: per user, and outside any cache directory."""
+    return _per_user_path(environ, ENV_KEY, "XDG_CONFIG_HOME", ".config", "rdma-node", "content-cache.key")
 
 
 def max_bytes_from(environ: t.Optional[t.Mapping[str, str]] = None) -> t.Tuple[int, t.Optional[str]]:
@@ -89,6 +118,10 @@ def max_bytes_from(environ: t.Optional[t.Mapping[str, str]] = None) -> t.Tuple[i
     return value, None
 
 
+class _UnsafeKey(Exception):
+    """The key file exists but is not safe to use; the message completes "the cache's key file PATH ..."."""
+
+
 def _canonical(value) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
 
@@ -96,16 +129,18 @@ def _canonical(value) -> bytes:
 class ContentCache:
     """One cache directory; every method returns a miss or ``False`` instead of raising."""
 
-    def __init__(self, directory: str, max_bytes: int = DEFAULT_MAX_BYTES):
+    def __init__(self, directory: str, key_path: str, max_bytes: int = DEFAULT_MAX_BYTES):
         self.directory = directory
+        self.key_path = key_path
         self.max_bytes = max_bytes
         self.problem: t.Optional[str] = None
         self._ready: t.Optional[bool] = None
+        self._key: t.Optional[bytes] = None
 
     @classmethod
     def from_environment(cls, environ: t.Optional[t.Mapping[str, str]] = None) -> "ContentCache":
         max_bytes, problem = max_bytes_from(environ)
-        cache = cls(default_directory(environ), max_bytes)
+        cache = cls(default_directory(environ), default_key_path(environ), max_bytes)
         cache.problem = problem
         return cache
 
@@ -156,17 +191,17 @@ class ContentCache:
     # -- records ----------------------------------------------------------------------------------
 
     def get_record(self, key) -> t.Optional[t.Any]:
-        """The value stored for ``key`` (any JSON value), or None when missing or damaged."""
+        """The value stored for ``key`` (any JSON value), or None when missing, damaged or not authentic."""
         if not self.enabled:
             return None
         path = self._record_path(key)
         raw = self._read(path)
         if raw is None:
             return None
-        checksum, separator, body = raw.partition(b"\n")
+        mac, separator, body = raw.partition(b"\n")
         try:
-            if not separator or checksum.decode("ascii") != sha256_hex(body):
-                raise ValueError("checksum")
+            if not separator or not hmac.compare_digest(mac, self._mac(body)):
+                raise ValueError("not authentic")
             record = json.loads(body)
             if not isinstance(record, dict) or _canonical(record.get("key")) != _canonical(key) or "value" not in record:
                 raise ValueError("key")
@@ -181,7 +216,10 @@ class ContentCache:
         if not self.enabled:
             return False
         body = _canonical({"key": key, "value": value})
-        return self._write(self._record_path(key), sha256_hex(body).encode("ascii") + b"\n" + body)
+        return self._write(self._record_path(key), self._mac(body) + b"\n" + body)
+
+    def _mac(self, body: bytes) -> bytes:
+        return hmac.new(self._key, body, hashlib.sha256).hexdigest().encode("ascii")
 
     def _record_path(self, key) -> str:
         return os.path.join(self.directory, RECORDS, sha256_hex(_canonical(key)))
@@ -215,8 +253,74 @@ class ContentCache:
                     self.problem = ("%s is not private to this user (owner uid %d, mode %o), so it is not used"
                                     % (self.directory, info.st_uid, stat.S_IMODE(info.st_mode)))
                 return False
-            self._ready = True
+            self._key = self._load_key()
+            self._ready = self._key is not None
         return self._ready
+
+    def _load_key(self) -> t.Optional[bytes]:
+        """This user's record key, made on first use; None (with :attr:`problem`) when it is not safe."""
+        for dummy in range(2):
+            try:
+                return self._read_key()
+            except FileNotFoundError:
+                pass
+            except _UnsafeKey as exc:
+                self._key_problem(str(exc))
+                return None
+            except OSError as exc:
+                self._key_problem("cannot be read (%s)" % (exc.strerror or exc))
+                return None
+            try:
+                self._make_key()
+            except OSError as exc:
+                self._key_problem("cannot be made (%s)" % (exc.strerror or exc))
+                return None
+        return None  # made, then gone before it could be read: no key this time
+
+    def _key_problem(self, what: str) -> None:
+        if self.problem is None:
+            self.problem = "the cache's key file %s %s, so the cache is not used" % (self.key_path, what)
+
+    def _read_key(self) -> bytes:
+        """The key file's bytes; :class:`_UnsafeKey` when anyone but this user could know or change them."""
+        try:
+            # O_NONBLOCK: a FIFO planted there must not block the open; fstat below refuses it.
+            fd = os.open(self.key_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _UnsafeKey("is a symbolic link") from None
+            raise
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise _UnsafeKey("is not a regular file")
+            if info.st_uid != os.geteuid():
+                raise _UnsafeKey("is owned by uid %d, not by this user (uid %d)" % (info.st_uid, os.geteuid()))
+            if info.st_mode & 0o077:
+                raise _UnsafeKey("is readable or writable by others (mode %o)" % stat.S_IMODE(info.st_mode))
+            key = os.read(fd, KEY_BYTES + 1)
+        finally:
+            os.close(fd)
+        if len(key) != KEY_BYTES:
+            raise _UnsafeKey("does not hold a key of %d bytes" % KEY_BYTES)
+        return key
+
+    def _make_key(self) -> None:
+        """A new random key, complete before it is visible: written privately, then linked into place."""
+        folder = os.path.dirname(self.key_path)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=folder)  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(os.urandom(KEY_BYTES))
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(temp, self.key_path)
+            except FileExistsError:
+                pass  # a parallel first use linked its key first: both use that one
+        finally:
+            self._discard(temp)
 
     def _read(self, path: str) -> t.Optional[bytes]:
         try:

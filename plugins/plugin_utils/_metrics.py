@@ -22,6 +22,7 @@ from ansible_collections.rdma.node.plugins.plugin_utils._findings import SEVERIT
 PREFIX = "rdma_node_"
 # The port states of the kernel, as the value of rdma_node_port_state (IBTA PortState).
 PORT_STATES = {"DOWN": 1, "INIT": 2, "ARMED": 3, "ACTIVE": 4, "ACTIVE_DEFER": 5}
+_UINT64_MAX = 2 ** 64 - 1
 
 
 def escape(value):
@@ -190,7 +191,9 @@ def render(facts, now=None):
         active.add(labels, port.get("state") == "ACTIVE")
         rate.add(labels, port.get("rate_gbps"))
         for name, value in sorted((port.get("counters") or {}).items()):
-            if isinstance(value, int) and not isinstance(value, bool):
+            # A counter is unsigned and 64 bits wide; anything else (a hostile node, a tampered fact
+            # cache) would be a sample Prometheus takes as a reset or a wrap.
+            if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _UINT64_MAX:
                 counter.add(dict(labels, counter=name), value)
         for name in port.get("counters_saturated") or []:
             saturated.add(dict(labels, counter=name), 1)

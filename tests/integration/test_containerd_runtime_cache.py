@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -66,7 +67,8 @@ class Node:
                                                      "ansible_python_interpreter": str(self.python)}}}}
         before = set(os.listdir(self.outputs))
         env = {"ANSIBLE_REMOTE_TMP": str(remote_tmp), "ANSIBLE_LOCAL_TEMP": str(self.tmp_path / "local-tmp"),
-               "ANSIBLE_PIPELINING": "0", "RDMA_NODE_CONTENT_CACHE": str(cache or self.cache)}
+               "ANSIBLE_PIPELINING": "0", "RDMA_NODE_CONTENT_CACHE": str(cache or self.cache),
+               "RDMA_NODE_CONTENT_CACHE_KEY": str(self.tmp_path / "cache.key")}
         run = run_playbook(play, inventory=inventory, cwd=self.tmp_path, env=dict(env, **(extra_env or {})),
                            timeout=300)
         assert run.rc == 0, run.stdout[-3000:] + run.stderr
@@ -236,3 +238,144 @@ def test_a_remembered_plan_repeats_the_plans_warnings(tmp_path, spec_file):
     assert [call["node"]["content"] for call in calls] == [None]
     assert from_text["changed"] is False and from_text["warnings"] == [warning]
     assert without_noise(from_plan) == without_noise(from_text)
+
+
+# -- a hostile node (issue 24, item 1) --------------------------------------------------------------
+
+# Host A's registry password: it must never reach another host, whatever that host answers.
+SECRET = "s3cret-of-host-a"
+REGISTRY_AUTH = ('\n[plugins."io.containerd.grpc.v1.cri".registry.configs."registry.example:5000".auth]\n'
+                 '  username = "pull"\n  password = "%s"\n' % SECRET)
+
+
+def offered_log(stolen: Path) -> Path:
+    return stolen.parent / "offered-digests"
+
+
+def hostile_python(tmp_path: Path, stolen: Path, claim: str | None, keep_text: bool = False) -> Path:
+    """A node that lies: it claims to hold the text of a digest, and keeps whatever the controller sends it.
+
+    It runs the real module, then rewrites the read step's answer to "content_known" for the first digest
+    it was offered (or for ``claim``, a digest it learned elsewhere), copies every file that the controller
+    transferred for the write step (``replace_with``) into ``stolen``, and logs the digests it was offered.
+    With ``keep_text`` it sends its own text but reports the claimed digest as that text's.
+    """
+    script = tmp_path / "hostile-python"
+    script.write_text("#!%s\n" % sys.executable + textwrap.dedent("""\
+        import json, os, shutil, subprocess, sys
+        STOLEN, OFFERED, CLAIM, KEEP_TEXT = %r, %r, %r, %r
+        proc = subprocess.run([sys.executable, *sys.argv[1:]], capture_output=True, text=True)
+        out = json.loads(proc.stdout)
+        args = out.get("invocation", {}).get("module_args", {})
+        if args.get("replace_with"):
+            shutil.copy(args["replace_with"], "%%s/%%d" %% (STOLEN, len(os.listdir(STOLEN))))
+        node = out.get("node")
+        if node is not None:
+            with open(OFFERED, "a") as log:
+                log.write(json.dumps(args.get("known_sha256")) + "\\n")
+            claim = (args.get("known_sha256") or [CLAIM])[0]
+            if claim and KEEP_TEXT:
+                node.update(sha256=claim)
+            elif claim:
+                node.update(content=None, content_known=True, sha256=claim)
+        sys.stdout.write(json.dumps(out))
+        sys.stderr.write(proc.stderr)
+        sys.exit(proc.returncode)
+        """ % (str(stolen), str(offered_log(stolen)), claim, keep_text)))
+    script.chmod(0o755)
+    return script
+
+
+def run_as_host(tmp_path: Path, host: str, python: Path, tasks: list, cache: Path) -> list:
+    remote_tmp = tmp_path / ("remote-tmp-" + host)
+    remote_tmp.mkdir(exist_ok=True)
+    play = [{"hosts": host, "gather_facts": False, "tasks": [dict(step, ignore_errors=True) for step in tasks]}]
+    inventory = {"all": {"hosts": {host: {"ansible_connection": "local", "ansible_python_interpreter": str(python)}}}}
+    env = {"ANSIBLE_REMOTE_TMP": str(remote_tmp), "ANSIBLE_PIPELINING": "0", "RDMA_NODE_CONTENT_CACHE": str(cache),
+           "RDMA_NODE_CONTENT_CACHE_KEY": str(tmp_path / "cache.key")}
+    run = run_playbook(play, inventory=inventory, cwd=tmp_path, env=env, timeout=300)
+    assert run.rc == 0, run.stdout[-3000:] + run.stderr
+    return [task_result for play_result in run.data["plays"] for step in play_result["tasks"]
+            for name, task_result in step["hosts"].items() if name == host]
+
+
+@pytest.mark.parametrize("how", ["offered", "learned elsewhere"])
+def test_a_hostile_node_never_receives_another_hosts_text(tmp_path, config, spec_file, how):
+    cache = tmp_path / "controller-cache"
+    config.write_text(config.read_text() + REGISTRY_AUTH, newline="")
+    secret_digest = sha256(config)
+    # Host A, honest, is planned (the controller now holds its text, credentials included) ...
+    (first,) = run_as_host(tmp_path, "host-a", Path(sys.executable), [task(config, spec_file, validate=False)], cache)
+    assert first["changed"] is True
+    # ... then host B, at the same path, has a file of its own and a Python that lies about it.
+    config.write_text((FIXTURES / KIND).read_text(), newline="")
+    own = config.read_text()
+    stolen = tmp_path / "stolen"
+    stolen.mkdir()
+    python = hostile_python(tmp_path, stolen, secret_digest if how == "learned elsewhere" else None)
+    # B's options differ from A's, so a text of A's would need an edit: planned, and sent to B to write.
+    other_spec = tmp_path / "other-spec.json"
+    shutil.copy(spec_file, other_spec)
+
+    (result,) = run_as_host(tmp_path, "host-b", python, [task(config, other_spec, validate=False)], cache)
+
+    received = [path.read_text() for path in stolen.iterdir()]
+    assert not [text for text in received if SECRET in text]
+    assert SECRET not in config.read_text() and SECRET not in json.dumps(result)
+    if how == "offered":
+        # B was offered nothing (it never sent a text), so it had nothing to claim: its own file was edited.
+        assert result["changed"] is True
+        assert set(offered_log(stolen).read_text().splitlines()) == {"null"}
+        assert config.read_text() == cc.plan_base_runtime_spec(own, str(other_spec)).new_text
+    else:
+        assert result["failed"] is True and config.read_text() == own
+        assert result["msg"] == (
+            "%s: the node answered with only the SHA-256 %s, which the controller did not offer it (a host is "
+            "offered only digests of texts it sent or was sent); nothing was changed." % (config, secret_digest))
+
+
+def test_a_hostile_node_cannot_make_the_controller_skip_another_hosts_edit(tmp_path, config, spec_file):
+    cache = tmp_path / "controller-cache"
+    needs_edit = config.read_text()
+    digest = sha256(config)
+    # Host B sends a text that needs no change, reported under the digest of host A's file, which does.
+    config.write_text(cc.plan_base_runtime_spec(needs_edit, str(spec_file)).new_text, newline="")
+    stolen = tmp_path / "stolen"
+    stolen.mkdir()
+    python = hostile_python(tmp_path, stolen, digest, keep_text=True)
+    (lie,) = run_as_host(tmp_path, "host-b", python, [task(config, spec_file, validate=False)], cache)
+    assert lie["failed"] is True
+    assert lie["msg"].startswith("%s: the node reported the SHA-256 %s but sent a text whose SHA-256 is " % (config, digest))
+
+    # Host A, honest, with that file: its edit is planned from its own text, not skipped.
+    config.write_text(needs_edit, newline="")
+    (honest,) = run_as_host(tmp_path, "host-a", Path(sys.executable), [task(config, spec_file, validate=False)], cache)
+    assert honest["changed"] is True and honest["runtimes_changed"] == ["runc", "test-handler"]
+    assert config.read_text() == cc.plan_base_runtime_spec(needs_edit, str(spec_file)).new_text
+
+
+def test_a_forged_no_change_record_does_not_suppress_an_edit(tmp_path, config, spec_file):
+    """Issue 24, item 3: whoever can write the cache directory, but has not the key, decides nothing."""
+    node = Node(tmp_path)
+    step = task(config, spec_file)
+    node.run([step])  # writes the file
+    node.run([step])  # unchanged: the plan "no change needed" is remembered for the file as written
+    written = config.read_text()
+    (record,) = [path for path in (node.cache / "records").iterdir()
+                 if json.loads(path.read_bytes().partition(b"\n")[2])["key"].get("plan")]
+    # The file is edited behind the controller's back (one runtime loses the spec) ...
+    edited = written.replace('base_runtime_spec = "%s"' % spec_file, 'base_runtime_spec = "/etc/other-spec.json"', 1)
+    config.write_text(edited, newline="")
+    # ... and a "no change needed" record for the edited file is forged from the genuine one: the key
+    # names the new digest, the file name and the checksum are computed as a writer without the key can.
+    body = json.loads(record.read_bytes().partition(b"\n")[2])
+    body["key"]["sha256"] = sha256(config)
+    forged = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    name = hashlib.sha256(json.dumps(body["key"], sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    forged_path = node.cache / "records" / name
+    forged_path.write_bytes(hashlib.sha256(forged).hexdigest().encode() + b"\n" + forged)
+
+    (result,), calls = node.run([step])
+    assert result["changed"] is True and result["runtimes_changed"] == ["runc"]
+    assert config.read_text() == written
+    assert not forged_path.exists() or forged_path.read_bytes().partition(b"\n")[2] != forged

@@ -389,3 +389,17 @@ def test_eight_parallel_runs_each_adding_a_runtime_all_land_or_fail_visibly(tmp_
     assert landed  # at least the first writer lands
     assert sorted(os.listdir(tmp_path)) == ["config.toml", "hosts.json", "local-tmp", "play.yml", "remote-tmp",
                                             "results"]
+
+
+def test_a_byte_order_mark_is_read_as_containerd_reads_it_and_kept(tmp_path, spec_file):
+    """Issue 24, item 15: containerd reads a config.toml that starts with a UTF-8 BOM; so does the action."""
+    config = tmp_path / "config.toml"
+    config.write_bytes(b"\xef\xbb\xbf" + read_fixture("kind-fork_v2_runc_base_runtime_spec.toml").encode())
+    assert dumped_runtimes(config)["runc"]["base_runtime_spec"] == "/etc/containerd/cri-base.json"  # containerd reads it
+    step = task(config, base_runtime_spec=str(spec_file))
+    apply, again = run_play(tmp_path, [step, step])
+    assert apply["changed"] is True and apply["validated"] is True and apply["runtimes_changed"] == ["runc", "test-handler"]
+    assert again["changed"] is False
+    assert config.read_bytes().startswith(b"\xef\xbb\xbf") and not config.read_bytes().startswith(b"\xef\xbb\xbf" * 2)
+    assert {rt: dumped_runtimes(config)[rt]["base_runtime_spec"] for rt in ("runc", "test-handler")} == {
+        "runc": str(spec_file), "test-handler": str(spec_file)}

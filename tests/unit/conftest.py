@@ -7,7 +7,9 @@ tests/integration (through tests/harness.py), and fails here.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
+import signal
 import subprocess
 
 import pytest
@@ -76,3 +78,35 @@ def no_ansible_processes(monkeypatch):
             super().__init__(args, *rest, **kwargs)
 
     monkeypatch.setattr(subprocess, "Popen", UnitTestPopen)
+
+
+@pytest.fixture
+def no_hang():
+    """Fail the test, instead of hanging the run, when the code under test blocks for 20 s (a read of
+    a FIFO, a sleep, an expression that explodes)."""
+    def _alarm(signum, frame):
+        raise AssertionError("blocked for 20 s")
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def in_child():
+    """``in_child(function)``: its result, computed in a forked process that is killed after 10 s, so a
+    reader that blocks where no signal reaches it fails the test instead of hanging the run."""
+    def run(function, seconds=10):
+        context = multiprocessing.get_context("fork")
+        queue = context.Queue()
+        child = context.Process(target=lambda: queue.put(function()))
+        child.start()
+        child.join(seconds)
+        if child.is_alive():
+            child.kill()
+            child.join()
+            raise AssertionError("still running after %d s: the code under test blocked" % seconds)
+        assert child.exitcode == 0, "the code under test raised (exit code %s)" % child.exitcode
+        return queue.get(timeout=5)
+    return run

@@ -26,9 +26,11 @@ import re
 try:
     import jmespath
     from jmespath.exceptions import JMESPathError
+    from jmespath.visitor import TreeInterpreter
 except ImportError:  # the controller lacks it: a clear error when a custom check is used, not at import
     jmespath = None
     JMESPathError = ValueError
+    TreeInterpreter = object
 
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import Check, CheckError
 from ansible_collections.rdma.node.plugins.plugin_utils._findings import SEVERITIES
@@ -38,6 +40,56 @@ KEYS = ("name", "severity", "message", "expression", "subject", "reads")
 REQUIRED = ("name", "severity", "message", "expression")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _COMPILED = {}
+# Bounds of one expression: its text, the steps it may take on one host's facts, and the values its
+# result may hold. A real check is a few hundred characters and takes thousands of steps; without
+# bounds, a nesting of thousands of brackets ends in a RecursionError, and "[@,@][]" twenty-two times
+# doubles its work twenty-two times (gigabytes).
+MAX_EXPRESSION_CHARS = 4096
+MAX_STEPS = 200000
+MAX_RESULT_VALUES = 100000
+
+
+class _TooCostly(Exception):
+    """The expression passed one of the bounds; the message completes "the expression ..."."""
+
+
+class _BoundedInterpreter(TreeInterpreter):
+    """jmespath's own interpreter, counting every node it evaluates and stopping past ``MAX_STEPS``."""
+
+    def __init__(self):
+        super().__init__()
+        self.steps = 0
+
+    def visit(self, node, *args, **kwargs):
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise _TooCostly("needs more than {:,} steps".format(MAX_STEPS))
+        return super().visit(node, *args, **kwargs)
+
+
+def _search(compiled, value):
+    """``compiled.search(value)`` within the bounds; :class:`_TooCostly` past them."""
+    try:
+        result = _BoundedInterpreter().visit(compiled.parsed, value)
+    except RecursionError:
+        raise _TooCostly("nested too deeply for the facts it reads") from None
+    _count_values(result, [MAX_RESULT_VALUES])
+    return result
+
+
+def _count_values(value, left):
+    """Count the values of a result down from ``left[0]``, stopping as soon as there are too many (a result
+    may share one list many times over: it is counted as the JSON it becomes, not as the memory it holds)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        left[0] -= 1
+        if left[0] < 0:
+            raise _TooCostly("gives more than {:,} values".format(MAX_RESULT_VALUES))
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def _compile(text, where):
@@ -45,12 +97,22 @@ def _compile(text, where):
         raise CheckError("%s: the operators' checks need the jmespath library on the controller (pip install jmespath)" % where)
     compiled = _COMPILED.get(text)
     if compiled is None:
+        if len(text) > MAX_EXPRESSION_CHARS:
+            raise CheckError("%s: the expression is %d characters long, more than the %d a check may have"
+                             % (where, len(text), MAX_EXPRESSION_CHARS))
         try:
             compiled = jmespath.compile(text)
         except JMESPathError as exc:
             raise CheckError("%s: the expression %r is not valid JMESPath: %s" % (where, text, " ".join(str(exc).split()))) from None
+        except RecursionError:
+            raise CheckError("%s: the expression is nested too deeply to be read (%s...)" % (where, text[:40])) from None
         _COMPILED[text] = compiled
     return compiled
+
+
+def _subject_text(value):
+    """A subject as text: a string as it is, anything else as JSON (never a Python repr)."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
 def _truthy(value):
@@ -96,15 +158,19 @@ def build_check(role, index, entry, where="custom_checks"):
 
     def judge(facts, params, found):
         try:
-            result = expression.search(plain(facts))
+            result = _search(expression, plain(facts))
             items = result if isinstance(result, list) else [result]
             for item in items:
                 if not _truthy(item):
                     continue
-                about = subject.search(item) if subject is not None else None
-                found.add(severity, name if about in (None, "") else str(about), message, None, item if item is not True else None)
+                about = _search(subject, item) if subject is not None else None
+                found.add(severity, name if about in (None, "") else _subject_text(about), message, None,
+                          item if item is not True else None)
         except JMESPathError as exc:
             raise CheckError("%s: the expression failed on this host's facts: %s" % (label, " ".join(str(exc).split()))) from None
+        except _TooCostly as exc:
+            raise CheckError("%s: the expression %s on this host's facts; narrow it (select fewer ports or "
+                             "fields)" % (label, exc)) from None
 
     judge.__doc__ = "%s (JMESPath: %s)" % (message, entry["expression"])
     return Check(role, PREFIX + name, reads, (), judge)

@@ -28,6 +28,8 @@ Parameters, without the ``node_health_`` prefix:
 
 from __future__ import annotations
 
+import math
+
 from ansible_collections.rdma.node.plugins.plugin_utils._checks.physical import aer_sample
 from ansible_collections.rdma.node.plugins.plugin_utils._rate_limits import RateLimitError, judge_rise, parse_rate_limits
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, parameter, summary
@@ -47,6 +49,7 @@ FLAP_COMPANIONS = ("link_error_recovery",)
 # saturate); they join the sample so that a limit in node_health_counter_rise_limits can judge them.
 HW_ERROR_COUNTERS = ("rnr_nak_retry_err", "req_transport_retries_exceeded", "local_ack_timeout_err", "implied_nak_seq_err",
                      "out_of_sequence", "packet_seq_err", "roce_slow_restart")
+_UINT64_MAX = 2 ** 64 - 1
 
 
 @parameter(ROLE, "previous_sample")
@@ -84,7 +87,49 @@ def _int_param(params, name, default):
 
 
 def _ports_with_counters(rdma):
-    return [p for p in rdma.get("ports") or [] if isinstance(p.get("counters"), dict)]
+    return [p for p in rdma.get("ports") or [] if isinstance(p, dict) and isinstance(p.get("counters"), dict)]
+
+
+def _is_count(value):
+    """An IBTA counter value as the node reads it: a whole number of 0 to 2^64-1 (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _UINT64_MAX
+
+
+def _is_time(value):
+    """Seconds since the epoch: a finite positive number (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _shown(value):
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def usable_sample(sample, before):
+    """``(sample, None)`` when ``sample`` has the shape ``current_sample`` makes and is older than
+    ``before``, else ``(None, why)``: ``{"time": seconds, "ports": {"dev/port": {counter: count}}}``.
+
+    Every earlier sample goes through here: this run's first read comes from the node, the previous
+    run's from the fact cache, and either may have been tampered with. Nothing of a sample with one
+    bad part is used, so a string, a wrong shape or a count of -10^30 can neither fail the host nor
+    make a rise that did not happen.
+    """
+    if not isinstance(sample, dict):
+        return None, "is %s, not a mapping" % type(sample).__name__
+    if not _is_time(sample.get("time")):
+        return None, "has the time %s, not a number of seconds since the epoch" % _shown(sample.get("time"))
+    if not sample["time"] < before:
+        return None, "was taken at %s, not before this run's read at %s" % (_shown(sample["time"]), _shown(before))
+    ports = sample.get("ports")
+    if not isinstance(ports, dict):
+        return None, "has the ports %s, not a mapping of port to counters" % _shown(ports)
+    for name, counters in ports.items():
+        if not isinstance(counters, dict):
+            return None, "has %s for the port %s, not a mapping of counter to count" % (_shown(counters), name)
+        for counter, value in counters.items():
+            if not _is_count(value):
+                return None, "has %s %s = %s, not a count of 0 to 2^64-1" % (name, counter, _shown(value))
+    return sample, None
 
 
 def current_sample(rdma):
@@ -92,48 +137,68 @@ def current_sample(rdma):
     IBTA counters, and the mlx5 hw_counters of :data:`HW_ERROR_COUNTERS` where the port has them."""
     ports = {}
     for port in _ports_with_counters(rdma):
-        sample = {k: v for k, v in port["counters"].items() if k in PORT_COUNTER_WIDTH_BITS and v is not None}
+        sample = {k: v for k, v in port["counters"].items() if k in PORT_COUNTER_WIDTH_BITS and _is_count(v)}
         hw = port.get("hw_counters") if isinstance(port.get("hw_counters"), dict) else {}
-        sample.update({k: v for k, v in hw.items() if k in HW_ERROR_COUNTERS and isinstance(v, int) and not isinstance(v, bool)})
+        sample.update({k: v for k, v in hw.items() if k in HW_ERROR_COUNTERS and _is_count(v)})
         ports[port_name(port)] = sample
     return {"time": rdma.get("counters_time"), "ports": ports}
 
 
 def earlier_sample(rdma, previous):
-    """The sample to compare with and where it comes from: the in-run one (``counters_interval``)
-    when ib_facts took two, else ``previous`` (the last run's, from the fact cache), else None."""
-    earlier = rdma.get("counters_earlier")
-    if isinstance(earlier, dict) and isinstance(earlier.get("ports"), dict) and earlier.get("time") is not None:
-        return earlier, "this run"
+    """``(sample, source, problem)``: the sample to compare with and where it comes from, the in-run one
+    (``counters_interval``) when ib_facts took two, else ``previous`` (the last run's, from the fact
+    cache), else None; ``problem`` says why a sample that was there is not usable."""
     now = rdma.get("counters_time")
-    if isinstance(previous, dict) and isinstance(previous.get("ports"), dict) and previous.get("time") is not None \
-            and now is not None and previous["time"] < now:
-        return previous, "the previous run"
-    return None, None
+    if not _is_time(now):
+        return None, None, None
+    earlier = rdma.get("counters_earlier")
+    if earlier is not None:
+        sample, problem = usable_sample(earlier, now)
+        if sample is None:
+            return None, None, "this run's first counter read " + problem
+        return sample, "this run", None
+    if previous is None:
+        return None, None, None
+    sample, problem = usable_sample(previous, now)
+    if sample is None:
+        return None, None, "the previous run's counter sample in the fact cache " + problem
+    return sample, "the previous run", None
+
+
+def _compared(rdma, previous):
+    """``(port, counter, before, after, seconds)`` of every error counter with a usable earlier value;
+    a counter at its maximum no longer counts, so its "rise" is only the way up to the ceiling."""
+    earlier, _source, _problem = earlier_sample(rdma, previous)
+    if earlier is None:
+        return
+    now = current_sample(rdma)
+    seconds = float(now["time"]) - float(earlier["time"])
+    saturated = {port_name(p): set(p.get("counters_saturated") or []) for p in _ports_with_counters(rdma)}
+    for name, counters in now["ports"].items():
+        before = earlier["ports"].get(name) or {}
+        for counter, value in counters.items():
+            if counter not in saturated.get(name, ()) and counter in before:
+                yield name, counter, before[counter], value, seconds
 
 
 def counter_deltas(rdma, previous):
     """``{"dev/port": {counter: (before, after, seconds)}}`` of every error counter with an earlier
-    value; a counter that went down (reset, or a replaced card) has no delta."""
-    earlier, _source = earlier_sample(rdma, previous)
-    if earlier is None:
-        return {}
-    now = current_sample(rdma)
-    seconds = float(now["time"]) - float(earlier["time"])
-    if seconds <= 0:
-        return {}
-    # A counter at its maximum no longer counts: its "rise" is only the way up to the ceiling.
-    saturated = {port_name(p): set(p.get("counters_saturated") or []) for p in _ports_with_counters(rdma)}
+    value; a counter that went down (see ``counter_drops``) has no delta."""
     deltas = {}
-    for name, counters in now["ports"].items():
-        before = earlier["ports"].get(name) or {}
-        for counter, value in counters.items():
-            if counter in saturated.get(name, ()):
-                continue
-            old = before.get(counter)
-            if isinstance(old, int) and not isinstance(old, bool) and value >= old:
-                deltas.setdefault(name, {})[counter] = (old, value, seconds)
+    for name, counter, before, after, seconds in _compared(rdma, previous):
+        if after >= before:
+            deltas.setdefault(name, {})[counter] = (before, after, seconds)
     return deltas
+
+
+def counter_drops(rdma, previous):
+    """``{"dev/port": [(counter, before, after)]}`` of the error counters lower than in the earlier
+    sample: cleared, or reset by a reboot or a driver reload."""
+    drops = {}
+    for name, counter, before, after, _seconds in _compared(rdma, previous):
+        if after < before:
+            drops.setdefault(name, []).append((counter, before, after))
+    return drops
 
 
 def per_hour(before, after, seconds):
@@ -176,7 +241,15 @@ def _rise_limits(params):
 def counter_rising(facts, params, found):
     """An error counter rose faster than its limit (per second, minute or hour; 0: any rise) between two samples (this run's, or the last run's and this)."""
     limits = _rise_limits(params)
-    _earlier, source = earlier_sample(facts["rdma"], params.get("previous_sample"))
+    _earlier, source, problem = earlier_sample(facts["rdma"], params.get("previous_sample"))
+    if problem:
+        found.not_checked("counter sample", "no usable earlier sample: %s; counter rises are judged from the next run on" % problem)
+    for name, drops in sorted(counter_drops(facts["rdma"], params.get("previous_sample")).items()):
+        drops.sort()
+        went = ", ".join(("%s went down from %d to %d" if index == 0 else "%s from %d to %d") % drop
+                         for index, drop in enumerate(drops))
+        found.info(name, "%s: %s between samples of %s (counters cleared, a reboot or a driver reload); %s rise is "
+                   "judged from this sample on." % (name, went, source, "their" if len(drops) > 1 else "its"))
     for name, counters in sorted(counter_deltas(facts["rdma"], params.get("previous_sample")).items()):
         downed = counters.get("link_downed", (0, 0, 0))
         for counter, (before, after, seconds) in sorted(counters.items()):
@@ -210,12 +283,15 @@ def counter_saturated(facts, params, found):
 
 def carrier_losses(rdma):
     """``{"dev/port": [(netdev, losses)]}`` from the kernel log facts."""
-    log = rdma.get("kernel_log") or {}
-    netdevs = rdma.get("netdevs") or {}
+    log = rdma.get("kernel_log") if isinstance(rdma.get("kernel_log"), dict) else {}
+    netdevs = rdma.get("netdevs") if isinstance(rdma.get("netdevs"), dict) else {}
     losses = {}
-    for name, entry in sorted((log.get("netdevs") or {}).items()):
+    entries = log.get("netdevs") if isinstance(log.get("netdevs"), dict) else {}
+    for name, entry in sorted(entries.items()):
+        if not isinstance(entry, dict) or not _is_count(entry.get("losses")):
+            continue  # not what ib_facts writes: nothing in it is counted
         port = entry.get("port")
-        if port is None and name in netdevs:
+        if port is None and isinstance(netdevs.get(name), dict):
             port = "%s/%s" % (netdevs[name].get("device"), netdevs[name].get("port"))
         if port and entry.get("losses"):
             losses.setdefault(port, []).append((name, entry["losses"]))
@@ -228,9 +304,12 @@ def link_flapping(facts, params, found):
     rdma = facts["rdma"]
     most = _int_param(params, "carrier_losses_max", 5)
     deltas = counter_deltas(facts["rdma"], params.get("previous_sample"))
-    _earlier, source = earlier_sample(facts["rdma"], params.get("previous_sample"))
+    _earlier, source, _problem = earlier_sample(facts["rdma"], params.get("previous_sample"))
     losses = carrier_losses(rdma)
-    window = (rdma.get("kernel_log") or {}).get("window_hours")
+    log = rdma.get("kernel_log") if isinstance(rdma.get("kernel_log"), dict) else {}
+    window = log.get("window_hours")
+    if isinstance(log.get("cut"), str):
+        found.info("kernel log", "The kernel log was not read whole: %s." % log["cut"])
     for name in sorted(set(deltas) | set(losses)):
         evidence = []
         before, after, seconds = deltas.get(name, {}).get("link_downed", (0, 0, 0))
@@ -457,7 +536,7 @@ def health_summary(facts, params, findings):
     rates = {}
     for name, counters in counter_deltas(facts["rdma"], params.get("previous_sample")).items():
         rates[name] = {c: round(per_hour(b, a, s), 3) for c, (b, a, s) in counters.items()}
-    earlier, source = earlier_sample(facts["rdma"], params.get("previous_sample"))
+    earlier, source, _problem = earlier_sample(facts["rdma"], params.get("previous_sample"))
     sample = current_sample(rdma)
     # The rates are extrapolated to an hour from this interval: a report must say it with them.
     interval = float(sample["time"]) - float(earlier["time"]) if earlier is not None and sample["time"] is not None else None

@@ -88,6 +88,9 @@ def _parse_args(argv):
     while index < len(argv):
         arg = argv[index]
         value = None
+        if arg == "--":  # the end of the options, as getopt_long reads it
+            host = host if index + 1 >= len(argv) else argv[index + 1]
+            break
         if arg.startswith("--") and "=" in arg:
             arg, value = arg.split("=", 1)
         elif arg in _VALUE_OPTIONS:

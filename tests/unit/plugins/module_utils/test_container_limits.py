@@ -245,3 +245,38 @@ def test_a_containerd_by_pidfile_is_read_from_proc_without_systemctl(tmp_path):
     pidfile.unlink()
     assert cl.gather(reader(), "containerd.service")["containerd"]["error"] == (
         "its pidfile %s could not be read: No such file or directory" % pidfile)
+
+
+# -- hostile pidfiles and proc files (issue 24, items 5 and 7) --------------------------------------
+
+
+def pidfile_reader(tmp_path, pidfile, proc="/proc"):
+    return cl.Reader(lambda argv: (1, "", ""), "ctr", str(tmp_path / "none.sock"), None, proc=proc, pidfile=str(pidfile))
+
+
+@pytest.mark.parametrize("content", ["²", "٣", "1_0", "+1", "-1", "0x10", str(2 ** 64), "1e3", "  "])
+def test_a_pidfile_without_a_process_id_is_one_sentence(tmp_path, content, in_child):
+    pidfile = tmp_path / "containerd.pid"
+    pidfile.write_text(content + "\n", encoding="utf-8")
+    facts = in_child(lambda: cl.gather(pidfile_reader(tmp_path, pidfile), "containerd.service")["containerd"])
+    assert (facts["pid"], facts["active_state"]) == (0, "inactive")
+    assert facts["error"] == "its pidfile %s holds %r, not a process id" % (pidfile, content.strip())
+
+
+def test_a_fifo_as_pidfile_does_not_hang_the_module(tmp_path, in_child):
+    pidfile = tmp_path / "containerd.pid"
+    os.mkfifo(pidfile)
+    facts = in_child(lambda: cl.gather(pidfile_reader(tmp_path, pidfile), "containerd.service")["containerd"])
+    assert (facts["pid"], facts["active_state"]) == (0, "inactive")
+    assert facts["error"] == ("its pidfile %s could not be read: %s is a FIFO (named pipe), not a regular file; "
+                              "expected containerd's pidfile (a process id)." % (pidfile, pidfile))
+
+
+def test_a_fifo_as_a_process_limits_file_does_not_hang(tmp_path, in_child):
+    proc = tmp_path / "proc"
+    (proc / "4242").mkdir(parents=True)
+    os.mkfifo(proc / "4242" / "limits")
+    pidfile = tmp_path / "containerd.pid"
+    pidfile.write_text("4242\n")
+    facts = in_child(lambda: cl.gather(pidfile_reader(tmp_path, pidfile, proc=str(proc)), "containerd.service")["containerd"])
+    assert facts["pid"] == 0 and facts["error"] == "process 4242 of the pidfile %s does not run" % pidfile

@@ -10,7 +10,6 @@ blocking read into a failure instead of a hung test run.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -21,18 +20,6 @@ import pytest
 
 from ansible_collections.rdma.node.plugins.module_utils import _files
 from testpaths import COLLECTIONS_ROOT
-
-
-@pytest.fixture
-def no_hang():
-    """Fail the test, instead of hanging the run, when a read blocks for more than 10 s."""
-    def _alarm(signum, frame):
-        raise AssertionError("the read blocked")
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(10)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 class FakeModule:

@@ -149,3 +149,10 @@ def test_rdma_system_forms():
 def test_rdma_system_errors(text, message):
     with pytest.raises(HealthTextError, match=message.replace("(", r"\(").replace("[", r"\[")):
         parse_rdma_system(text)
+
+
+def test_rdma_system_json_nested_too_deeply_is_one_sentence():
+    """Issue 24, item 11: json.loads raised a RecursionError through the filter."""
+    with pytest.raises(HealthTextError) as raised:
+        parse_rdma_system("{" + '"netns": {' * 100000 + "}" * 100001)
+    assert str(raised.value) == "parse_rdma_system: the JSON is nested too deeply to be rdma -j system output"

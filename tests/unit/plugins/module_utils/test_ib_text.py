@@ -725,3 +725,12 @@ def test_line_per_port_formats_keep_the_order_of_the_output():
         ("mlx4_0", 1, "ACTIVE"), ("mlx4_1", 1, "DOWN"), ("mlx4_0", 2, "INIT")]
     text = "link mlx5_1/1 state ACTIVE\nlink mlx5_0/1 state DOWN\nlink mlx5_1/2 state INIT\n"
     assert [(p["device"], p["port"]) for p in parse_rdma_link(text)] == [("mlx5_1", 1), ("mlx5_0", 1), ("mlx5_1", 2)]
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("nested", ["[" * 100000 + "]" * 100000, '[{"ifname": ' * 50000 + "1" + "}]" * 50000])
+def test_rdma_link_json_nested_too_deeply_is_one_sentence(nested, strict):
+    """Issue 24, item 11: json.loads raised a RecursionError through the filter."""
+    with pytest.raises(IbTextError) as raised:
+        _ib_text.parse_rdma_link(nested, strict=strict)
+    assert str(raised.value) == "parse_rdma_link: the JSON is nested too deeply to be rdma -j link output"

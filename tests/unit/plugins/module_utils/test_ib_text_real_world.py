@@ -325,3 +325,27 @@ def test_ibv_devinfo_verbose_with_a_new_kind_of_line_keeps_the_port():
     assert [(p["device"], p["port"], p["rate_gbps"]) for p in result["ports"]] == [("mlx5_0", 1, 400.0)]
     assert result["notes"] == [{"line": 26, "text": "some future capability, described in prose",
                                 "reason": "not ibv_devinfo output"}]
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_id)
+def test_a_comment_after_a_line_is_read_past_with_a_note(path):
+    """Issue 24, item 16: ``mlx5_0 port 1 ==> ib0 (Up)  # rack 3`` refused the whole paste."""
+    parser, text, clean = _sample(path)
+    lines = text.rstrip("\n").split("\n")
+    commented = [number for number, line in enumerate(lines) if line.strip()]
+    pasted = "\n".join(line + "  # rack 3, see ticket 4711" if number in commented else line
+                       for number, line in enumerate(lines))
+    result = parser(pasted)
+    assert result["ports"] == clean["ports"]
+    comment_notes = [note for note in result["notes"] if note["reason"] == "a comment after the text, not read"]
+    # every commented line the parser reads has its note (prompts and diagnostics are dropped whole)
+    assert comment_notes and {note["line"] for note in comment_notes} <= {number + 1 for number in commented}
+    assert all(note["text"].endswith(("# rack 3, see ticket 4711", "...")) for note in comment_notes)
+    assert parser(pasted, strict=True)["ports"] == clean["ports"]
+
+
+def test_the_issues_example():
+    result = PARSERS["ibdev2netdev"]("mlx5_0 port 1 ==> ib0 (Up)  # rack 3\nmlx5_1 port 1 ==> ib1 (Down)\n")
+    assert [(p["device"], p["netdev_state"]) for p in result["ports"]] == [("mlx5_0", "Up"), ("mlx5_1", "Down")]
+    assert result["notes"] == [{"line": 1, "text": "mlx5_0 port 1 ==> ib0 (Up)  # rack 3",
+                                "reason": "a comment after the text, not read"}]

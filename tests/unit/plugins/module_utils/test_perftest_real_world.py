@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ansible_collections.rdma.node.plugins.module_utils._perftest_output import PerftestOutputError, parse_perftest
+from ansible_collections.rdma.node.plugins.module_utils._perftest_output import MAX_NOTES, PerftestOutputError, parse_perftest
 from testpaths import FIXTURES
 
 SAMPLES = sorted((FIXTURES / "perftest").glob("*.txt"))
@@ -76,3 +76,15 @@ def test_text_with_nothing_of_perftest_is_refused_unless_it_is_a_run():
     # The output of a run is whatever the run printed: classified, never refused.
     parsed = parse_perftest("Segmentation fault\n", rc=139, role="client")
     assert parsed["failure"]["cause"] == "unknown" and parsed["notes"][0]["line"] == 1
+
+
+def test_many_unrecognised_lines_are_linear_and_their_notes_capped(no_hang):
+    """Issue 24, item 12: each note was compared with every earlier one (600,000 lines: over an hour)."""
+    text = (FIXTURES / "perftest" / "ib_write_bw_s1M_client_IB_MBsec.txt").read_text()
+    garbage = "".join("stray line %d of a wrapper script\n" % n for n in range(60000))
+    parsed = parse_perftest(garbage + text)
+    assert _facts(parsed) == _facts(parse_perftest(text))
+    assert len(parsed["notes"]) == MAX_NOTES + 1
+    assert parsed["notes"][0] == {"line": 1, "text": "stray line 0 of a wrapper script", "reason": "not perftest output"}
+    assert parsed["notes"][-1] == {"line": None, "text": None,
+                                   "reason": "59900 more notes like these were left out"}

@@ -298,7 +298,7 @@ def test_build_argv():
     assert pt.build_argv("ib_write_bw", device="mlx5_1", ib_port=1, gid_index=3, size=65536, qps=2,
                          iterations=5000, port=18600, extra_args=["-F"], server="10.0.0.2") == [
         "ib_write_bw", "-d", "mlx5_1", "-i", "1", "-x", "3", "-s", "65536", "-q", "2", "-n", "5000",
-        "-p", "18600", "--report_gbits", "-F", "10.0.0.2"]
+        "-p", "18600", "--report_gbits", "-F", "--", "10.0.0.2"]
     assert pt.build_argv("ib_write_lat", all_sizes=True) == ["ib_write_lat", "-a"]
     assert pt.build_argv("ib_read_bw", report_gbits=False) == ["ib_read_bw"]
 
@@ -316,6 +316,15 @@ def test_build_argv_rejects(kwargs, message):
     with pytest.raises(pt.PerftestError) as err:
         pt.build_argv(**kwargs)
     assert str(err.value) == message
+
+
+@pytest.mark.parametrize("server", ["--run_infinitely", "--out_json_file=/etc/cron.d/x", "-R", "-", " -x"])
+def test_a_server_that_would_be_an_option_is_refused(server):
+    """Issue 24, item 14: the server address was the last argument, so "--run_infinitely" became an option."""
+    with pytest.raises(pt.PerftestError) as err:
+        pt.build_argv("ib_write_bw", server=server)
+    assert str(err.value) == ("server %r is not a host name or address: it starts with '-', which perftest would "
+                              "read as an option" % server.strip())
 
 
 def test_with_deadline():
@@ -431,3 +440,45 @@ def test_background_server_listening_and_stop(fake, monkeypatch):
     assert pt.group_pids(server.pid) == []
     assert wait_gone(started_pids(fake), 1.0) == []
     server.stop()   # twice is harmless
+
+
+# -- a /proc that is not the kernel's (issue 24, items 5 and 7) --------------------------------------
+
+
+def fake_proc(tmp_path):
+    proc = tmp_path / "proc"
+    (proc / "net").mkdir(parents=True)
+    for pid in ("100", "101"):
+        (proc / pid).mkdir()
+        (proc / pid / "stat").write_text("%s (ib_write_bw) S 1 100 100 0 -1\n" % pid)
+    header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    (proc / "net" / "tcp").write_text(header + "   0: 00000000:4A39 00000000:0000 0A 00000000:00000000 00:00000000 "
+                                               "00000000     0        0 5555 1 0000000000000000 100 0 0 10 0\n")
+    (proc / "net" / "tcp6").write_text(header)
+    (proc / "100" / "fd").mkdir()
+    (proc / "100" / "fd" / "3").symlink_to("socket:[5555]")
+    return proc
+
+
+def test_group_and_ports_of_a_fake_proc(tmp_path):
+    proc = fake_proc(tmp_path)
+    assert sorted(pt.group_pids(100, str(proc))) == [100, 101]
+    assert pt.listening_ports([100], str(proc)) == {0x4A39}
+
+
+@pytest.mark.parametrize("fifo", ["101/stat", "net/tcp"])
+def test_a_fifo_in_proc_does_not_hang_the_readers(tmp_path, fifo, in_child):
+    proc = fake_proc(tmp_path)
+    (proc / fifo).unlink()
+    os.mkfifo(proc / fifo)
+    pids = in_child(lambda: sorted(pt.group_pids(100, str(proc))))
+    ports = in_child(lambda: pt.listening_ports([100], str(proc)))
+    assert pids == ([100] if fifo == "101/stat" else [100, 101])
+    assert ports == (set() if fifo == "net/tcp" else {0x4A39})
+
+
+def test_a_process_directory_named_with_a_unicode_digit_is_not_a_process(tmp_path, in_child):
+    proc = fake_proc(tmp_path)
+    (proc / "\u00b2").mkdir()
+    (proc / "\u00b2" / "stat").write_text("2 (x) S 1 100 100 0 -1\n")
+    assert in_child(lambda: sorted(pt.group_pids(100, str(proc)))) == [100, 101]

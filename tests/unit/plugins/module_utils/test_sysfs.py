@@ -7,6 +7,7 @@ import os
 import pytest
 import sysfs_tree
 
+from ansible_collections.rdma.node.plugins.module_utils._files import take_read_warnings
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather, read_attr
 from testpaths import COLLECTION_ROOT, FIXTURES
 
@@ -239,3 +240,44 @@ def test_node_without_rdma(tmp_path):
         "summary": {"device_count": 0, "port_count": 0, "active_ports": [], "down_ports": [], "max_rate_gbps": None},
     }
     assert warnings == []
+
+
+# --------------------------------------------------------------------------- hostile numbers (issue 24, item 5)
+
+
+@pytest.mark.parametrize("attribute, value", [
+    ("numa_node", "٣"), ("numa_node", "1_0"), ("lid_mask_count", "²"), ("sm_sl", "+1"), ("sm_sl", "-1"),
+    ("cap_mask", "0x" + "f" * 17), ("mtu", "１５００"), ("mtu", "4096" * 6), ("dev_port", "²"),
+])
+def test_a_number_attribute_in_another_form_is_null_with_a_warning(tmp_path, attribute, value):
+    tree = sysfs_tree.TreeBuilder(str(tmp_path))
+    device = tree.hca("mlx5_0", "0000:03:00.0", numa_node=value if attribute == "numa_node" else 0)
+    port_rel = tree.port(device, 1, link_layer="Ethernet", ndevs=["ens1f0"],
+                         lmc=value if attribute == "lid_mask_count" else 0, sm_sl=value if attribute == "sm_sl" else 0,
+                         cap_mask=value if attribute == "cap_mask" else "0x2651e848")
+    tree.netdev("ens1f0", "0000:03:00.0", mtu=value if attribute == "mtu" else 1500,
+                dev_port=value if attribute == "dev_port" else 0)
+    take_read_warnings()
+    facts, warnings = gather(str(tmp_path))
+    warnings += take_read_warnings()
+    read = {"numa_node": facts["devices"]["mlx5_0"]["numa_node"], "lid_mask_count": port(facts, "mlx5_0", 1)["lmc"],
+            "sm_sl": port(facts, "mlx5_0", 1)["sm_sl"], "cap_mask": port(facts, "mlx5_0", 1)["cap_mask"],
+            "mtu": (facts["netdevs"].get("ens1f0") or {}).get("mtu")}
+    assert attribute == "dev_port" or read[attribute] is None  # dev_port is not a fact: only its warning shows
+    expected = "an unsigned whole number of at most 64 bits" if attribute != "numa_node" else "a whole number of 64 bits"
+    (warning,) = warnings
+    assert warning.endswith("/%s holds %r, not %s; read as null." % (attribute, value, expected))
+    del port_rel
+
+
+def test_a_port_directory_whose_name_is_not_a_number_is_skipped_with_a_warning(tmp_path):
+    tree = sysfs_tree.TreeBuilder(str(tmp_path))
+    device = tree.hca("mlx5_0", "0000:03:00.0")
+    tree.port(device, 1)
+    os.makedirs(str(tmp_path / device / "ports" / "²"))
+    take_read_warnings()
+    facts, warnings = gather(str(tmp_path))
+    warnings += take_read_warnings()
+    assert facts["devices"]["mlx5_0"]["ports"] == [1]
+    (warning,) = warnings
+    assert warning.endswith("mlx5_0/ports holds an entry named '²', not a port number; skipped.")

@@ -10,11 +10,18 @@ import sysfs_tree
 from ansible_collections.rdma.node.plugins.module_utils import _sysfs_health as health
 from ansible_collections.rdma.node.plugins.module_utils._ib_collect import read_ib_facts, wanted_subsets
 from ansible_collections.rdma.node.plugins.module_utils._subsets import FactReadError
+from ansible_collections.rdma.node.plugins.module_utils._files import take_read_warnings
 from testpaths import COLLECTION_ROOT, FIXTURES
 
 
 def facts_of(root, subsets=("all",), proc_root=None):
     return read_ib_facts({"sysfs_root": root, "proc_root": proc_root, "gather_subset": list(subsets)})
+
+
+def facts_and_read_warnings(root, subsets):
+    take_read_warnings()
+    facts, warnings = facts_of(root, subsets)
+    return facts, warnings + take_read_warnings()
 
 
 def port(facts, device, number=1):
@@ -105,13 +112,14 @@ def counter_tree(root, counters=None, counters_ext=None, **port_args):
     return root
 
 
-def test_no_pma_is_null_not_an_error(tmp_path):
+def test_no_pma_is_null_not_an_error_and_junk_is_null_with_a_warning(tmp_path):
     root = counter_tree(str(tmp_path), {"symbol_error": "N/A (no PMA)", "link_downed": "0", "port_rcv_data": "junk"})
-    facts, warnings = facts_of(root, ["counters"])
+    facts, warnings = facts_and_read_warnings(root, ["counters"])
     counters = facts["ports"][0]["counters"]
     assert counters == {"symbol_error": None, "link_downed": 0, "port_rcv_data_bytes": None}
     assert facts["ports"][0]["counters_saturated"] == []
-    assert warnings == []
+    assert warnings == ["%s/class/infiniband/mlx4_0/ports/1/counters/port_rcv_data holds 'junk', not an unsigned "
+                        "whole number of at most 64 bits; read as null." % root]
 
 
 def test_missing_counters_directory_is_null(tmp_path):
@@ -175,7 +183,7 @@ def test_link_speed_strings(text, expected):
 @pytest.mark.parametrize("text, expected", [("16", 16), ("8", 8), ("x4", 4), ("0", None), ("", None), (None, None),
                                             ("255", 255)])
 def test_link_width_strings(text, expected):
-    assert health.parse_link_width(text) == expected
+    assert health.parse_link_width(text, "current_link_width") == expected
 
 
 def pcie_tree(root, link, bdf="0000:3b:00.0"):
@@ -488,3 +496,41 @@ def test_demo_bond_address_has_its_roce_v2_gid(tmp_path):
     assert roce["netdev_addresses"] == {"bond0": {"ipv4": ["10.1.0.2"], "ipv6": None}}
     v2 = {(g["netdev"], g["address"]) for g in roce["gids"] if g["type"] == "RoCE v2"}
     assert ("bond0", "10.1.0.2") in v2
+
+
+# --------------------------------------------------------------------------- hostile numbers (issue 24, item 5)
+
+
+@pytest.mark.parametrize("value", ["²", "٣", "１６", "1_6", "+16", "-16", "99999999999999999999999"])
+def test_a_link_width_that_is_not_the_kernels_number_is_null_with_a_warning(tmp_path, value):
+    tree = pcie_tree(str(tmp_path), {"current_speed": "8.0 GT/s PCIe", "max_speed": "8.0 GT/s PCIe",
+                                     "current_width": value, "max_width": "16"})
+    facts, warnings = facts_and_read_warnings(str(tmp_path), ["pcie"])
+    link = facts["pcie"]["mlx5_0"]
+    assert link["current_width"] is None and link["max_width"] == 16 and link["width_below_max"] is None
+    (warning,) = [w for w in warnings if "current_link_width" in w]
+    assert warning.endswith("current_link_width holds %r, not an unsigned whole number of at most 64 bits; "
+                            "read as null." % value)
+    del tree
+
+
+@pytest.mark.parametrize("value", ["１２", "٣", "1_000", "+5", "-5", str(2 ** 64), "0x1" + "0" * 16, "²"])
+def test_a_counter_that_is_not_an_unsigned_64_bit_number_is_null_with_a_warning(tmp_path, value):
+    root = counter_tree(str(tmp_path), {"symbol_error": value, "link_downed": "3"})
+    facts, warnings = facts_and_read_warnings(root, ["counters"])
+    assert facts["ports"][0]["counters"] == {"symbol_error": None, "link_downed": 3}
+    (warning,) = warnings
+    assert warning.endswith("/ports/1/counters/symbol_error holds %r, not an unsigned whole number of at most 64 "
+                            "bits; read as null." % value)
+
+
+@pytest.mark.parametrize("name", ["²", "٣", "1_0", "+1", "99999999999999999999999"])
+def test_a_gid_file_whose_name_is_not_an_index_is_skipped_with_a_warning(tmp_path, name):
+    tree = sysfs_tree.TreeBuilder(str(tmp_path))
+    device = tree.hca("mlx5_2", "0000:b1:00.0")
+    rel = tree.port(device, 1, link_layer="Ethernet", port_guid="0e42:a1ff:fe65:3a9e", ndevs=["ens1f0"])
+    tree.write(rel + "/gids/" + name, "fd00:0000:0000:0000:0000:0000:0000:0011")
+    facts, warnings = facts_and_read_warnings(str(tmp_path), ["roce"])
+    assert [g["index"] for g in facts["roce"]["gids"]] == [0]
+    (warning,) = warnings
+    assert warning.endswith("/ports/1/gids holds a file named %r, not a GID index; skipped." % name)

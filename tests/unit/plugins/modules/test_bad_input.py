@@ -12,10 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import stat
 
 import pytest
+import sysfs_tree
 
 from ansible_collections.rdma.node.plugins.modules import (
     containerd_runtime,
@@ -29,17 +29,6 @@ from testpaths import FIXTURES
 SPEC_FIXTURE = FIXTURES / "containerd/oci_spec/debian12_containerd-1.6.20_ctr-oci-spec.json"
 MEMLOCK = [{"type": "RLIMIT_MEMLOCK", "soft": 4194304, "hard": 4194304}]
 UNIT = "[Service]\nExecStart=/usr/bin/containerd\nLimitNOFILE=infinity\n"
-
-
-@pytest.fixture
-def no_hang():
-    def _alarm(signum, frame):
-        raise AssertionError("the module blocked")
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
 
 
 def listing(path):
@@ -93,6 +82,17 @@ def test_oci_rlimits_nul_in_path(tmp_path, run_module):
     assert result.failed
     assert result["msg"] == "path %r contains a NUL byte; expected the path of an OCI runtime spec." % (
         str(tmp_path) + "/spec\x00.json")
+
+
+@pytest.mark.parametrize("path", ["spec.json", "-", "-x.json", "./etc/spec.json", "~spec.json"])
+def test_oci_rlimits_refuses_a_path_that_is_not_absolute(tmp_path, run_module, monkeypatch, path):
+    """Issue 24, item 13: a relative path wrote the file, then failed with "No such file or directory: b''"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "etc").mkdir()
+    result = run_module(oci_rlimits, {"path": path, "rlimits": MEMLOCK})
+    assert result.failed
+    assert result["msg"] == ("path must be the absolute path of the OCI runtime spec on the node, got %r." % path)
+    assert listing(tmp_path) == ["etc"] and listing(tmp_path / "etc") == []
 
 
 # --------------------------------------------------------------------------------------------------
@@ -239,9 +239,35 @@ def test_ib_facts_unicode_digits_and_non_utf8_names(tmp_path, run_module):
     assert [p["state"] for p in rdma["ports"] if p["device"] == "mlx5_1"] == ["\u00b2"]
     # a name that is not UTF-8 cannot travel as JSON text: skipped, and said so
     assert sorted(rdma["devices"]) == ["mlx5_1", "mlx5_\u0663"]
+    ports = tmp_path / "class/infiniband/mlx5_\u0663/ports"
     assert result.warning_messages == [
-        "%s holds an entry whose name is not UTF-8 (b'mlx5_\\xff'); skipped." % (tmp_path / "class/infiniband")]
+        "%s holds an entry whose name is not UTF-8 (b'mlx5_\\xff'); skipped." % (tmp_path / "class/infiniband"),
+        "%s holds an entry named '\u00b2', not a port number; skipped." % ports,
+        "%s holds an entry named '\u0663', not a port number; skipped." % ports]
     json.dumps(result).encode("utf-8")  # no lone surrogates left in the result
+
+
+def test_ib_facts_one_bad_number_loses_nothing_else(tmp_path, run_module):
+    """Issue 24, item 5: a Unicode digit in a link width, a GID file name or a counter is null with a warning."""
+    tree = sysfs_tree.TreeBuilder(str(tmp_path))
+    link = {"current_speed": "16.0 GT/s PCIe", "max_speed": "16.0 GT/s PCIe", "current_width": "\u00b2", "max_width": "16"}
+    device = tree.hca("mlx5_0", "0000:3b:00.0", pcie=link)
+    port = tree.port(device, 1, link_layer="Ethernet", ndevs=["ens1f0"],
+                     counters={"symbol_error": "-5", "link_downed": "1\uff12", "port_rcv_errors": "2"})
+    tree.write(port + "/gids/\u00b2", "fe80:0000:0000:0000:0000:0000:0000:0001")
+    result = run_module(ib_facts, {"sysfs_root": str(tmp_path), "gather_subset": ["all"]})
+    assert not result.failed
+    rdma = result["ansible_facts"]["rdma"]
+    assert rdma["pcie"]["mlx5_0"]["current_width"] is None and rdma["pcie"]["mlx5_0"]["max_width"] == 16
+    assert rdma["ports"][0]["counters"] == {"symbol_error": None, "link_downed": None, "port_rcv_errors": 2}
+    assert [gid["index"] for gid in rdma["roce"]["gids"]] == [0] and rdma["ports"][0]["state"] == "ACTIVE"
+    pci, port_dir = tmp_path / "devices/pci0000:3b/0000:3b:00.0", tmp_path / "class/infiniband/mlx5_0/ports/1"
+    assert sorted(result.warning_messages) == sorted([
+        "%s/current_link_width holds '\u00b2', not an unsigned whole number of at most 64 bits; read as null." % pci,
+        "%s/counters/symbol_error holds '-5', not an unsigned whole number of at most 64 bits; read as null." % port_dir,
+        "%s/counters/link_downed holds '1\uff12', not an unsigned whole number of at most 64 bits; read as null."
+        % port_dir,
+        "%s/gids holds a file named '\u00b2', not a GID index; skipped." % port_dir])
 
 
 def driver_root(tmp_path, modules_text):
@@ -278,6 +304,38 @@ def test_driver_facts_unicode_digits_in_proc_modules(tmp_path, run_module):
     modules = result["ansible_facts"]["rdma_driver"]["loaded_modules"]
     assert modules["mlx5_\u0663"]["size"] is None and modules["mlx5_\u0663"]["refcount"] is None
     assert modules["ib_core"] == dict(modules["ib_core"], size=462848, refcount=None)
+
+
+def test_driver_facts_numbers_past_64_bits_in_proc_modules(tmp_path, run_module):
+    """Issue 24, item 5: int() of 5000 digits raises; a size past 64 bits is null with a warning."""
+    root = driver_root(tmp_path, "mlx5_core %s 1 - Live 0x0\nib_core 462848 %d - Live 0x0\n" % ("9" * 5000, 2 ** 64))
+    result = run_module(driver_facts, {"root": str(root), "run_tools": False})
+    assert not result.failed
+    modules = result["ansible_facts"]["rdma_driver"]["loaded_modules"]
+    assert modules["mlx5_core"]["size"] is None and modules["mlx5_core"]["refcount"] == 1
+    assert modules["ib_core"]["size"] == 462848 and modules["ib_core"]["refcount"] is None
+    proc_modules = root / "proc/modules"
+    assert result.warning_messages == [
+        "%s (mlx5_core size) holds %r, not an unsigned whole number of at most 64 bits; read as null."
+        % (proc_modules, "9" * 40 + "..."),
+        "%s (ib_core refcount) holds '%d', not an unsigned whole number of at most 64 bits; read as null."
+        % (proc_modules, 2 ** 64)]
+
+
+def test_driver_facts_warnings_about_garbage_are_capped(tmp_path, run_module):
+    """Issue 24, item 12: one warning per unparsable dkms status line was 23,377 warnings for 1 MB of garbage."""
+    root = driver_root(tmp_path, "ib_core 462848 8 - Live 0x0\n")
+    dkms = tmp_path / "dkms.txt"
+    garbage = "".join("garbage line %d without a colon\n" % n for n in range(30000))
+    dkms.write_text(garbage + "mlnx-ofed-kernel/23.10, 6.1.0-27-amd64, x86_64: installed\n")
+    result = run_module(driver_facts, {"root": str(root), "run_tools": False, "dkms_status_file": str(dkms)})
+    assert not result.failed
+    warnings = result.warning_messages
+    assert len(warnings) <= 25
+    assert warnings[0] == "30003 notes; notes keeps the first 500."
+    assert warnings[1] == "dkms status printed a line that is not a status line: 'garbage line 0 without a colon'"
+    assert warnings[-1] == "29980 more warnings like these were left out."
+    assert "mlnx-ofed-kernel" in json.dumps(result["ansible_facts"]["rdma_driver"]["dkms"]["relevant"])
 
 
 def test_driver_facts_non_utf8_names(tmp_path, run_module):

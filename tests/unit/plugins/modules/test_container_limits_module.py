@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -45,3 +46,23 @@ def test_check_mode_starts_no_test_container(run_module, tmp_path):
 def test_bad_options_are_one_sentence(run_module, args, msg):
     result = run_module(container_limits, args)
     assert result.failed and result["msg"] == msg
+
+
+@pytest.mark.parametrize("content", ["fifo", "\u00b2", "\u0663"])
+def test_a_hostile_pidfile_is_one_sentence_in_the_facts(run_module, tmp_path, content, no_hang):
+    """Issue 24, items 5 and 7: a FIFO or a Unicode digit as containerd's pidfile neither hangs nor crashes."""
+    pidfile = tmp_path / "containerd.pid"
+    if content == "fifo":
+        os.mkfifo(pidfile)
+        reason = "could not be read: %s is a FIFO (named pipe), not a regular file; expected containerd's pidfile " \
+                 "(a process id)." % pidfile
+    else:
+        pidfile.write_text(content + "\n", encoding="utf-8")
+        reason = "holds %r, not a process id" % content
+    result = run_module(container_limits, {"address": str(tmp_path / "c.sock"), "pidfile": str(pidfile)})
+    assert not result.failed
+    containerd = result["ansible_facts"]["rdma_memlock"]["containerd"]
+    assert containerd["pid"] == 0 and containerd["error"] == "its pidfile %s %s" % (pidfile, reason)
+    if content != "fifo":
+        assert result.warning_messages == ["%s holds %r, not an unsigned whole number of at most 64 bits; read as null."
+                                           % (pidfile, content)]

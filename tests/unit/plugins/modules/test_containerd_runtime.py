@@ -124,7 +124,7 @@ def test_a_remembered_plan_that_is_not_well_formed_is_not_used(tmp_path):
     from ansible_collections.rdma.node.plugins.plugin_utils._content_cache import ContentCache
 
     plugin = action.ActionModule.__new__(action.ActionModule)
-    plugin._cache = ContentCache(str(tmp_path / "cache"))
+    plugin._cache = ContentCache(str(tmp_path / "cache"), key_path=str(tmp_path / "cache.key"))
     for value in (None, [], {"config_version": "2", "warnings": []}, {"config_version": 2}, {"warnings": []}):
         plugin._cache.put_record({"k": 1}, value)
         assert plugin._cached_plan({"k": 1}) is None, value

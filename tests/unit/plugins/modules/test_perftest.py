@@ -91,7 +91,7 @@ def test_loopback_success(fake, run_module):
     })
     assert not result.failed, result.get("msg")
     assert result["changed"] is False
-    assert result["cmd"] == [str(fake.bin / "ib_write_bw"), "-d", "mlx5_0", "-s", "1048576", "-p", str(fake.port), "127.0.0.1"]
+    assert result["cmd"] == [str(fake.bin / "ib_write_bw"), "-d", "mlx5_0", "-s", "1048576", "-p", str(fake.port), "--", "127.0.0.1"]
     assert result["rc"] == 0 and result["timed_out"] is False
     row = {"bytes": 1048576, "iterations": 5000, "msg_rate_mpps": 0.011123,
            "bw_peak_gbps": round(11133.60 * MIB_GBPS, 6), "bw_average_gbps": round(11129.09 * MIB_GBPS, 6)}
@@ -121,7 +121,7 @@ def test_loopback_memlock_is_classified(fake, run_module):
     assert "rdma.node.node_remediation" in result["failure"]["hint"]
     assert result["rc"] == 1 and result["results"] == [] and result["bw_average_gbps"] is None
     assert result["cmd"] == [str(fake.bin / "ib_read_bw"), "-d", "mlx5_0", "-q", "30", "-p", str(fake.port),
-                             "--report_gbits", "127.0.0.1"]
+                             "--report_gbits", "--", "127.0.0.1"]
     assert result["server"]["rc"] == 1
     assert "ethernet_read_keys: Couldn't read remote address" in result["server"]["stderr"]
     assert result["sides_agree"] is None
@@ -218,7 +218,7 @@ def test_client_mode(fake, run_module):
             os.killpg(server.pid, 9)
             server.wait()
     assert not result.failed, result.get("msg")
-    assert result["cmd"] == [str(fake.bin / "ib_write_bw"), "-d", "mlx5_0", "-s", "1048576", "-p", str(fake.port), "127.0.0.1"]
+    assert result["cmd"] == [str(fake.bin / "ib_write_bw"), "-d", "mlx5_0", "-s", "1048576", "-p", str(fake.port), "--", "127.0.0.1"]
     assert result["bw_average_gbps"] == pytest.approx(93.357573)
     assert "server" not in result and "sides_agree" not in result
     assert fake.alive_after() == []
@@ -238,7 +238,7 @@ def test_latency_tool_client(fake, run_module):
     fake.env(CLIENT_STAGE="early")
     result = run_module(perftest, {"tool": "ib_send_lat", "mode": "client", "server": "10.0.0.2", "size": "64",
                                    "iterations": 1000, "fail_on_error": False})
-    assert result["cmd"] == [str(fake.bin / "ib_send_lat"), "-s", "64", "-n", "1000", "10.0.0.2"]   # no --report_gbits
+    assert result["cmd"] == [str(fake.bin / "ib_send_lat"), "-s", "64", "-n", "1000", "--", "10.0.0.2"]  # no --report_gbits
     assert result["failure"]["cause"] == "port_down"
     assert result["msg"] == "ib_send_lat on the default device failed: port_down - Port number 1 state is Down"
 
@@ -249,7 +249,7 @@ def test_check_mode_runs_nothing(fake, run_module):
     assert not result.failed
     assert result["changed"] is False and result["skipped"] is True
     assert result["cmd"] == ["ib_write_bw", "-d", "mlx5_1", "-s", "65536", "-p", str(fake.port), "--report_gbits",
-                             "127.0.0.1"]
+                             "--", "127.0.0.1"]
     assert result["results"] == [] and result["rc"] is None
     assert result["msg"] == "check mode: ib_write_bw was not run (a test would load the link)"
     assert fake.calls() == []
@@ -261,6 +261,8 @@ def test_check_mode_runs_nothing(fake, run_module):
      "qps is only accepted by the bandwidth tools (ib_write_bw, ib_read_bw, ib_send_bw), not by ib_write_lat"),
     ({"mode": "client"}, "mode is client but all of the following are missing: server"),
     ({"server": "10.0.0.2"}, "server is the address a client connects to; mode loopback does not take it"),
+    ({"mode": "client", "server": "--run_infinitely"},  # issue 24, item 14
+     "server '--run_infinitely' is not a host name or address: it starts with '-', which perftest would read as an option"),
     ({"size": "64K", "all": True}, "size and all=true exclude each other: all runs every size from 2 bytes to 8 MiB"),
     ({"timeout": 0}, "timeout must be at least 1 second, got 0"),
     ({"port": 70000}, "port must be a TCP port from 1 to 65535, got 70000"),

@@ -410,3 +410,15 @@ def test_controller_argument_spec_matches_the_module(monkeypatch):
                              known_sha256={"type": "list", "elements": "str", "no_log": False})
     assert not {"replace_with", "expected_sha256", "known_sha256"} & set(cc.ARGUMENT_SPEC)
     assert captured["required_if"] == cc.REQUIRED_IF
+
+
+@pytest.mark.parametrize("state", ["present", "absent"])
+def test_a_byte_order_mark_is_accepted_and_kept(state):
+    """Issue 24, item 15: containerd reads a file that starts with a UTF-8 BOM; tomllib alone refuses it."""
+    text = (FIXTURES / "kind-fork_v2_runc_base_runtime_spec.toml").read_text()
+    plain = cc.plan_base_runtime_spec(text, SPEC, state=state)
+    marked = cc.plan_base_runtime_spec("\ufeff" + text, SPEC, state=state)
+    assert marked.new_text == "\ufeff" + plain.new_text and marked.text == "\ufeff" + text
+    assert (marked.config_version, marked.runtimes_changed) == (plain.config_version, plain.runtimes_changed)
+    assert cc.validation_text("\ufeff" + 'version = 2\nimports = ["a.toml"]\n', "/etc/containerd") == (
+        '\ufeffversion = 2\nimports = ["/etc/containerd/a.toml"]\n')

@@ -73,3 +73,15 @@ def test_no_facts_is_only_the_last_run_and_the_filter_wants_a_mapping():
     from ansible.errors import AnsibleFilterError
     with pytest.raises(AnsibleFilterError, match="node_health_metrics: expected the host's ansible_facts"):
         node_health_metrics("text")
+
+
+def test_a_counter_outside_the_unsigned_64_bit_range_is_not_exported():
+    """Issue 24, item 5: a node (or a tampered fact cache) that sends a negative or oversized counter gets no sample."""
+    port = {"device": "mlx5_0", "port": 1, "state": "ACTIVE", "link_layer": "InfiniBand",
+            "counters": {"symbol_error": -5, "link_downed": 2 ** 64, "port_rcv_errors": 2 ** 64 - 1, "VL15_dropped": 0}}
+    text = render({"rdma": {"ports": [port]}}, now=0)
+    samples = [line for line in text.splitlines() if line.startswith("rdma_node_port_total")]
+    assert samples == [
+        'rdma_node_port_total{counter="VL15_dropped",device="mlx5_0",link_layer="InfiniBand",port="1"} 0',
+        'rdma_node_port_total{counter="port_rcv_errors",device="mlx5_0",link_layer="InfiniBand",port="1"} %d'
+        % (2 ** 64 - 1)]

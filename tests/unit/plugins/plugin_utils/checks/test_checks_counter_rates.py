@@ -65,11 +65,11 @@ def test_nvsentinel_limits_with_their_units_and_severities(h100):
 def test_units_judge_the_same_rise_differently(h100):
     previous = evaluate_role("node_health", {"rdma": facts_at(h100, 1000.0)}, DEFAULTS, subject="node")["status"]["counter_sample"]
     rdma = facts_at(h100, 1600.0)                                # ten minutes later
-    mlx5_4 = next(p for p in rdma["ports"] if p["device"] == "mlx5_4")
-    previous["ports"]["mlx5_4/1"]["port_rcv_errors"] = mlx5_4["counters"]["port_rcv_errors"] - 60  # 6 per minute
+    before = previous["ports"]["mlx5_4/1"]["port_rcv_errors"]
+    bump(rdma, "mlx5_4", "port_rcv_errors", before + 60)  # 6 per minute (a count below zero in a sample is refused)
     assert rising(rdma, previous, counter_rise_limits={"port_rcv_errors": "5/min"})[0][2].endswith(
         "port_rcv_errors rose from %d to %d in 10 min (between samples of the previous run), 6 per minute; the limit is 5 per minute." % (
-            mlx5_4["counters"]["port_rcv_errors"] - 60, mlx5_4["counters"]["port_rcv_errors"]))
+            before, before + 60))
     assert rising(rdma, previous, counter_rise_limits={"port_rcv_errors": "10/min"}) == []
     assert rising(rdma, previous, counter_rise_limits={"port_rcv_errors": 360}) == []            # 360 per hour is the same rate
     assert rising(rdma, previous, counter_rise_limits={"port_rcv_errors": {"rate": "300/h", "severity": "info"}})[0][0] == "info"
@@ -78,10 +78,11 @@ def test_units_judge_the_same_rise_differently(h100):
 def test_link_error_recovery_with_a_flap_is_the_flaps(h100):
     previous = evaluate_role("node_health", {"rdma": facts_at(h100, 1000.0)}, DEFAULTS, subject="node")["status"]["counter_sample"]
     rdma = facts_at(h100, 1060.0)
-    mlx5_6 = next(p for p in rdma["ports"] if p["device"] == "mlx5_6")["counters"]
-    previous["ports"]["mlx5_6/1"]["link_error_recovery"] = mlx5_6["link_error_recovery"] - 20
+    # The rises are made on this run's read: a count below zero in a sample is refused.
+    before = previous["ports"]["mlx5_6/1"]
+    bump(rdma, "mlx5_6", "link_error_recovery", before["link_error_recovery"] + 20)
     assert [p for _s, p, _m in rising(rdma, previous)] == ["mlx5_6/1"]
-    previous["ports"]["mlx5_6/1"]["link_downed"] = mlx5_6["link_downed"] - 1       # it also went down: one flap finding
+    bump(rdma, "mlx5_6", "link_downed", before["link_downed"] + 1)               # it also went down: one flap finding
     assert rising(rdma, previous) == []
     result = evaluate_role("node_health", {"rdma": rdma}, dict(DEFAULTS, previous_sample=previous), subject="node")
     assert [f["subject"] for f in result["findings"] if f["check"] == "link_flapping"] == ["mlx5_6/1"]

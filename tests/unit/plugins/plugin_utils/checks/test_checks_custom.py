@@ -119,3 +119,35 @@ def test_the_readmes_example_finds_the_card_off_the_pinned_firmware():
     result = evaluate_role("node_health", {"rdma": {"devices": devices, "ports": []}}, {}, "node",
                            only=["custom_cx6_firmware_pinned"], custom_checks=checks)
     assert [(f["subject"], f["severity"]) for f in result["findings"]] == [("mlx5_0", "warning")]
+
+
+# --------------------------------------------------------------------------- hostile expressions (issue 24, item 10)
+
+
+@pytest.mark.parametrize("expression", ["(" * 2000 + "rdma" + ")" * 2000, "[" * 3000 + "rdma" + "]" * 3000,
+                                        "rdma" + ".a" * 20000])
+def test_a_deeply_nested_or_huge_expression_is_one_sentence(expression):
+    entry = {"name": "deep", "severity": "info", "message": "m", "expression": expression}
+    with pytest.raises(CheckError) as raised:
+        custom({"rdma": {}}, [entry])
+    assert str(raised.value).startswith("custom_checks check 'deep': the expression is ")
+    assert "recursion" not in str(raised.value) and "\n" not in str(raised.value)
+    assert len(str(raised.value)) < 300
+
+
+@pytest.mark.parametrize("expression", [".".join(["[@,@][]"] * 22), ".".join(["[@,@]"] * 22),
+                                        "rdma.ports[*].[@,@][].[@,@][].[@,@][].[@,@][].[@,@][].[@,@][].[@,@][]"
+                                        ".[@,@][].[@,@][].[@,@][].[@,@][].[@,@][].[@,@][].[@,@][].[@,@][].[@,@][]"])
+def test_an_expression_whose_work_or_result_explodes_is_stopped_and_named(h100, expression, no_hang):
+    entry = {"name": "boom", "severity": "info", "message": "m", "expression": expression}
+    with pytest.raises(CheckError) as raised:
+        custom({"rdma": h100}, [entry])
+    assert re.match(r"node_health\.custom_boom: custom_checks check 'boom': the expression (needs more than [0-9,]+ steps|"
+                    r"gives more than [0-9,]+ values) on this host's facts; narrow it", str(raised.value)), str(raised.value)
+
+
+def test_a_mapping_as_subject_is_json(h100):
+    entry = [{"name": "by_port", "severity": "info", "message": "m", "expression": "rdma.ports[?device=='mlx5_0']",
+              "subject": "{device: device, port: port}"}]
+    (finding,), _status = custom({"rdma": h100}, entry)
+    assert finding["subject"] == '{"device": "mlx5_0", "port": 1}'

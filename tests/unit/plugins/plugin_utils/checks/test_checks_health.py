@@ -34,6 +34,12 @@ def found(result, check=None):
     return sorted((f["check"], f["severity"], f["subject"]) for f in result["findings"] if check in (None, f["check"]))
 
 
+def sample_note(result):
+    """Why counter_rising could not compare: its not-checked entry about the earlier sample."""
+    (entry,) = [e for e in result["status"]["not_checked"] if e["check"] == "counter_rising" and e["subject"] == "counter sample"]
+    return entry["reason"]
+
+
 def message(result, check):
     (text,) = [f["message"] for f in result["findings"] if f["check"] == check]
     return text
@@ -71,10 +77,11 @@ def test_h100_saturated_counters_and_totals_over_the_ibcheckerrs_limits(h100):
 def test_h100_previous_run_sample_gives_rates_and_a_rise(h100):
     rdma = facts_of(h100, at=1000.0 + 1800)
     previous = run(facts_of(h100, at=1000.0))["status"]["counter_sample"]
-    previous["ports"]["mlx5_4/1"]["symbol_error"] -= 100      # 100 symbol errors in half an hour: 200/h > 120/h
-    previous["ports"]["mlx5_5/1"]["symbol_error"] -= 50       # 100/h: below the IBTA limit
-    mlx5_6 = next(p for p in rdma["ports"] if p["device"] == "mlx5_6")
-    previous["ports"]["mlx5_6/1"]["local_link_integrity_errors"] = mlx5_6["counters"]["local_link_integrity_errors"] - 1
+    # The export's error counters are 0; this run's read finds them risen (a sample below 0 cannot be).
+    now = {p["device"]: p["counters"] for p in rdma["ports"]}
+    now["mlx5_4"]["symbol_error"] += 100                      # 100 symbol errors in half an hour: 200/h > 120/h
+    now["mlx5_5"]["symbol_error"] += 50                       # 100/h: below the IBTA limit
+    now["mlx5_6"]["local_link_integrity_errors"] += 1
     result = run(rdma, previous_sample=previous)
     assert found(result, "counter_rising") == [("counter_rising", "critical", "mlx5_4/1"), ("counter_rising", "critical", "mlx5_6/1")]
     rise = [f for f in result["findings"] if f["subject"] == "mlx5_4/1" and f["check"] == "counter_rising"][0]
@@ -181,7 +188,7 @@ def test_counter_reset_between_runs_gives_no_delta(tmp_path):
     port_tree(str(tmp_path), {"symbol_error": 3, "link_downed": 0})
     previous = {"time": 10.0, "ports": {"mlx5_0/1": {"symbol_error": 5000, "link_downed": 2}}}
     result = run(facts_of(str(tmp_path)), previous_sample=previous)
-    assert found(result) == []
+    assert found(result) == [("counter_rising", "info", "mlx5_0/1")]  # said, see test_a_counter_that_went_down_is_said
     assert result["status"]["counter_rates_per_hour"] == {}
 
 
@@ -190,6 +197,9 @@ def test_a_previous_sample_from_the_future_or_without_time_is_ignored(tmp_path):
     for previous in ({"time": 2000.0, "ports": {"mlx5_0/1": {"symbol_error": 0}}}, {"ports": {"mlx5_0/1": {"symbol_error": 0}}}):
         result = run(facts_of(str(tmp_path)), previous_sample=previous)
         assert found(result) == [("counter_threshold", "warning", "mlx5_0/1")]
+    assert sample_note(result) == (
+        "no usable earlier sample: the previous run's counter sample in the fact cache has the time None, not a number of "
+        "seconds since the epoch; counter rises are judged from the next run on")
 
 
 def test_saturated_counter_is_its_own_finding_not_a_rise(tmp_path):
@@ -342,3 +352,77 @@ def test_without_the_temperature_subset_the_check_is_skipped_and_named():
     assert {"check": "hca_temperature", "missing": ["temperature"], "reason": "the temperature facts were not gathered"} \
         in result["status"]["skipped_checks"]
     assert "hca_temperature" not in result["status"]["checks"]
+
+
+# --------------------------------------------------------------------------- a tampered fact cache (issue 24, item 9)
+
+
+TAMPERED = {
+    "time as text": {"time": "yesterday", "ports": {"mlx5_0/1": {"symbol_error": 0}}},
+    "time as a flag": {"time": True, "ports": {"mlx5_0/1": {"symbol_error": 0}}},
+    "time not a number": {"time": float("nan"), "ports": {"mlx5_0/1": {"symbol_error": 0}}},
+    "time before the epoch": {"time": -1e308, "ports": {"mlx5_0/1": {"symbol_error": 0}}},
+    "ports as text": {"time": 10.0, "ports": "mlx5_0/1"},
+    "port as a list": {"time": 10.0, "ports": {"mlx5_0/1": ["symbol_error", 0]}},
+    "counter as text": {"time": 10.0, "ports": {"mlx5_0/1": {"symbol_error": "0"}}},
+    "counter far below zero": {"time": 10.0, "ports": {"mlx5_0/1": {"symbol_error": -10 ** 30}}},
+    "counter past 64 bits": {"time": 10.0, "ports": {"mlx5_0/1": {"symbol_error": 2 ** 70}}},
+    "counter as a float": {"time": 10.0, "ports": {"mlx5_0/1": {"symbol_error": 1e300}}},
+    "a list": [10.0, {"mlx5_0/1": {"symbol_error": 0}}],
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAMPERED))
+def test_a_tampered_previous_sample_is_ignored_with_a_note(tmp_path, case):
+    port_tree(str(tmp_path), {"symbol_error": 5000})
+    result = run(facts_of(str(tmp_path)), previous_sample=TAMPERED[case])
+    # judged as a first run: the total over its limit, no rise, no flap, no rate
+    assert found(result) == [("counter_threshold", "warning", "mlx5_0/1")]
+    assert sample_note(result).startswith("no usable earlier sample: the previous run's counter sample in the fact cache ")
+    assert sample_note(result).endswith("; counter rises are judged from the next run on")
+    assert result["status"]["counter_rates_per_hour"] == {} and result["status"]["counter_rates_source"] is None
+
+
+def test_a_tampered_sample_of_this_run_is_ignored_with_a_note(tmp_path):
+    port_tree(str(tmp_path), {"symbol_error": 5000})
+    rdma = facts_of(str(tmp_path))
+    rdma["counters_earlier"] = {"time": 500.0, "ports": {"mlx5_0/1": {"symbol_error": -10 ** 30}}}
+    result = run(rdma, previous_sample=None)
+    assert found(result) == [("counter_threshold", "warning", "mlx5_0/1")]
+    assert sample_note(result) == (
+        "no usable earlier sample: this run's first counter read has mlx5_0/1 symbol_error = "
+        "-1000000000000000000000000000000, not a count of 0 to 2^64-1; counter rises are judged from the next run on")
+
+
+def test_a_counter_that_went_down_is_said(tmp_path):
+    port_tree(str(tmp_path), {"symbol_error": 3, "link_downed": 0, "port_rcv_errors": 7})
+    previous = {"time": 10.0, "ports": {"mlx5_0/1": {"symbol_error": 5000, "link_downed": 2, "port_rcv_errors": 7}}}
+    result = run(facts_of(str(tmp_path)), previous_sample=previous)
+    assert found(result) == [("counter_rising", "info", "mlx5_0/1")]
+    assert message(result, "counter_rising") == (
+        "mlx5_0/1: link_downed went down from 2 to 0, symbol_error from 5000 to 3 between samples of the previous run "
+        "(counters cleared, a reboot or a driver reload); their rise is judged from this sample on.")
+    assert result["status"]["counter_rates_per_hour"] == {"mlx5_0/1": {"port_rcv_errors": 0.0}}
+
+
+def test_kernel_log_facts_of_the_wrong_shape_fail_nothing(tmp_path):
+    port_tree(str(tmp_path), {"symbol_error": 0})
+    rdma = facts_of(str(tmp_path))
+    rdma["kernel_log"] = {"window_hours": 24, "netdevs": {"ib0": "lost", "ib1": {"losses": "5", "port": "mlx5_0/1"},
+                                                          "ib2": {"losses": -3, "port": "mlx5_0/1"},
+                                                          "ib3": {"losses": 6, "port": "mlx5_0/1"}}}
+    result = run(rdma, previous_sample=None)
+    assert found(result) == [("link_flapping", "critical", "mlx5_0/1")]
+    assert message(result, "link_flapping") == (
+        "mlx5_0/1 is flapping: ib3 lost carrier 6 times in the kernel log of the last 24 h.")
+
+
+def test_a_kernel_log_that_was_cut_is_said(tmp_path):
+    port_tree(str(tmp_path), {"symbol_error": 0})
+    rdma = facts_of(str(tmp_path))
+    cut = ("journalctl printed more than 67108864 bytes for the window; only its newest 712000 lines were read, so "
+           "carrier changes before 2026-11-24T09:00:00+0000 are not counted")
+    rdma["kernel_log"] = {"window_hours": 24, "cut": cut, "netdevs": {}}
+    result = run(rdma, previous_sample=None)
+    assert found(result) == [("link_flapping", "info", "kernel log")]
+    assert message(result, "link_flapping") == "The kernel log was not read whole: %s." % cut
