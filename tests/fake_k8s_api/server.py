@@ -32,6 +32,7 @@ thread. Use it as a context manager.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -223,8 +224,11 @@ def _status(code, reason, message):
 class FakeKubeApi:
     """The FAKE API server's state, its request log and its HTTP listener on 127.0.0.1."""
 
-    def __init__(self, nodes=(), policies=(), serve_mellanox=True, policy_supports_tolerations=True):
+    def __init__(self, nodes=(), policies=(), serve_mellanox=True, policy_supports_tolerations=True, extensions=()):
         self.lock = threading.Lock()
+        # Extensions (such as maintenance.NodeMaintenance) see each request first, as middleware:
+        # extension.handle(api, serve_next, method, path, query, content_type, body).
+        self.extensions = list(extensions)
         self.requests = []
         self.serve_mellanox = serve_mellanox
         self.policy_supports_tolerations = policy_supports_tolerations
@@ -235,6 +239,8 @@ class FakeKubeApi:
             self.put_node(node)
         for policy in policies:
             self.put_policy(policy)
+        for extension in self.extensions:
+            extension.attach(self)
         self._httpd = None
         self._thread = None
 
@@ -352,7 +358,13 @@ class FakeKubeApi:
     # -- routing ----------------------------------------------------------------------------------
 
     def handle(self, method, path, query, content_type, body):
-        """Return ``(code, payload, headers)`` for one request; ``payload`` is JSON-able."""
+        """Return ``(code, payload, headers)`` for one request; ``payload`` is JSON-able, None when not served."""
+        serve = self._handle
+        for extension in reversed(self.extensions):
+            serve = functools.partial(extension.handle, self, serve)
+        return serve(method, path, query, content_type, body)
+
+    def _handle(self, method, path, query, content_type, body):
         with self.lock:
             if method == "GET":
                 return self._get(path, query)

@@ -17,6 +17,7 @@ module           role               judges
 ``bandwidth``    bandwidth_check    ib_write_bw loopback and pair results against the link rate
 ``fleet``        fleet_health       HCAs that differ from the rest of their inventory group
 ``cluster``      k8s_rdma           NicClusterPolicy, mofed.wait, device plugin, node resources
+``quarantine``   k8s_quarantine     what the quarantine of faulty nodes planned and did
 ===============  =================  ======================================================
 """
 
@@ -30,4 +31,5 @@ from ansible_collections.rdma.node.plugins.plugin_utils._checks import (  # noqa
     health,
     memlock,
     ports,
+    quarantine,
 )
