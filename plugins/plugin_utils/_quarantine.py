@@ -464,7 +464,7 @@ def wanted_tolerations(cfg):
 def guard_plan(reading, cfg, needed):
     """Whether the NicClusterPolicy tolerates the quarantine, and the patch that makes it, when needed.
 
-    ``state``: ``off``, ``not_needed`` (no new quarantine), ``not_read``, ``no_operator`` (no
+    ``state``: ``off``, ``not_needed`` (no node quarantined or to quarantine), ``not_read``, ``no_operator`` (no
     NicClusterPolicy API), ``no_policy``, ``tolerated``, ``patch`` (the merge patch in ``patch``) or
     ``refuse`` (mofed_guard is refuse and a toleration lacks).
     """
@@ -622,14 +622,17 @@ def plan(hosts, reading, cfg, now, guard_failed=None):
     approved = cfg["approved_nodes"]
     not_approved = "not among the nodes approved for this run (k8s_quarantine_approved_nodes)"
     for name, entry in sorted(entries.items()):
-        if entry["kind"] == "new" and approved is not None and name not in approved:
+        if entry["kind"] == "new" and cfg["mode"] == "apply" and not cluster_read:
+            entry.update(kind="held", note="the cluster could not be read")
+        elif entry["kind"] == "new" and approved is not None and name not in approved:
             entry.update(kind="held", note=not_approved)
         elif entry["kind"] == "new" and name in breaker["held"]:
             entry.update(kind="held", note=breaker["held"][name])
         elif entry["kind"] == "release" and approved is not None and name not in approved:
             entry.update(kind="pending", patch=None, note=not_approved)
-    # The guard only matters for what this run would really quarantine.
-    guard = guard_plan(reading, cfg, needed=any(e["kind"] == "new" for e in entries.values()))
+    # The guard matters for the nodes this run would really quarantine and for those already held (a
+    # policy changed since, or a guard turned on later): each carries the quarantine's taint.
+    guard = guard_plan(reading, cfg, needed=bool(held) or any(e["kind"] == "new" for e in entries.values()))
     blocked_by_guard = guard_failed
     if guard["state"] == "refuse":
         blocked_by_guard = "NicClusterPolicy %s does not tolerate %s, and k8s_quarantine_mofed_guard is refuse" % (
@@ -676,7 +679,7 @@ def _breaker(entries, population, domain_of, counted, cfg, cluster_read):
     new = sorted(n for n, e in entries.items() if e["kind"] == "new" and (cfg["approved_nodes"] is None or n in cfg["approved_nodes"]))
     limit = _limit(cfg["max_percent"], len(population), cfg["max_nodes"])
     out = {"limit": limit, "new": new, "tripped": False, "scope": None, "held": {}, "domains": {}, "message": None}
-    if len(counted) + len(new) > limit:
+    if new and len(counted) + len(new) > limit:
         out.update(tripped=True, scope="cluster")
         out["message"] = "%d node(s) already held and %d new would make %d of %d eligible nodes, above the limit of %d " \
                          "(min(ceil(%s%% of %d), %d))" % (len(counted), len(new), len(counted) + len(new), len(population), limit,

@@ -377,6 +377,10 @@ def drain_incomplete(facts, params, found):
     """Pods that use RDMA or GPU resources on a newly quarantined node could not be evicted (a PodDisruptionBudget
     refused, the timeout passed, or the eviction failed)."""
     for drain in (_fact(facts).get("results") or {}).get("drains") or []:
+        if drain.get("failure"):
+            found.warning(drain["node"], "Node %s is quarantined but could not be drained of its RDMA and GPU pods: %s." % (
+                drain["node"], drain["failure"]), "drained", None)
+            continue
         left = [p for p in drain.get("pods") or [] if p.get("outcome") not in ("evicted", "gone", "dry_run")]
         if left:
             found.warning(drain["node"], "Node %s is quarantined but %d pod(s) using RDMA or GPU resources still run there: %s." % (
