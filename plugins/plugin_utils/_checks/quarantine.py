@@ -137,7 +137,8 @@ def _what(params):
 
 
 def _because(entry):
-    return "; ".join(entry.get("reasons") or []) or ", ".join(entry.get("checks") or [])
+    """The findings that quarantine the node, as the record says them (without a closing full stop)."""
+    return ("; ".join(entry.get("reasons") or []) or ", ".join(entry.get("checks") or [])).rstrip(".")
 
 
 # ------------------------------------------------------------------------------------ the cluster
