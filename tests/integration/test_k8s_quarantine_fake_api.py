@@ -21,8 +21,8 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+import subprocess
 import threading
-import time
 
 import pytest
 import yaml
@@ -33,7 +33,7 @@ from ansible.plugins.loader import cache_loader
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 from fake_k8s_api.maintenance import MOFED_WAIT, NodeMaintenance
 from fake_k8s_api.server import FakeKubeApi
-from testpaths import FIXTURES
+from testpaths import COLLECTION_ROOT, FIXTURES
 
 NAMES = ["gpu-%02d" % i for i in range(1, 11)]
 ZONE = "topology.kubernetes.io/zone"
@@ -208,8 +208,15 @@ def test_check_mode_sends_only_reads_and_dry_runs(fleet):
 def test_quarantine_then_idempotent_then_release_after_three_clean_runs(fleet):
     cluster = fleet()
     cluster.check_job({"gpu-03"}, 1000.0)
-    first = cluster.run({"k8s_quarantine_run_id": "awx job 4711"})
+    metrics = cluster.tmp / "textfile" / "rdma_node_quarantine.prom"
+    metrics.parent.mkdir()
+    first = cluster.run({"k8s_quarantine_run_id": "awx job 4711", "k8s_quarantine_metrics_file": str(metrics)})
     assert first.run.rc == 0, first.failed_tasks()
+    text = metrics.read_text()
+    assert 'rdma_node_quarantined{cluster="kubernetes",node="gpu-03"} 1' in text.splitlines()
+    assert 'rdma_node_quarantine_breaker_tripped{cluster="kubernetes"} 0' in text.splitlines()
+    lint = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
     # The ledger is made (empty), the guard makes the policy tolerate the quarantine, the ledger records the
     # node, then the node: nothing is tainted before the policy tolerates it.
     assert first.writes() == [("POST", LEDGER_CREATE), ("PATCH", POLICY), ("PATCH", LEDGER), ("PATCH", "/api/v1/nodes/gpu-03")]
@@ -536,3 +543,10 @@ def test_apply_without_a_cluster_applies_nothing(fleet):
     message = run.message("cluster_not_read")
     assert message.startswith("The cluster could not be read (") and message.endswith("), so nothing was quarantined or released.")
     assert "Connection refused" in message
+
+
+def test_the_alert_rules_pass_promtool():
+    rules = COLLECTION_ROOT / "extensions" / "prometheus" / "rdma_node_quarantine.rules.yml"
+    for argv in (["promtool", "check", "rules", str(rules)], ["promtool", "test", "rules", str(rules.with_name("rdma_node_quarantine.rules.test.yml"))]):
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=str(rules.parent))
+        assert done.returncode == 0, done.stdout + done.stderr
