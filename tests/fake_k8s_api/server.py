@@ -21,6 +21,10 @@ answers it:
   schema without ``spec.tolerations`` (an older operator) can be simulated: the field is pruned
   from what is stored and returned, with the server's ``unknown field`` warning header.
 
+Extensions add what other tests need (``maintenance.NodeMaintenance``: node writes, ConfigMaps, pods,
+evictions and the MOFED driver model of the quarantine tests): each one sees a request first, serves
+it or passes it on, and can change the answer, as middleware (``FakeKubeApi(extensions=[...])``).
+
 Every request is recorded (method, path, query, content type, parsed body, response status), and
 requests the fake does not implement are answered 404 and flagged ``unknown``, so tests can assert
 exactly what a run sent and that nothing unexpected was asked.
