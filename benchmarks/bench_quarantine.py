@@ -165,7 +165,7 @@ def timings(base, inventory, cache, hosts, rounds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", help="write the figures to this file too")
@@ -185,8 +185,8 @@ def main():
     print("## Requests per run at %d nodes (one list request for the nodes)\n" % len(hosts))
     print("| run | reads | writes | nodes quarantined after | seconds | by kind |\n|---|---:|---:|---:|---:|---|")
     for name, entry in requests.items():
-        print("| %s | %d | %d | %d | %.1f | %s |" % (name, entry["reads"], entry["writes"], entry["quarantined"], entry["seconds"],
-                                                   "; ".join("%s %d" % kv for kv in entry["kinds"].items())))
+        kinds = "; ".join("%s %d" % kv for kv in entry["kinds"].items())
+        print("| %s | %d | %d | %d | %.1f | %s |" % (name, entry["reads"], entry["writes"], entry["quarantined"], entry["seconds"], kinds))
     print("\n## Time from a fact cache of %d hosts (medians of %d rounds)\n" % (options.hosts, options.rounds))
     print("| job | wall s | CPU s | wall / report | CPU / report |\n|---|---:|---:|---:|---:|")
     report_wall = statistics.median(t[0] for t in times["report"])

@@ -16,19 +16,19 @@ description:
     message and the budget it names, and the other pods are still evicted.
   - Then waits, up to O(timeout) seconds, until each evicted pod is gone from the node.
   - Unlike M(kubernetes.core.k8s_drain), which evicts every pod of a node and stops at the first refusal, this evicts
-    only the pods named, as the quarantine of M(rdma.node.k8s_quarantine#role) needs (the pods that use RDMA or GPU
+    only the pods named, as the quarantine of the role C(rdma.node.k8s_quarantine) needs (the pods that use RDMA or GPU
     resources). It neither cordons nor uncordons.
   - Runs on the controller with the C(kubernetes) Python library. The connection options, and the C(K8S_AUTH_*)
     environment variables that stand for them, are those of C(kubernetes.core).
 author: rdma.node developers (!UNKNOWN)
+extends_documentation_fragment:
+  - rdma.node.attributes
 attributes:
   check_mode:
     support: full
     details: The evictions are sent as server-side dry runs (C(dryRun=All)), so a refusing PodDisruptionBudget still shows.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
 options:
   pods:
     description: The pods to evict, each as C({namespace, name}) (other keys are ignored).
@@ -71,7 +71,7 @@ requirements:
   - the C(kubernetes) Python library on the controller
 notes:
   - Only pods that a controller recreates elsewhere should be evicted; the caller chooses them
-    (M(rdma.node.k8s_quarantine_pods#filter) leaves out DaemonSet and mirror pods).
+    (the filter C(rdma.node.k8s_quarantine_pods) leaves out DaemonSet and mirror pods).
 """
 
 EXAMPLES = r"""

@@ -156,7 +156,7 @@ def settings(options):
     if not isinstance(prefix, str) or not prefix.endswith("/") or not _DNS_SUBDOMAIN.match(prefix[:-1]):
         raise QuarantineError("k8s_quarantine_nvsentinel_label_prefix: expected a DNS prefix ending in /, such as %s, got %r"
                               % (NVSENTINEL_PREFIX, prefix))
-    opt_out = _label_terms(get("opt_out_labels") if get("opt_out_labels") is not None else [LABEL.split("/")[0] + "/quarantine=disabled"],
+    opt_out = _label_terms(get("opt_out_labels") if get("opt_out_labels") is not None else [LABEL.split("/", 1)[0] + "/quarantine=disabled"],
                            "opt_out_labels")
     if vocabulary == "nvsentinel":
         opt_out += _label_terms([prefix + NVSENTINEL_OPT_OUT], "nvsentinel_label_prefix")
@@ -388,6 +388,10 @@ def record_patch(view, record):
                          "annotations": {RECORD: json.dumps(record, sort_keys=True)}}}
 
 
+def _recorded_taint(taint):
+    return {"key": taint.get("key"), "effect": taint.get("effect"), "value": taint.get("value")}
+
+
 def release_patch(view, cfg, now):
     """The merge patch that takes back exactly what rdma.node did: its label, record and taint, and
     the cordon only when rdma.node made it. Returns ``(body, kept)``: ``kept`` says what stays."""
@@ -410,8 +414,7 @@ def release_patch(view, cfg, now):
         spec["unschedulable"] = None
     taint = record.get("taint") if isinstance(record.get("taint"), dict) else None
     if taint and not record.get("taint_pre_existing"):
-        remaining = [t for t in view["taints"] if not _same_taint(t, {"key": taint.get("key"), "effect": taint.get("effect"),
-                                                                         "value": taint.get("value")})]
+        remaining = [t for t in view["taints"] if not _same_taint(t, _recorded_taint(taint))]
         if len(remaining) != len(view["taints"]):
             spec["taints"] = remaining or None
     elif taint and record.get("taint_pre_existing"):
@@ -533,8 +536,7 @@ def _classify_ours(entry, ev, view, cfg, now, state):
     if record.get("cordoned") and not view["unschedulable"]:
         lifted.append("uncordoned")
     if isinstance(record.get("taint"), dict) and not record.get("taint_pre_existing") and not any(
-            _same_taint(t, {"key": record["taint"].get("key"), "effect": record["taint"].get("effect"),
-                            "value": record["taint"].get("value")}) for t in view["taints"]):
+            _same_taint(t, _recorded_taint(record["taint"])) for t in view["taints"]):
         lifted.append("its taint %s removed" % describe_taint(record["taint"]))
     entry["lifted"] = lifted
     if view["record_error"]:
@@ -681,9 +683,10 @@ def _breaker(entries, population, domain_of, counted, cfg, cluster_read):
     out = {"limit": limit, "new": new, "tripped": False, "scope": None, "held": {}, "domains": {}, "message": None}
     if new and len(counted) + len(new) > limit:
         out.update(tripped=True, scope="cluster")
-        out["message"] = "%d node(s) already held and %d new would make %d of %d eligible nodes, above the limit of %d " \
-                         "(min(ceil(%s%% of %d), %d))" % (len(counted), len(new), len(counted) + len(new), len(population), limit,
-                                                           _number(cfg["max_percent"]), len(population), cfg["max_nodes"])
+        figures = (len(counted), len(new), len(counted) + len(new), len(population), limit, _number(cfg["max_percent"]),
+                   len(population), cfg["max_nodes"])
+        out["message"] = ("%d node(s) already held and %d new would make %d of %d eligible nodes, above the limit of %d "
+                          "(min(ceil(%s%% of %d), %d))" % figures)
         out["held"] = {n: "the circuit breaker tripped cluster-wide: " + out["message"] for n in new}
         return out
     if not (cfg["domain_label"] or cfg["domain_groups"]):
@@ -706,9 +709,9 @@ def _breaker(entries, population, domain_of, counted, cfg, cluster_read):
         entry["tripped"] = len(entry["counted"]) + len(entry["new"]) > entry["limit"]
         if entry["tripped"]:
             out.update(tripped=True, scope=out["scope"] or "domain")
-            entry["message"] = "%d node(s) already held and %d new would make %d of the %d eligible nodes of %s, above its limit " \
-                               "of %d" % (len(entry["counted"]), len(entry["new"]), len(entry["counted"]) + len(entry["new"]),
-                                          entry["eligible"], domain, entry["limit"])
+            figures = (len(entry["counted"]), len(entry["new"]), len(entry["counted"]) + len(entry["new"]), entry["eligible"], domain,
+                       entry["limit"])
+            entry["message"] = "%d node(s) already held and %d new would make %d of the %d eligible nodes of %s, above its limit of %d" % figures
             for name in entry["new"]:
                 out["held"][name] = "the circuit breaker tripped for %s: %s" % (domain, entry["message"])
     return out

@@ -384,9 +384,9 @@ def drain_incomplete(facts, params, found):
             continue
         left = [p for p in drain.get("pods") or [] if p.get("outcome") not in ("evicted", "gone", "dry_run")]
         if left:
+            pods = "; ".join("%s/%s: %s" % (p["namespace"], p["name"], p.get("message") or p["outcome"]) for p in left)
             found.warning(drain["node"], "Node %s is quarantined but %d pod(s) using RDMA or GPU resources still run there: %s." % (
-                drain["node"], len(left), "; ".join("%s/%s: %s" % (p["namespace"], p["name"], p.get("message") or p["outcome"])
-                                                     for p in left)), 0, len(left))
+                drain["node"], len(left), pods), 0, len(left))
 
 
 @check(ROLE, "drained", reads=FACTS)

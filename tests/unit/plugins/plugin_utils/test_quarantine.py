@@ -22,7 +22,6 @@ from ansible_collections.rdma.node.plugins.plugin_utils._quarantine import (
 from quarantine_cases import DKMS_NEXT, FLAPPING, NAMES, NOW, PORT_DOWN, TAINT, fleet, held, host, node, policy, reading
 
 
-
 def run(hosts, read=None, now=NOW, **options):
     return plan(hosts, read or reading(), settings(dict({"mode": "apply", "max_percent": 30}, **options)), now)
 
@@ -82,7 +81,10 @@ def test_evidence_from_this_run_and_from_a_fact_cache():
 
 def test_the_policy_picks_roles_checks_and_severities():
     variables = host([PORT_DOWN, FLAPPING, dict(DKMS_NEXT)], roles=("ib_inventory", "node_health", "driver_verify"))
-    checks = lambda **o: [f["check"] for f in evidence("h", variables, settings(o), NOW)["findings"]]  # noqa: E731
+
+    def checks(**options):
+        return [f["check"] for f in evidence("h", variables, settings(options), NOW)["findings"]]
+
     assert checks() == ["port_down", "dkms_missing_next_boot", "link_flapping"]
     assert checks(ignore_checks=["driver_verify/dkms_missing_next_boot"]) == ["port_down", "link_flapping"]
     assert checks(checks=["node_health/link_flapping"]) == ["link_flapping"]
