@@ -22,20 +22,13 @@ host of that name as well as in its cluster section; the cluster-wide ones have 
 
 from __future__ import annotations
 
+from ansible_collections.rdma.node.plugins.plugin_utils._checks.cluster import _get
 from ansible_collections.rdma.node.plugins.plugin_utils._k8s_rdma import describe_taint, describe_toleration
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, summary
 
 ROLE = "k8s_quarantine"
 FACTS = ("k8s_quarantine",)
 PARAMS = ("release_after", "taint", "cordon")
-
-
-def _get(value, *path):
-    for key in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
 
 
 def _fact(facts):
