@@ -303,6 +303,30 @@ def _same_taint(taint, wanted):
             and (taint.get("value") or "") == (wanted.get("value") or ""))
 
 
+def read_record(text):
+    """The record annotation of a node, checked field by field: anyone can edit an annotation."""
+    record = json.loads(text)
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    checks = record.get("checks") or []
+    if not isinstance(checks, list) or not all(isinstance(c, str) and "/" in c for c in checks):
+        raise ValueError("checks is not a list of ROLE/CHECK")
+    clean_runs = record.get("clean_runs") or 0
+    if isinstance(clean_runs, bool) or not isinstance(clean_runs, int) or clean_runs < 0:
+        raise ValueError("clean_runs is not a count")
+    last = record.get("last_counted_check")
+    if last is not None and (isinstance(last, bool) or not isinstance(last, (int, float))):
+        raise ValueError("last_counted_check is not a time")
+    if record.get("taint") is not None and not isinstance(record["taint"], dict):
+        raise ValueError("taint is not a mapping")
+    reasons = record.get("reasons") or []
+    if not isinstance(reasons, list):
+        raise ValueError("reasons is not a list")
+    return dict(record, checks=checks, clean_runs=clean_runs, reasons=[str(r) for r in reasons],
+                cordoned=record.get("cordoned") is True, cordon_pre_existing=record.get("cordon_pre_existing") is True,
+                taint_pre_existing=record.get("taint_pre_existing") is True)
+
+
 def node_view(node, cfg):
     """The parts of a Node the plan reads: labels, taints, cordon, and rdma.node's record."""
     meta = _metadata(node)
@@ -313,11 +337,9 @@ def node_view(node, cfg):
     record, record_error = None, None
     if RECORD in annotations:
         try:
-            record = json.loads(annotations[RECORD])
-            if not isinstance(record, dict):
-                raise ValueError("not an object")
+            record = read_record(annotations[RECORD])
         except (TypeError, ValueError) as exc:
-            record, record_error = None, "its %s annotation is not a JSON object (%s)" % (RECORD, exc)
+            record, record_error = None, "its %s annotation is not rdma.node's record (%s)" % (RECORD, exc)
     opted_out = [("%s=%s" % (key, value) if value is not None else key) for key, value in cfg["opt_out"]
                  if key in labels and (value is None or str(labels[key]) == value)]
     return {
@@ -419,6 +441,8 @@ def release_patch(view, cfg, now):
             spec["taints"] = remaining or None
     elif taint and record.get("taint_pre_existing"):
         kept.append("the taint %s (there before the quarantine)" % describe_taint(taint))
+    elif not record and view["our_taint"]:
+        kept.append("the taint %s (the record does not say who made it)" % describe_taint(cfg["taint"]))
     if spec:
         body["spec"] = spec
     return body, kept

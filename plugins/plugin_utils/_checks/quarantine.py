@@ -363,7 +363,8 @@ def released(facts, params, found):
         outcome = outcomes.get(name, (None,))[0]
         head = {"applied": "Released", "dry_run": "Check mode: would release", "planned": "Would release"}.get(outcome)
         if head:
-            found.info(name, "%s node %s after %d clean runs." % (head, name, entry["clean_runs"]), "schedulable", "released")
+            doubt = " Only its label and record are taken back: %s." % entry["note"] if entry.get("note") else ""
+            found.info(name, "%s node %s after %d clean runs.%s" % (head, name, entry["clean_runs"], doubt), "schedulable", "released")
 
 
 @check(ROLE, "drain_incomplete", reads=FACTS)

@@ -314,3 +314,23 @@ def test_pods_to_evict_are_those_using_rdma_or_gpus():
     assert [(p["name"], p["reason"]) for p in chosen["skipped"]] == [
         ("exporter", "managed by a DaemonSet (it would come back at once)"),
         ("static", "a mirror pod of a static pod (the API cannot evict it)")]
+
+
+@pytest.mark.parametrize("annotation, why", [
+    ("{not json", "Expecting property name enclosed in double quotes"),
+    ('["a list"]', "not a JSON object"),
+    ('{"checks": ["port_down"]}', "checks is not a list of ROLE/CHECK"),
+    ('{"checks": [], "clean_runs": "two"}', "clean_runs is not a count"),
+    ('{"taint": "rdma.node/quarantine"}', "taint is not a mapping"),
+])
+def test_an_edited_record_is_not_trusted(annotation, why):
+    """Anyone can edit an annotation: a record that is not rdma.node's is said so, and the release then
+    takes back only the label and the record, never a cordon or taint it cannot vouch for."""
+    nodes = [node(n, labels={LABEL: "true"}, annotations={RECORD: annotation}, unschedulable=True, taints=[dict(TAINT)])
+             if n == "gpu-02" else node(n) for n in NAMES]
+    entry = run(fleet(), reading(nodes), release_after=1)["nodes"]["gpu-02"]
+    assert entry["note"].startswith("its rdma.node/quarantine annotation is not rdma.node's record (") and why in entry["note"]
+    assert entry["kind"] == "release" and "spec" not in entry["patch"]
+    assert entry["patch"]["metadata"]["labels"] == {LABEL: None} and entry["patch"]["metadata"]["annotations"] == {RECORD: None}
+    assert entry["kept"] == ["the cordon (the record does not say who made it)",
+                             "the taint rdma.node/quarantine=rdma-fault:NoSchedule (the record does not say who made it)"]
