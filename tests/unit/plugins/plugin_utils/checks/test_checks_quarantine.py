@@ -225,3 +225,14 @@ def test_the_record_in_a_finding_is_the_node_s():
     applied = quarantine_plan()
     record = json.loads(applied["patches"][0]["body"]["metadata"]["annotations"][RECORD])
     assert applied["nodes"]["gpu-03"]["record"] == record
+
+
+def test_a_release_says_when_the_record_was_not_rdma_nodes():
+    nodes = [node(n, labels={"rdma.node/quarantined": "true"}, annotations={RECORD: "{edited"}, unschedulable=True)
+             if n == "gpu-02" else node(n) for n in NAMES]
+    result = evaluate(answered(quarantine_plan(fleet(), reading(nodes), release_after=1)))
+    assert message(result, "released").startswith(
+        "Released node gpu-02 after 1 clean runs. Only its label and record are taken back: its rdma.node/quarantine annotation "
+        "is not rdma.node's record (")
+    assert message(result, "kept_foreign_cordon") == (
+        "Releasing node gpu-02 keeps the cordon (the record does not say who made it), which rdma.node did not make.")
