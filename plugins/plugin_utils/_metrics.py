@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A host's RDMA health as Prometheus text format, for node_exporter's textfile collector.
 
-Input is the host's ``ansible_facts`` (``rdma`` from ib_facts, every ``<role>_findings`` and the
-``node_health_status``); output is the content of one ``.prom`` file. Every metric is ``rdma_node_*``
+Input is the host's ``ansible_facts`` (``rdma`` from ib_facts, every ``<role>_findings``, the
+``node_health_status``, and on the controller that ran it the ``k8s_quarantine_status``); output is
+the content of one ``.prom`` file. Every metric is ``rdma_node_*``
 with ``# HELP`` and ``# TYPE`` lines, label values escaped as the exposition format says (backslash,
 double quote, newline), samples sorted so that two runs on the same facts write the same text.
 The file is written by ``rdma.node.evaluate``'s node writer (a temporary file renamed into place), so
@@ -165,6 +166,18 @@ def physical_families(rdma):
     return families
 
 
+def _quarantine_families(status):
+    """The quarantine's gauges, from the status of k8s_quarantine (on the controller that ran it)."""
+    held = _Family("quarantined", "gauge", "1 for each node that rdma.node holds in quarantine (cordoned and/or tainted), by cluster and node.")
+    tripped = _Family("quarantine_breaker_tripped", "gauge", "1 when the quarantine's circuit breaker held new nodes in the last run, else 0.")
+    if isinstance(status, dict) and str(status.get("subject") or "").startswith("cluster/"):
+        cluster = status["subject"][len("cluster/"):]
+        for name in status.get("quarantined_nodes") or []:
+            held.add({"cluster": cluster, "node": name}, 1)
+        tripped.add({"cluster": cluster}, bool(status.get("breaker_tripped")))
+    return (held, tripped)
+
+
 def render(facts, now=None):
     """The text of the ``.prom`` file for one host's facts."""
     facts = facts or {}
@@ -226,9 +239,10 @@ def render(facts, now=None):
             for entry in value.get("not_checked") or []:
                 if isinstance(entry, dict):
                     unjudged.add({"role": role, "check": entry.get("check") or "?", "subject": entry.get("subject") or ""}, 1)
+    quarantine = _quarantine_families(facts.get("k8s_quarantine_status"))
     last_run.add({}, float(now if now is not None else time.time()))
     lines = []
     for family in (state, active, rate, counter, counter_rate, saturated, temperature, temperature_crit, *physical_families(rdma),
-                   findings, skipped, unjudged, last_run):
+                   findings, skipped, unjudged, *quarantine, last_run):
         lines.extend(family.lines())
     return "\n".join(lines) + "\n"

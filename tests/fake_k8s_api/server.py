@@ -21,6 +21,11 @@ answers it:
   schema without ``spec.tolerations`` (an older operator) can be simulated: the field is pruned
   from what is stored and returned, with the server's ``unknown field`` warning header.
 
+Extensions add what other tests need (``maintenance.NodeMaintenance``: node writes, ConfigMaps, pods,
+evictions and the MOFED driver model of the quarantine tests; ``pods.FakePods``: pods created, run
+and logged for the pod proof): each one sees a request first, serves it or passes it on, and can
+change the answer, as middleware (``FakeKubeApi(extensions=[...])``).
+
 Every request is recorded (method, path, query, content type, parsed body, response status), and
 requests the fake does not implement are answered 404 and flagged ``unknown``, so tests can assert
 exactly what a run sent and that nothing unexpected was asked.
@@ -32,6 +37,7 @@ thread. Use it as a context manager.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -225,10 +231,9 @@ class FakeKubeApi:
 
     def __init__(self, nodes=(), policies=(), serve_mellanox=True, policy_supports_tolerations=True, extensions=()):
         self.lock = threading.Lock()
-        # Handlers of more resources (fake_k8s_api/pods.py): asked first, each with its discovery entries.
+        # Extensions (such as maintenance.NodeMaintenance) see each request first, as middleware:
+        # extension.handle(api, serve_next, method, path, query, content_type, body).
         self.extensions = list(extensions)
-        for extension in self.extensions:
-            extension.attach(self)
         self.requests = []
         self.serve_mellanox = serve_mellanox
         self.policy_supports_tolerations = policy_supports_tolerations
@@ -239,6 +244,8 @@ class FakeKubeApi:
             self.put_node(node)
         for policy in policies:
             self.put_policy(policy)
+        for extension in self.extensions:
+            extension.attach(self)
         self._httpd = None
         self._thread = None
 
@@ -356,12 +363,14 @@ class FakeKubeApi:
     # -- routing ----------------------------------------------------------------------------------
 
     def handle(self, method, path, query, content_type, body):
-        """Return ``(code, payload, headers)`` for one request; ``payload`` is JSON-able."""
+        """Return ``(code, payload, headers)`` for one request; ``payload`` is JSON-able, None when not served."""
+        serve = self._handle
+        for extension in reversed(self.extensions):
+            serve = functools.partial(extension.handle, self, serve)
+        return serve(method, path, query, content_type, body)
+
+    def _handle(self, method, path, query, content_type, body):
         with self.lock:
-            for extension in self.extensions:
-                answer = extension.handle(method, path, query, content_type, body)
-                if answer is not None:
-                    return answer
             if method == "GET":
                 return self._get(path, query)
             if method == "PATCH":
@@ -376,10 +385,7 @@ class FakeKubeApi:
         if path == "/apis":
             return 200, _api_groups(self.serve_mellanox), {}
         if path == "/api/v1":
-            resources = copy.deepcopy(CORE_V1_RESOURCES)
-            for extension in self.extensions:
-                resources["resources"] += extension.core_resources()
-            return 200, resources, {}
+            return 200, CORE_V1_RESOURCES, {}
         if path == "/apis/%s/%s" % (MELLANOX_GROUP, MELLANOX_VERSION) and self.serve_mellanox:
             return 200, MELLANOX_RESOURCES, {}
         if path == "/api/v1/nodes":

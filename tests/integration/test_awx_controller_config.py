@@ -35,7 +35,7 @@ EXTRA_VARS = {
     "rdma_awx_machine_credential": MACHINE,
     "rdma_awx_kubernetes_credential": KUBERNETES,
 }
-PLAYBOOKS = ["site", "ib_inventory", "driver_verify", "node_remediation", "bandwidth_check", "k8s_rdma", "fleet_report"]
+PLAYBOOKS = ["site", "ib_inventory", "driver_verify", "node_remediation", "bandwidth_check", "k8s_rdma", "quarantine", "fleet_report"]
 # Parent, edge, child: the workflow of the issue (checks, approval, remediation, bandwidth, report on every path).
 EDGES = {
     ("inventory_check", "always_nodes", "driver_check"),
@@ -152,7 +152,7 @@ def test_one_job_template_per_playbook_with_its_survey(api, first):
         assert template["name"] == name
         assert (template["project"], template["inventory"], template["execution_environment"]) == (project, inventory, ee)
         assert template["use_fact_cache"] is True and template["survey_enabled"] is True and template["job_type"] == "run"
-        expected_credentials = [kubernetes] if name == "rdma.node k8s_rdma" else [machine]
+        expected_credentials = [kubernetes] if name in ("rdma.node k8s_rdma", "rdma.node quarantine") else [machine]
         assert api.associated("job_templates", template["id"], "credentials") == expected_credentials
         # Slicing only for the per-node checks; remediation batches, bandwidth pairs and the report need one job.
         slices = 4 if name in ("rdma.node ib_inventory", "rdma.node driver_verify") else 1
@@ -192,6 +192,31 @@ def test_workflow_nodes_edges_and_approval(api, first):
     assert nodes["bandwidth"]["extra_data"] == {"bandwidth_check_fail_on_findings": False}
 
 
+def test_quarantine_workflow_plans_then_asks_then_applies(api, first):
+    """check -> plan (report mode) -> approval -> apply -> report, the report on every path."""
+    workflow = api.one("workflow_job_templates", name="rdma.node check, approve, quarantine, report")
+    assert [q["variable"] for q in api.survey("workflow_job_templates", workflow["id"])["spec"]] == OBJECTS["rdma_awx_quarantine_workflow_survey"]
+    nodes = {n["identifier"]: n for n in api.find("workflow_job_template_nodes", workflow_job_template=workflow["id"])}
+    templates = {t["id"]: t["name"] for t in api.find("job_templates")}
+    approval = api.one("workflow_approval_templates", name="Approve the quarantine of the nodes the plan names")
+    assert "k8s_quarantine_approved_nodes" in approval["description"]
+    assert {i: (templates.get(n["unified_job_template"]) or n["unified_job_template"]) for i, n in nodes.items()} == {
+        "quarantine_checks": "rdma.node site", "quarantine_plan": "rdma.node quarantine", "approve_quarantine": approval["id"],
+        "quarantine_apply": "rdma.node quarantine", "quarantine_report": "rdma.node fleet_report"}
+    by_id = {n["id"]: i for i, n in nodes.items()}
+    edges = {(identifier, edge, by_id[child]) for identifier, node in nodes.items()
+             for edge in ("success_nodes", "failure_nodes", "always_nodes")
+             for child in api.associated("workflow_job_template_nodes", node["id"], edge)}
+    assert edges == {("quarantine_checks", "always_nodes", "quarantine_plan"),
+                     ("quarantine_plan", "success_nodes", "approve_quarantine"), ("quarantine_plan", "failure_nodes", "quarantine_report"),
+                     ("approve_quarantine", "success_nodes", "quarantine_apply"),
+                     ("approve_quarantine", "failure_nodes", "quarantine_report"),
+                     ("quarantine_apply", "always_nodes", "quarantine_report")}
+    assert (nodes["quarantine_plan"]["extra_data"], nodes["quarantine_apply"]["extra_data"]) == (
+        {"k8s_quarantine_mode": "report"}, {"k8s_quarantine_mode": "apply"})
+    assert nodes["quarantine_checks"]["extra_data"] == {"rdma_fail_on_findings": False}
+
+
 def test_every_path_ends_in_the_report(api, first):
     """Whatever each job's outcome, the workflow reaches the report: every node but the report has a
     next node on success and on failure, and the fake refused any cycle."""
@@ -220,7 +245,8 @@ def test_every_path_ends_in_the_report(api, first):
 def test_second_apply_changes_nothing(second):
     assert second["run"].rc == 0, second["run"].stderr
     changes = task_changes(second["run"])
-    assert len(changes) == 1 + 4 + 7 + 1 + 6 + 5
+    # assert, EE/project/inventory/source, job templates, workflows, nodes of both, nodes with edges.
+    assert len(changes) == 1 + 4 + 8 + 2 + (6 + 5) + (5 + 4)
     assert not [k for k, changed in changes.items() if changed]
     assert not [r for r in second["requests"] if r["changed"]]
     assert second["after"] == second["before"]

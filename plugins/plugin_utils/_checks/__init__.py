@@ -21,6 +21,7 @@ module           role               judges
 ``cluster``      k8s_rdma           NicClusterPolicy, mofed.wait, device plugin, node resources
 ``pod_proof``    pod_proof          ib_write_bw between pods of a group, their memlock, pods that never start
 ``nccl``         pod_proof          NCCL's transport (socket fallback, GPUDirect) and nccl-tests' bus bandwidth
+``quarantine``   k8s_quarantine     what the quarantine of faulty nodes planned and did
 ===============  =================  ======================================================
 """
 
@@ -38,4 +39,5 @@ from ansible_collections.rdma.node.plugins.plugin_utils._checks import (  # noqa
     physical,
     pod_proof,
     ports,
+    quarantine,
 )

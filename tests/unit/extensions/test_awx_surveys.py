@@ -1,7 +1,7 @@
 """Every AWX survey question sets a variable that the job's playbook reads or one of its roles declares.
 
-For each job template of extensions/awx/controller_objects.yml (and the workflow, whose answers reach
-every job it runs), each survey variable must be either
+For each job template of extensions/awx/controller_objects.yml (and the workflows, whose answers reach
+every job they run), each survey variable must be either
 
 * an option of ``meta/argument_specs.yml`` of a role the playbook runs (through ``import_playbook``
   too), or
@@ -142,6 +142,9 @@ def surveys():
     workflow_playbooks = [by_name[n["unified_job_template"]]["playbook"] for n in OBJECTS["rdma_awx_workflow_nodes"]
                           if "unified_job_template" in n]
     cases.append((OBJECTS["rdma_awx_workflow"], workflow_playbooks, OBJECTS["rdma_awx_workflow_survey"]))
+    quarantine_playbooks = [by_name[n["unified_job_template"]]["playbook"] for n in OBJECTS["rdma_awx_quarantine_workflow_nodes"]
+                            if "unified_job_template" in n]
+    cases.append((OBJECTS["rdma_awx_quarantine_workflow"], quarantine_playbooks, OBJECTS["rdma_awx_quarantine_workflow_survey"]))
     return cases
 
 
