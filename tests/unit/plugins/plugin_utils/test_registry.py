@@ -149,7 +149,8 @@ def test_every_path_a_registered_check_reads_is_filled_by_a_declared_reader():
     unfilled = {(check.role, check.name, path) for role in registered_roles() for check in _registry.checks(role)
                 for path in check.reads + check.optional if _registry.subset_of(path) == path}
     # Cluster-scope and fleet checks read what their roles compute on the controller, not node facts.
-    assert {(role, path) for role, _name, path in unfilled} <= {("k8s_rdma", "k8s_cluster"), ("fleet_consistency", "hosts")}
+    assert {(role, path) for role, _name, path in unfilled} <= {("k8s_rdma", "k8s_cluster"), ("fleet_consistency", "hosts"),
+                                                                ("k8s_quarantine", "k8s_quarantine")}
 
 
 def test_an_optional_path_lets_the_check_run_and_says_what_it_could_not_see(registry):
