@@ -147,7 +147,7 @@ def test_ensure_built_builds_once_per_description_and_swaps_atomically(tmp_path)
     link = tmp_path / ".nodes"
     assert sysfs_tree.ensure_built(hosts, str(link)) is True
     first = os.readlink(link)
-    assert link.is_symlink() and sorted(p.name for p in link.iterdir()) == ["a100-node-02", "v100-node-02"]
+    assert link.is_symlink() and sorted(p.name for p in link.iterdir()) == [sysfs_tree.BUILD_MARKER, "a100-node-02", "v100-node-02"]
     assert (link / "v100-node-02/sys/class/infiniband/mlx5_1/ports/1/phys_state").read_text() == "2: Polling\n"
     # The node's containerd config names paths through the link, where the node is used.
     assert 'address = "%s/v100-node-02/run/containerd.sock"' % link in (link / "v100-node-02/etc/containerd/config.toml").read_text()

@@ -39,7 +39,10 @@ options:
     type: dict
     default: {}
   nodes_dir:
-    description: Where the node roots are built, relative to the directory of this file.
+    description:
+      - The name under which the node roots are built, in the directory of this file; one name, no path.
+      - It must not exist yet, or be the plugin's own symlink to its build (C(<nodes_dir>-<hash>) beside it). The plugin
+        removes only the builds it made, which carry its marker file C(.rdma-demo-node-roots).
     type: str
     default: .nodes
 """
@@ -63,7 +66,13 @@ import os
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseFileInventoryPlugin
 
-from ansible_collections.rdma.demo.plugins.plugin_utils.sysfs_tree import ArchiveError, containerd_sockets, ensure_built, hardware_hosts
+from ansible_collections.rdma.demo.plugins.plugin_utils.sysfs_tree import (
+    ArchiveError,
+    containerd_sockets,
+    ensure_built,
+    hardware_hosts,
+    node_roots_link,
+)
 
 SUFFIXES = (".simulated_nodes.yml", ".simulated_nodes.yaml")
 # This collection's script that restarts a simulated node's own containerd (plugins/inventory/ is two levels down).
@@ -88,10 +97,13 @@ class InventoryModule(BaseFileInventoryPlugin):
         for group, members in groups.items():
             if not isinstance(members, list) or any(str(member) not in hosts for member in members):
                 raise AnsibleParserError("%s: node_groups.%s must be a list of hosts of hardware, got %r." % (path, group, members))
-        nodes = os.path.join(os.path.dirname(os.path.abspath(path)), self.get_option("nodes_dir"))
+        nodes = None
         try:
+            nodes = node_roots_link(os.path.dirname(os.path.abspath(path)), self.get_option("nodes_dir"))
             ensure_built(hosts, nodes)
-        except (OSError, ArchiveError, KeyError, TypeError, ValueError) as exc:
+        except ArchiveError as exc:
+            raise AnsibleParserError("%s: %s" % (path, exc)) from None
+        except (OSError, KeyError, TypeError, ValueError) as exc:
             raise AnsibleParserError("%s: the node roots could not be built under %s: %s" % (path, nodes, exc)) from None
         for host in hosts:
             self.inventory.add_host(host)
