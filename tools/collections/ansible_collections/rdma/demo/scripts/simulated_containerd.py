@@ -12,6 +12,7 @@ The inventory plugin rdma.demo.simulated_nodes gives each host this script's pat
 Usage::
 
     python simulated_containerd.py restart NODE_ROOT   # stop the node's containerd if it runs, start it again
+    python simulated_containerd.py start NODE_ROOT     # start it unless it runs (a node boots with containerd running)
     python simulated_containerd.py stop NODE_ROOT      # also when its pidfile or the whole node root was deleted
 
 A containerd is the node's when its command line says ``--config NODE_ROOT/etc/containerd/config.toml``:
@@ -71,11 +72,16 @@ def what_was_stopped(node_root: str, stopped: dict, had_pidfile: bool) -> str:
 
 
 def main(argv: list) -> int:
-    if len(argv) != 2 or argv[0] not in ("restart", "stop"):
+    if len(argv) != 2 or argv[0] not in ("restart", "start", "stop"):
         sys.stderr.write(__doc__.split("Usage::", 1)[1])
         return 2
     command, node_root = argv[0], os.path.abspath(argv[1])
     try:
+        if command == "start":
+            running = _TREE.node_containerd_pid(node_root)
+            print("the containerd of %s runs: pid %d" % (node_root, running) if running else
+                  "started the containerd of %s: pid %d" % (node_root, start(node_root)))
+            return 0
         had_pidfile = os.path.lexists(os.path.join(node_root, _TREE.CONTAINERD_PIDFILE))
         stopped = _TREE.stop_node_containerd(node_root)
         if command == "restart":

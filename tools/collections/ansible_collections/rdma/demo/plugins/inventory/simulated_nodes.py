@@ -38,6 +38,12 @@ options:
     description: Group name to the list of its hosts.
     type: dict
     default: {}
+  planted_faults:
+    description:
+      - Host name to the checks (C(role/check)) that find the faults its description plants. Each host gets the list as
+        C(rdma_demo_planted_faults); C(scripts/demo.sh) of the source checkout tells these findings from a real failure.
+    type: dict
+    default: {}
   nodes_dir:
     description:
       - The name under which the node roots are built, in the directory of this file; one name, no path.
@@ -97,6 +103,11 @@ class InventoryModule(BaseFileInventoryPlugin):
         for group, members in groups.items():
             if not isinstance(members, list) or any(str(member) not in hosts for member in members):
                 raise AnsibleParserError("%s: node_groups.%s must be a list of hosts of hardware, got %r." % (path, group, members))
+        planted = self.get_option("planted_faults") or {}
+        for host, checks in planted.items():
+            if str(host) not in hosts or not isinstance(checks, list) or not all(isinstance(c, str) and c.count("/") == 1 for c in checks):
+                raise AnsibleParserError("%s: planted_faults.%s must be a list of role/check names of a host of hardware, got %r."
+                                         % (path, host, checks))
         nodes = None
         try:
             nodes = node_roots_link(os.path.dirname(os.path.abspath(path)), self.get_option("nodes_dir"))
@@ -110,6 +121,7 @@ class InventoryModule(BaseFileInventoryPlugin):
             self.inventory.set_variable(host, "rdma_demo_node_root", os.path.join(nodes, host))
             self.inventory.set_variable(host, "rdma_simulated_containerd", SIMULATED_CONTAINERD)
             self.inventory.set_variable(host, "rdma_simulated_containerd_address", containerd_sockets(os.path.join(nodes, host))[0])
+            self.inventory.set_variable(host, "rdma_demo_planted_faults", [str(check) for check in planted.get(host, [])])
         for group, members in groups.items():
             self.inventory.add_group(group)
             for member in members:
