@@ -134,9 +134,14 @@ case "$MODE" in
 esac
 link_collection
 
+# The checkout first; in --dev (an interactive shell's, through scripts/env.sh) Ansible's default
+# places after it, so that the user's own collections stay in reach and ansible-galaxy -p
+# ~/.ansible/collections installs where Ansible looks.
+SEARCHED="$COLLECTIONS:$ROOT/tools/collections"
+[ "$MODE" = --dev ] && SEARCHED="$SEARCHED:\$HOME/.ansible/collections:/usr/share/ansible/collections"
 cat <<ENV
 export PATH="$VENV/bin:\$PATH"
-export ANSIBLE_COLLECTIONS_PATH="$COLLECTIONS:$ROOT/tools/collections"
+export ANSIBLE_COLLECTIONS_PATH="$SEARCHED"
 export RDMA_NODE_COLLECTIONS="$COLLECTIONS"
 export RDMA_NODE_CACHE="$CACHE"
 export ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS=ignore

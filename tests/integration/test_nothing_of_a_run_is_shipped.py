@@ -11,7 +11,6 @@ step).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from testpaths import COLLECTION_ROOT
+from testpaths import checkout_copy, forget_collections_root
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -31,14 +30,7 @@ def git(checkout, *args):
 @pytest.fixture(scope="module")
 def after_runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("checkout-copy")
-    checkout = base / "rdma-node"
-    known = subprocess.run(["git", "-C", str(COLLECTION_ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                           capture_output=True, check=True).stdout.split(b"\0")
-    for name in filter(None, known):
-        source = COLLECTION_ROOT / os.fsdecode(name)
-        if source.is_file() or source.is_symlink():
-            (checkout / os.fsdecode(name)).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, checkout / os.fsdecode(name), follow_symlinks=False)
+    checkout = checkout_copy(base / "rdma-node")
     git(checkout, "init", "-q")
     git(checkout, "add", "-A")
     collections = base / "collections"
@@ -52,8 +44,7 @@ def after_runs(tmp_path_factory):
     # scripts/demo.sh sets itself up: its own collections root for this copy, in the shared cache, removed after.
     demo = subprocess.run([str(checkout / "scripts/demo.sh")], cwd=checkout, env=dict(env, PATH=os.environ["PATH"]),
                           capture_output=True, text=True, timeout=600, check=False)
-    link = subprocess.run(["sha256sum"], input=str(checkout), capture_output=True, text=True, check=True).stdout[:12]
-    shutil.rmtree(Path(os.environ.get("RDMA_NODE_CACHE", Path.home() / ".cache/rdma-node")) / "collections" / link, ignore_errors=True)
+    forget_collections_root(checkout)
     out = base / "build"
     built = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out), str(checkout)],
                            capture_output=True, text=True, env=env, timeout=300, check=False)

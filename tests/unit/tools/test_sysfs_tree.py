@@ -163,6 +163,18 @@ def test_a_node_root_too_deep_for_a_socket_gets_a_short_socket_directory(tmp_pat
     assert sysfs_tree.containerd_sockets(shallow) == (shallow + "/run/containerd.sock", shallow + "/run/containerd.ttrpc")
     deep = str(tmp_path / ("d" * 80) / "n1")
     grpc, ttrpc = sysfs_tree.containerd_sockets(deep)
-    assert grpc.startswith("/tmp/rdma-node-") and len(ttrpc) <= 107
+    assert grpc.startswith("/tmp/rdma-node-") and len(ttrpc) <= 104
     assert sysfs_tree.containerd_sockets(deep + "x") != (grpc, ttrpc)  # one directory per node root
     assert 'address = "%s"' % grpc in sysfs_tree.containerd_config(deep)
+
+
+@pytest.mark.parametrize("length", [104, 105, 106, 107])
+def test_no_socket_path_is_longer_than_containerd_takes(length):
+    """containerd refuses a unix socket path over 104 bytes ("unix socket path too long (> 104)"):
+    a node root whose ttrpc socket would be 105-107 bytes long gets the short directory too."""
+    suffix = "/run/containerd.ttrpc"
+    root = "/tmp/" + "n" * (length - len(suffix) - len("/tmp/"))
+    assert len(root + suffix) == length
+    grpc, ttrpc = sysfs_tree.containerd_sockets(root)
+    assert len(ttrpc) <= 104 and len(grpc) <= 104
+    assert (ttrpc == root + suffix) is (length <= 104)

@@ -29,13 +29,14 @@ import zlib
 ARCHIVE_MAGIC = "# rdma.node sysfs archive v1"
 
 # Part of the hash that keys built trees: bump it when what a build writes changes.
-BUILD_FORMAT = "node-root-3"
+BUILD_FORMAT = "node-root-4"
 # The file in every directory ensure_built creates: it removes only directories that carry it.
 BUILD_MARKER = ".rdma-demo-node-roots"
 BUILD_MARKER_TEXT = ("Node roots built by the inventory plugin rdma.demo.simulated_nodes from a hardware description;\n"
                      "it removes this directory when the description changes.\n")
 NAME_MAX_BYTES = 255
-UNIX_SOCKET_PATH_MAX = 107
+# containerd refuses a socket path longer than 104 bytes ("unix socket path too long (> 104)").
+UNIX_SOCKET_PATH_MAX = 104
 
 ARPHRD_ETHER = 1
 ARPHRD_INFINIBAND = 32
@@ -444,7 +445,7 @@ def node_roots_link(inventory_dir: str, nodes_dir) -> str:
 
 def containerd_sockets(node_root: str) -> tuple:
     """The gRPC and ttrpc sockets of a node's own containerd: in the node's ``run/``, or, when that
-    path is too long for a unix socket (107 bytes), in a short directory under /tmp named by a hash
+    path is too long for containerd's sockets (104 bytes), in a short directory under /tmp named by a hash
     of the node root."""
     import hashlib
 
