@@ -106,7 +106,7 @@ def test_a_restart_replaces_an_orphan_instead_of_starting_a_second_containerd(no
 
 
 def test_nothing_running_says_why(node_root):
-    root, _ = node_root
+    root = node_root[0]
     proc = simulated_containerd("stop", root)
     assert proc.returncode == 0
     assert proc.stdout.strip() == "the containerd of %s was not running: there is no pidfile %s/run/containerd.pid, and no containerd " \
@@ -114,7 +114,7 @@ def test_nothing_running_says_why(node_root):
 
 
 def test_a_pidfile_naming_another_process_never_signals_it(node_root):
-    root, _ = node_root
+    root = node_root[0]
     bystander = subprocess.Popen(["sleep", "30"])  # pylint: disable=consider-using-with
     try:
         (root / "run").mkdir(exist_ok=True)

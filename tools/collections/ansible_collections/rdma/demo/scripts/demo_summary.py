@@ -26,7 +26,7 @@ import os
 import re
 import sys
 import unicodedata
-import xml.etree.ElementTree as ElementTree
+from xml.etree import ElementTree
 
 SEVERITIES = ("critical", "warning", "info")
 FAILED_FOR_FINDINGS = re.compile(r"\d+ critical finding\(s\) on (?P<host>\S+?):")
@@ -161,7 +161,7 @@ def main(argv=None) -> int:
             out.extend("  | " + printable(line) for line in _tail(args.log, 15))
         print("\n".join(out))
         return args.rc if args.rc else 1
-    failed = sorted({host for host, _, _ in failed_tasks(args.junit)})
+    failed = sorted({failure[0] for failure in failed_tasks(args.junit)})
     if failed:
         out.append("Every failure is one of the demo's planted faults: %d of %d hosts failed their checks as the demo intends "
                    "(ansible-playbook exit code %d)." % (len(failed), len(report.get("hosts", [])), args.rc))
