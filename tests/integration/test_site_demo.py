@@ -23,7 +23,7 @@ from testpaths import COLLECTIONS_PATH, demo_inventory_copy
 CRITICAL_RED = (0xC6, 0x28, 0x28)
 OK_GREEN = (0x2E, 0x7D, 0x32)
 
-# Each planted fault of the README's table is exactly one finding on its host; node_health adds one
+# Each planted fault of CONTRIBUTING.md's table is exactly one finding on its host; node_health adds one
 # GPUDirect verdict per GPU node (info where a path works).
 GPUDIRECT_READY = ("node_health", "gpudirect", "info", "gpudirect")
 EXPECTED_FINDINGS = {
