@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Prepares this machine for the demo (--demo) or for every test (--test, the default).
-# Safe to run again: each step is skipped when it is already done.
-#   - Debian packages the tests use (real ibstat, containerd, runc, dkms, podman, chromium, ...)
-#   - a Python venv from the pinned requirements.txt, kept in the cache and keyed by its hash
-#   - the collection made importable as rdma.node (a symlink into a collections path), and the
-#     development collection rdma.demo (tools/collections: the demo's simulated nodes) on that path
-#   - ansible-test's get-pip download replaced by ensurepip, so sanity runs offline
-# Prints the shell lines that put this environment in force; callers eval them.
+# Prepares this machine and prints the shell lines that put the environment in force; callers eval
+# them (scripts/env.sh does it for an interactive shell). Safe to run again: each step is skipped when
+# it is already done. One mode:
+#   --demo              what scripts/demo.sh runs: a small venv (requirements-demo.txt)
+#   --demo-remediation  --demo, plus containerd and runc from Debian: the demo's remediation starts each
+#                       simulated node's own containerd (needs root, for apt-get)
+#   --dev               the development venv (requirements.txt): every command of README.md and
+#                       CONTRIBUTING.md (ansible-playbook, ansible-galaxy, ansible-doc, ansible-builder, ...)
+#   --test (default)    --dev, plus the Debian packages the tests use (real ibstat, containerd, runc, dkms,
+#                       podman, chromium, ...), a second venv with ansible-core 2.21 on Python 3.12
+#                       (requirements-ansible-2.21.txt), and ansible-test's get-pip download made offline
+# In every mode the venvs are kept in the cache (~/.cache/rdma-node, or RDMA_NODE_CACHE), keyed by the
+# hash of their requirements file; this checkout is linked as rdma.node in a collections root of its
+# own, and the development collection rdma.demo (tools/collections: the demo's simulated nodes) is put
+# on the collections path beside it.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,35 +29,65 @@ APT_PACKAGES=(
   podman debootstrap uidmap  # molecule hosts: Debian containers running systemd
   chromium           # headless screenshots of the HTML report
   shellcheck         # lets ansible-test sanity check the shell scripts
-  rsync util-linux systemd
+  rsync util-linux systemd procps
   bsdextrautils      # column -t: the parsers are tested on aligned pastes
 )
+DEMO_REMEDIATION_PACKAGES=(containerd runc)
 
 log() { printf 'setup: %s\n' "$*" >&2; }
+fail() { printf 'setup: %s\n' "$*" >&2; exit 1; }
 
 install_apt_packages() {
-  local missing=()
-  for pkg in "${APT_PACKAGES[@]}"; do
+  local missing=() pkg
+  for pkg in "$@"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
+    fail "this needs the Debian packages ${missing[*]}; install them (apt-get install ${missing[*]}) or run this as root on Debian."
+  fi
   log "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >&2
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
+# make_venv PYTHON REQUIREMENTS: prints the path of a venv of PYTHON with exactly REQUIREMENTS installed.
 make_venv() {
-  local hash venv
-  hash=$(sha256sum "$ROOT/requirements.txt" | cut -c1-12)
+  local python=$1 requirements=$2 hash venv
+  hash=$(sha256sum "$requirements" | cut -c1-12)
   venv="$CACHE/venv-$hash"
   if [ ! -x "$venv/bin/ansible-playbook" ]; then
-    log "creating the Python venv $venv"
+    log "creating the Python venv $venv from $(basename "$requirements")"
     rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check -r "$ROOT/requirements.txt" >&2
+    mkdir -p "$CACHE"
+    "$python" -m venv "$venv"
+    # pip's output is kept, and shown only when it fails (this machine's pip configuration warns about
+    # local index paths that do not exist).
+    if ! "$venv/bin/pip" install --disable-pip-version-check -r "$requirements" >"$venv/pip-install.log" 2>&1; then
+      tail -n 30 "$venv/pip-install.log" >&2
+      rm -rf "$venv"
+      fail "installing $(basename "$requirements") into $venv failed (pip's last lines above)."
+    fi
   fi
-  VENV=$venv
+  printf '%s' "$venv"
+}
+
+# The Python 3.12 that ansible-core 2.20 and later need: pyenv's (the image keeps one), else python3.12.
+python_3_12() {
+  local version
+  if command -v pyenv >/dev/null; then
+    version=$(pyenv versions --bare 2>/dev/null | grep -E '^3\.12\.[0-9]+$' | sort -V | tail -n 1 || true)
+    if [ -n "$version" ] && [ -x "$(pyenv prefix "$version")/bin/python3.12" ]; then
+      printf '%s' "$(pyenv prefix "$version")/bin/python3.12"
+      return 0
+    fi
+  fi
+  if python3.12 -c 'import venv' 2>/dev/null; then
+    command -v python3.12
+    return 0
+  fi
+  fail "ansible-core 2.21 needs Python 3.12: found none (pyenv versions, python3.12)."
 }
 
 link_collection() {
@@ -62,10 +99,13 @@ link_collection() {
 }
 
 offline_get_pip() {
-  # ansible-test --venv downloads get-pip.py; ensurepip gives the same pip without a download.
-  local shim_dir=$HOME/.ansible/test/cache
+  # ansible-test --venv downloads get-pip.py (get_pip_24_2.py for ansible-core 2.19's ansible-test,
+  # get_pip_25_2.py for 2.21's); ensurepip gives pip without a download, and pip then installs the
+  # version asked for.
+  local shim_dir=$HOME/.ansible/test/cache name
   mkdir -p "$shim_dir"
-  cat > "$shim_dir/get_pip_24_2.py" <<'PY'
+  for name in get_pip_24_2.py get_pip_25_2.py; do
+    cat > "$shim_dir/$name" <<'PY'
 """Stand-in for get-pip.py: bootstrap pip with ensurepip, then install what was asked for."""
 import subprocess
 import sys
@@ -75,17 +115,37 @@ subprocess.check_call([sys.executable, "-m", "ensurepip", "--default-pip"])
 if args:
     subprocess.check_call([sys.executable, "-m", "pip", "install", *args])
 PY
+  done
 }
 
-[ "$MODE" = --test ] && install_apt_packages
-make_venv
+case "$MODE" in
+  --demo) VENV=$(make_venv python3 "$ROOT/requirements-demo.txt") ;;
+  --demo-remediation)
+    install_apt_packages "${DEMO_REMEDIATION_PACKAGES[@]}"
+    VENV=$(make_venv python3 "$ROOT/requirements-demo.txt") ;;
+  --dev) VENV=$(make_venv python3 "$ROOT/requirements.txt") ;;
+  --test)
+    install_apt_packages "${APT_PACKAGES[@]}"
+    VENV=$(make_venv python3 "$ROOT/requirements.txt")
+    PYTHON_3_12=$(python_3_12)
+    VENV_2_21=$(make_venv "$PYTHON_3_12" "$ROOT/requirements-ansible-2.21.txt")
+    offline_get_pip ;;
+  *) fail "unknown mode $MODE (known: --demo --demo-remediation --dev --test)" ;;
+esac
 link_collection
-[ "$MODE" = --test ] && offline_get_pip
 
+# The checkout first; in --dev (an interactive shell's, through scripts/env.sh) Ansible's default
+# places after it, so that the user's own collections stay in reach and ansible-galaxy -p
+# ~/.ansible/collections installs where Ansible looks.
+SEARCHED="$COLLECTIONS:$ROOT/tools/collections"
+[ "$MODE" = --dev ] && SEARCHED="$SEARCHED:\$HOME/.ansible/collections:/usr/share/ansible/collections"
 cat <<ENV
 export PATH="$VENV/bin:\$PATH"
-export ANSIBLE_COLLECTIONS_PATH="$COLLECTIONS:$ROOT/tools/collections"
+export ANSIBLE_COLLECTIONS_PATH="$SEARCHED"
 export RDMA_NODE_COLLECTIONS="$COLLECTIONS"
 export RDMA_NODE_CACHE="$CACHE"
-export ANSIBLE_NOCOLOR=1
+export ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS=ignore
 ENV
+if [ "$MODE" = --test ]; then
+  printf 'export RDMA_NODE_VENV_2_21="%s"\nexport ANSIBLE_NOCOLOR=1\n' "$VENV_2_21"
+fi

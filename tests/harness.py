@@ -46,6 +46,23 @@ LOCAL_HOST_VARS = {"ansible_connection": "local", "ansible_python_interpreter": 
 LOCALHOST = {"all": {"hosts": {"localhost": LOCAL_HOST_VARS}}}
 
 
+def jsonfile_cache(directory):
+    """Ansible's jsonfile cache plugin on ``directory``, configured as a job configures it: through
+    ANSIBLE_CACHE_PLUGIN_CONNECTION, and an empty ANSIBLE_CACHE_PLUGIN_PREFIX (the plugin's ``keys()``
+    needs a prefix set), read when the plugin is made."""
+    from ansible.plugins.loader import cache_loader  # controller code, imported only when a test reads or writes a cache
+
+    saved = {name: os.environ.pop(name, None) for name in ("ANSIBLE_CACHE_PLUGIN_CONNECTION", "ANSIBLE_CACHE_PLUGIN_PREFIX")}
+    os.environ.update(ANSIBLE_CACHE_PLUGIN_CONNECTION=str(directory), ANSIBLE_CACHE_PLUGIN_PREFIX="")
+    try:
+        return cache_loader.get("jsonfile")  # short name: no collection loader in pytest
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
+
+
 class FactCache:
     """A jsonfile fact cache directory, read the way a later job reads it: through Ansible's plugin."""
 
@@ -56,19 +73,19 @@ class FactCache:
     def env(self) -> dict:
         return {"ANSIBLE_CACHE_PLUGIN": "ansible.builtin.jsonfile", "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(self.path)}
 
-    def _plugin(self):
-        from ansible.plugins.loader import cache_loader  # controller code, imported only when a test reads
-
-        return cache_loader.get("jsonfile", _uri=str(self.path), _prefix="")  # short name: no collection loader in pytest
-
     def hosts(self) -> list:
-        return sorted(self._plugin().keys()) if self.path.is_dir() else []
+        """The hosts the cache holds facts for (ansible-core 2.21 also keeps an empty entry for localhost
+        when a task was delegated there)."""
+        if not self.path.is_dir():
+            return []
+        plugin = jsonfile_cache(self.path)
+        return sorted(host for host in plugin.keys() if plugin.get(host))
 
     def facts(self, host) -> dict:
         """The host's cached facts as plain JSON types ({} when the cache holds none for it)."""
         if not self.path.is_dir():
             return {}
-        plugin = self._plugin()
+        plugin = jsonfile_cache(self.path)
         if host not in plugin.keys():
             return {}
         return json.loads(json.dumps(plugin.get(host)))

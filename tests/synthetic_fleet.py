@@ -17,9 +17,9 @@ from pathlib import Path
 import sysfs_tree
 import yaml
 
-from ansible.plugins.loader import cache_loader
 from ansible_collections.rdma.node.plugins.module_utils import _driver, _sysfs
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
+from harness import jsonfile_cache
 from testpaths import COLLECTION_ROOT
 
 DEMO = COLLECTION_ROOT / "inventories" / "demo"
@@ -122,7 +122,7 @@ def build(base, count, cluster=None):
     params = {group: _group_params(group) for group in ("ib-v100", "ib-a100")}
     cache_dir = base / "fact-cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
-    cache = cache_loader.get("jsonfile", _uri=str(cache_dir))
+    cache = jsonfile_cache(cache_dir)
     groups = {}
     for index in range(count):
         profile = names[index % len(names)]

@@ -4,8 +4,10 @@ collection ``rdma.demo`` (the demo's simulated nodes, never part of the built rd
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -53,3 +55,22 @@ def demo_inventory_copy(target: Path) -> Path:
     a run against the copy builds its own, after the test has edited the description if it needs to."""
     shutil.copytree(DEMO_INVENTORY, target, ignore=shutil.ignore_patterns(".nodes*"))
     return target
+
+
+def checkout_copy(target: Path) -> Path:
+    """A copy of this checkout as a fresh clone has it: the files git knows (tracked, and new ones it
+    does not ignore), with .gitignore; nothing a run or a build left here."""
+    listed = subprocess.run(["git", "-C", str(COLLECTION_ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            capture_output=True, check=True).stdout.split(b"\0")
+    for name in filter(None, (os.fsdecode(entry) for entry in listed)):
+        source = COLLECTION_ROOT / name
+        if source.is_file() or source.is_symlink():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name, follow_symlinks=False)
+    return target
+
+
+def forget_collections_root(checkout: Path) -> None:
+    """Remove the collections root that scripts/setup.sh made for ``checkout`` in the shared cache."""
+    cache = Path(os.environ.get("RDMA_NODE_CACHE") or Path.home() / ".cache" / "rdma-node")
+    shutil.rmtree(cache / "collections" / hashlib.sha256(str(checkout).encode()).hexdigest()[:12], ignore_errors=True)

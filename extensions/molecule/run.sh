@@ -2,7 +2,7 @@
 # Runs every molecule scenario of the collection (`molecule test --all` from the collection root):
 # builds the host image first when it is not cached (build-image.sh), then prints the time taken.
 # Needs the environment scripts/setup.sh prints: eval "$(scripts/setup.sh)"; extensions/molecule/run.sh
-# Extra arguments go to molecule, for example: run.sh --scenario-name site (instead of --all).
+# Extra arguments go to molecule, for example: run.sh --scenario-name default (instead of --all).
 # The scenarios' containers are removed by their names on every exit path.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -218,7 +218,9 @@ class BackgroundServer:
 
     def start(self):
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
-            self.proc = self.popen(
+            # Not run_command: the server keeps running while the client runs, and it leads a process
+            # group of its own so that a timeout stops it with every child.
+            self.proc = self.popen(  # pylint: disable=ansible-bad-function
                 self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, close_fds=True, start_new_session=True
             )
         return self

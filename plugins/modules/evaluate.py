@@ -204,20 +204,16 @@ msg:
   type: str
   sample: "ib_inventory on v100-node-02: 1 critical: mlx5_1/1 is DOWN (Polling); expected ACTIVE"
 ansible_facts:
-  description: The findings and the status, kept as host facts.
+  description:
+    - The findings and the status, kept as host facts under two keys per role, named after it
+      (C(ib_inventory_findings) and C(ib_inventory_status), ...).
+    - C(<role>_findings) is every finding, each with C(role), C(check), C(severity), C(subject), C(message),
+      C(expected), C(actual).
+    - C(<role>_status) holds C(ok) (no critical finding), the counts C(critical), C(warning), C(info), the
+      C(checks) that ran, the C(skipped_checks) (each with C(check), the C(missing) fact subsets and the
+      C(reason)), C(not_checked) (each with C(check), C(subject) and C(reason), what a check that ran could
+      not judge), the C(summary) line, and what the role adds (the port verdicts of C(ib_inventory), the
+      kernels of C(driver_verify), ...).
   returned: always
   type: dict
-  contains:
-    <role>_findings:
-      description: Every finding, each with C(role), C(check), C(severity), C(subject), C(message), C(expected), C(actual).
-      type: list
-      elements: dict
-    <role>_status:
-      description:
-        - C(ok) (no critical finding), the counts C(critical), C(warning), C(info), the C(checks) that ran,
-          the C(skipped_checks) (each with C(check), the C(missing) subsets and the C(reason)), C(not_checked)
-          (each with C(check), C(subject) and C(reason), what a check that ran could not judge), the
-          C(summary) line, and what the role adds
-          (the port verdicts of C(ib_inventory), the kernels of C(driver_verify), ...).
-      type: dict
 """

@@ -34,8 +34,9 @@ NEEDED = [
     "playbooks/site.yml", "playbooks/node_remediation.yml", "extensions/awx/configure_controller.yml",
     "extensions/awx/controller_objects.yml", "inventories/example/hosts.yml", "inventories/example/group_vars/ib-a100.yml",
 ]
-LEFT_OUT = ["tests/", "extensions/molecule/", "extensions/ee/", "benchmarks/", "requirements.txt", "scripts/", "tools/", "inventories/demo/",
-            "reports/", ".ci/", "build/", ".ansible-lint"]
+LEFT_OUT = ["tests/", "extensions/molecule/", "extensions/ee/", "benchmarks/", "requirements.txt", "requirements-demo.txt",
+            "requirements-ansible-2.21.txt", "CONTRIBUTING.md", "scripts/", "tools/", "inventories/demo/", "reports/", ".ci/", "build/",
+            ".ansible-lint"]
 
 
 def run(argv, **kwargs):

@@ -23,7 +23,7 @@ from testpaths import COLLECTIONS_PATH, demo_inventory_copy
 CRITICAL_RED = (0xC6, 0x28, 0x28)
 OK_GREEN = (0x2E, 0x7D, 0x32)
 
-# Each planted fault of the README's table is exactly one finding on its host; node_health adds one
+# Each planted fault of CONTRIBUTING.md's table is exactly one finding on its host; node_health adds one
 # GPUDirect verdict per GPU node (info where a path works).
 GPUDIRECT_READY = ("node_health", "gpudirect", "info", "gpudirect")
 EXPECTED_FINDINGS = {
@@ -96,7 +96,7 @@ def test_the_inventory_directory_builds_its_node_roots_without_a_warning(demo, s
     run = site_run[0]
     assert "[WARNING]" not in run.stderr, run.stderr[-3000:]
     nodes = demo["inventory"] / ".nodes"
-    assert nodes.is_symlink() and sorted(p.name for p in nodes.iterdir()) == sorted(EXPECTED_FINDINGS)
+    assert nodes.is_symlink() and sorted(p.name for p in nodes.iterdir() if p.is_dir()) == sorted(EXPECTED_FINDINGS)
     # The port the report names DOWN is the one the description planted, read from the tree the run built.
     assert (nodes / "v100-node-02/sys/class/infiniband/mlx5_1/ports/1/state").read_text() == "1: DOWN\n"
 

@@ -3,7 +3,7 @@
 The demo's nodes run on this machine (local connection). Their group_vars point the memlock
 remediation into each node root: the spec, config.toml and systemd drop-in are the node's, and the
 containerd restarted is the node's own (root, state and socket under the node root, restarted by
-tools/simulated_containerd.py by its pidfile). The run here is the demo as a new user runs it, on a
+the development collection rdma.demo's scripts/simulated_containerd.py by its pidfile). The run here is the demo as a new user runs it, on a
 copy of inventories/demo without any built tree, with a recording `systemctl` and `journalctl` first
 on PATH: the machine's /etc/containerd and /etc/systemd must stay byte-identical and no systemctl
 call may reach the machine, while every node gets the three files, a real restart of its containerd,
@@ -135,7 +135,7 @@ def test_the_report_shows_the_remediation_of_each_node(remediated):
         assert {"spec_written", "runtimes_pointed", "dropin_written", "containerd_restarted"} <= set(remediation), (
             host["name"], "\n".join(f["message"] for f in remediation.values() if f["severity"] != "info"))
         restarted = remediation["containerd_restarted"]["message"]
-        assert "tools/simulated_containerd.py restart %s" % (remediated["nodes"] / host["name"]) in restarted
+        assert "rdma/demo/scripts/simulated_containerd.py restart %s" % (remediated["nodes"] / host["name"]) in restarted
         assert restarted.endswith("it answers again (ctr version) and its CRI plugin is loaded.")
         assert "containerd_not_running" not in remediation and "rolled_back" not in remediation
 

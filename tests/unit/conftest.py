@@ -1,7 +1,9 @@
-"""Shared helpers for module unit tests: run a real module main() and capture its result.
+"""What unit tests may not do.
 
-Unit tests run in process: a test that starts ansible or ansible-playbook belongs in
-tests/integration (through tests/harness.py), and fails here.
+Unit tests need nothing but the venv and Debian's essential packages: a test that starts ansible or
+ansible-playbook, or that needs a real tool (ctr, containerd, dkms, journalctl, column, ps, ...),
+belongs in tests/integration (Ansible through tests/harness.py). ``scripts/test.sh unit`` runs them
+with only those on PATH. Modules run through the ``run_module`` fixture of tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -13,52 +15,6 @@ import signal
 import subprocess
 
 import pytest
-from ansible.module_utils import _internal as module_internal
-from ansible.module_utils.common import warnings as module_warnings
-from ansible.module_utils.testing import patch_module_args
-
-
-class ModuleResult(dict):
-    """The JSON a module printed, plus whether it exited through fail_json."""
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.get("failed"))
-
-    @property
-    def warning_messages(self) -> list:
-        """Warning texts, whether the core writes them as strings or (2.19+) as event records."""
-        return [w if isinstance(w, str) else w["event"]["msg"] for w in self.get("warnings", [])]
-
-
-@pytest.fixture
-def run_module(capsys, monkeypatch):
-    """Run ``module.main()`` with ``args`` and return its parsed JSON result.
-
-    Nothing is mocked: the module parses its arguments, does its work and exits as it would on a
-    node; the test reads what it printed.
-    """
-
-    # ansible-core 2.19 keeps module warnings in one process-wide list, and once controller code is
-    # imported in the same pytest process (filters, action plugins) it sends them to the display
-    # instead of the module's result. Each run starts clean, on the node's side.
-    monkeypatch.setattr(module_internal, "is_controller", False)
-
-    def _run(module, args: dict, check_mode: bool = False, diff: bool = False) -> ModuleResult:
-        module_warnings._global_warnings.clear()
-        args = dict(args)
-        if check_mode:
-            args["_ansible_check_mode"] = True
-        if diff:
-            args["_ansible_diff"] = True
-        with patch_module_args(args):
-            with pytest.raises(SystemExit):
-                module.main()
-        out = capsys.readouterr().out
-        return ModuleResult(json.loads(out))
-
-    return _run
-
 
 ANSIBLE_COMMANDS = frozenset(("ansible", "ansible-playbook", "ansible-pull", "ansible-console"))
 
@@ -73,7 +29,7 @@ def no_ansible_processes(monkeypatch):
             words = args.split() if isinstance(args, (str, bytes)) else [args] if isinstance(args, os.PathLike) else list(args)
             started = [os.path.basename(os.fsdecode(word)) for word in words if isinstance(word, (str, bytes, os.PathLike))]
             if ANSIBLE_COMMANDS.intersection(started):
-                pytest.fail("unit tests run in process; this one starts %s: move it to tests/integration "
+                pytest.fail("unit tests start no Ansible; this one starts %s: move it to tests/integration "
                             "and run Ansible through tests/harness.py" % " ".join(map(str, words)), pytrace=False)
             super().__init__(args, *rest, **kwargs)
 

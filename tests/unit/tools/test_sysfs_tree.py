@@ -147,7 +147,7 @@ def test_ensure_built_builds_once_per_description_and_swaps_atomically(tmp_path)
     link = tmp_path / ".nodes"
     assert sysfs_tree.ensure_built(hosts, str(link)) is True
     first = os.readlink(link)
-    assert link.is_symlink() and sorted(p.name for p in link.iterdir()) == ["a100-node-02", "v100-node-02"]
+    assert link.is_symlink() and sorted(p.name for p in link.iterdir()) == [sysfs_tree.BUILD_MARKER, "a100-node-02", "v100-node-02"]
     assert (link / "v100-node-02/sys/class/infiniband/mlx5_1/ports/1/phys_state").read_text() == "2: Polling\n"
     # The node's containerd config names paths through the link, where the node is used.
     assert 'address = "%s/v100-node-02/run/containerd.sock"' % link in (link / "v100-node-02/etc/containerd/config.toml").read_text()
@@ -163,6 +163,18 @@ def test_a_node_root_too_deep_for_a_socket_gets_a_short_socket_directory(tmp_pat
     assert sysfs_tree.containerd_sockets(shallow) == (shallow + "/run/containerd.sock", shallow + "/run/containerd.ttrpc")
     deep = str(tmp_path / ("d" * 80) / "n1")
     grpc, ttrpc = sysfs_tree.containerd_sockets(deep)
-    assert grpc.startswith("/tmp/rdma-node-") and len(ttrpc) <= 107
+    assert grpc.startswith("/tmp/rdma-node-") and len(ttrpc) <= 104
     assert sysfs_tree.containerd_sockets(deep + "x") != (grpc, ttrpc)  # one directory per node root
     assert 'address = "%s"' % grpc in sysfs_tree.containerd_config(deep)
+
+
+@pytest.mark.parametrize("length", [104, 105, 106, 107])
+def test_no_socket_path_is_longer_than_containerd_takes(length):
+    """containerd refuses a unix socket path over 104 bytes ("unix socket path too long (> 104)"):
+    a node root whose ttrpc socket would be 105-107 bytes long gets the short directory too."""
+    suffix = "/run/containerd.ttrpc"
+    root = "/tmp/" + "n" * (length - len(suffix) - len("/tmp/"))
+    assert len(root + suffix) == length
+    grpc, ttrpc = sysfs_tree.containerd_sockets(root)
+    assert len(ttrpc) <= 104 and len(grpc) <= 104
+    assert (ttrpc == root + suffix) is (length <= 104)

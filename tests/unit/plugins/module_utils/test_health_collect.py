@@ -63,16 +63,6 @@ def test_events_are_bounded_but_counted(tmp_path):
     assert facts["netdevs"]["ib0"]["losses"] == 150
 
 
-def test_module_reads_the_journal_when_no_file_is_given(run_module, tmp_path):
-    """journalctl of this machine (it may hold no journal: then no events and no error)."""
-    bonded_tree(str(tmp_path))
-    result = run_module(ib_facts, {"sysfs_root": str(tmp_path), "gather_subset": ["kernel_log"], "kernel_log_window_hours": 2})
-    assert not result.failed, result
-    log = result["ansible_facts"]["rdma"]["kernel_log"]
-    assert (log["source"], log["window_hours"], log["window_applied"]) == ("journalctl", 2, True)
-    assert "error" not in log
-
-
 def test_module_errors_name_the_option(run_module, tmp_path):
     bonded_tree(str(tmp_path))
     missing = run_module(ib_facts, {"sysfs_root": str(tmp_path), "gather_subset": ["kernel_log"],

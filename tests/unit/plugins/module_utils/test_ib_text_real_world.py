@@ -5,14 +5,13 @@
 
 Every class of mess from issue 11 is built from the real samples of tests/fixtures/cmd (and from
 synthetic ones where no real sample exists, written from the tools' print formats): prompts and the
-command line, ``column -t`` (the real ``column``), ``#`` comments, redaction marks, diagnostics of
+command line, ``column -t`` (the real ``column``, in tests/integration/test_node_tools_for_real.py), ``#`` comments, redaction marks, diagnostics of
 other tools, ``ibv_devinfo -v`` continuation lines, odd blank lines, CRLF, stray lines, duplicated
 blocks and digits other than ASCII. The parser must keep every port it recognises and list every
 line it could not place with its number; only text with nothing of the tool's output fails."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -83,15 +82,6 @@ def test_pastes_that_lose_nothing_give_the_same_ports_and_notes(path, mess):
     result = parser(mess(text, path.parent.name))
     assert result["ports"] == clean["ports"]
     assert [n["text"] for n in result["notes"]] == [n["text"] for n in clean["notes"]]
-
-
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=_id)
-def test_column_t_alignment_by_the_real_column(path):
-    parser, text, clean = _sample(path)
-    aligned = subprocess.run(["column", "-t"], input=text, capture_output=True, text=True, check=True).stdout
-    result = parser(aligned)
-    assert result["ports"] == clean["ports"]
-    assert len(result["notes"]) == len(clean["notes"])
 
 
 # ----------------------------------------------------------------------------------------------

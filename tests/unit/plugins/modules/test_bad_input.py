@@ -13,9 +13,11 @@ import hashlib
 import json
 import os
 import stat
+import sys
 
 import pytest
 import sysfs_tree
+from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.rdma.node.plugins.modules import (
     containerd_runtime,
@@ -29,6 +31,14 @@ from testpaths import FIXTURES
 SPEC_FIXTURE = FIXTURES / "containerd/oci_spec/debian12_containerd-1.6.20_ctr-oci-spec.json"
 MEMLOCK = [{"type": "RLIMIT_MEMLOCK", "soft": 4194304, "hard": 4194304}]
 UNIT = "[Service]\nExecStart=/usr/bin/containerd\nLimitNOFILE=infinity\n"
+
+
+# A NUL byte in an argument: from Python 3.12 on, syslog refuses it, so ansible-core's invocation log
+# (to syslog, its default) fails the run before the module reads its arguments ("Failed to log to
+# syslog (embedded null character)..."). The module's own refusal is tested as the module runs when
+# no_target_syslog = True (or no_log) is set: ansible-core then hands it _ansible_no_log and logs
+# nothing. test_a_nul_byte_under_the_default_log shows the default on each Python.
+NO_TARGET_SYSLOG = {"_ansible_no_log": True}
 
 
 def listing(path):
@@ -78,10 +88,19 @@ def test_oci_rlimits_follows_a_symlink_and_keeps_it(tmp_path, run_module):
 
 
 def test_oci_rlimits_nul_in_path(tmp_path, run_module):
-    result = run_module(oci_rlimits, {"path": str(tmp_path) + "/spec\x00.json", "rlimits": MEMLOCK})
+    result = run_module(oci_rlimits, dict(NO_TARGET_SYSLOG, path=str(tmp_path) + "/spec\x00.json", rlimits=MEMLOCK))
     assert result.failed
     assert result["msg"] == "path %r contains a NUL byte; expected the path of an OCI runtime spec." % (
         str(tmp_path) + "/spec\x00.json")
+    assert listing(tmp_path) == []
+
+
+def test_a_nul_byte_under_the_default_log_is_refused_and_changes_nothing(tmp_path, run_module):
+    result = run_module(oci_rlimits, {"path": str(tmp_path) + "/spec\x00.json", "rlimits": MEMLOCK})
+    refused_by = "Failed to log to syslog (embedded null character)." if sys.version_info >= (3, 12) else "path %r contains a NUL byte" % (
+        str(tmp_path) + "/spec\x00.json")
+    assert result.failed and result["msg"].startswith(refused_by)
+    assert listing(tmp_path) == []
 
 
 @pytest.mark.parametrize("path", ["spec.json", "-", "-x.json", "./etc/spec.json", "~spec.json"])
@@ -185,7 +204,7 @@ def test_systemd_limits_backup_and_created(tmp_path, run_module):
 ])
 def test_systemd_limits_names_that_would_become_options_or_break_paths(tmp_path, run_module, extra, message):
     unit_root(tmp_path)
-    result = run_module(systemd_limits, limits_args(tmp_path, **extra))
+    result = run_module(systemd_limits, limits_args(tmp_path, **NO_TARGET_SYSLOG, **extra))
     assert result.failed and result["msg"] == message
     assert not (tmp_path / "etc").exists()
 
@@ -434,9 +453,11 @@ def test_containerd_runtime_write_step_is_a_compare_and_swap(tmp_path, run_modul
     assert result.failed and result["conflict"] is True
 
 
-def test_systemd_limits_passes_the_unit_after_double_dash(tmp_path, run_module, monkeypatch):
+def test_systemd_limits_passes_the_unit_after_double_dash(tmp_path, monkeypatch, capsys):
     # Where systemd runs, the module reloads it and asks `systemctl show`; a recording systemctl
-    # stands in for the real one (the podman-hosted integration test runs the real one).
+    # stands in for the real one (the podman-hosted integration test runs the real one). systemd is
+    # not PID 1 here, so this one run is in process, with "systemd runs" patched in: ansible-core's
+    # public patch_module_args hands the module its arguments.
     unit_root(tmp_path)
     calls = tmp_path / "calls.txt"
     fake = tmp_path / "bin/systemctl"
@@ -445,7 +466,9 @@ def test_systemd_limits_passes_the_unit_after_double_dash(tmp_path, run_module, 
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", "%s:%s" % (fake.parent, os.environ["PATH"]))
     monkeypatch.setattr(systemd_limits, "systemd_running", lambda root: True)
-    result = run_module(systemd_limits, limits_args(tmp_path))
+    with patch_module_args(limits_args(tmp_path)), pytest.raises(SystemExit):
+        systemd_limits.main()
+    result = json.loads(capsys.readouterr().out)
     assert result["changed"] is True and result["daemon_reloaded"] is True
     assert result["effective"] == {"LimitMEMLOCK": "infinity"}
     assert calls.read_text().splitlines() == [
@@ -455,7 +478,7 @@ def test_systemd_limits_passes_the_unit_after_double_dash(tmp_path, run_module, 
 def test_containerd_runtime_nul_bytes_in_options(tmp_path, run_module):
     from ansible_collections.rdma.node.plugins.plugin_utils import _containerd_config as cc
 
-    result = run_module(containerd_runtime, cr_args(str(tmp_path) + "/config\x00.toml"))
+    result = run_module(containerd_runtime, cr_args(str(tmp_path) + "/config\x00.toml", **NO_TARGET_SYSLOG))
     assert result.failed
     assert result["msg"] == "path %r contains a NUL byte; expected the path of containerd's config.toml." % (
         str(tmp_path) + "/config\x00.toml")

@@ -1,33 +1,13 @@
-"""rdma.node.container_limits run for real (its main()) on this machine, which has systemctl but no running systemd."""
+"""rdma.node.container_limits run for real on its options (tests/integration/test_node_tools_for_real.py runs it
+with the real systemctl and ctr)."""
 
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 
 from ansible_collections.rdma.node.plugins.modules import container_limits
-
-
-def test_read_only_run_where_neither_systemd_nor_containerd_runs(run_module, tmp_path):
-    result = run_module(container_limits, {"address": str(tmp_path / "containerd.sock")})
-    assert not result.failed and result["changed"] is False
-    facts = result["ansible_facts"]["rdma_memlock"]
-    containerd = facts["containerd"]
-    assert containerd["unit"] == "containerd.service" and containerd["pid"] == 0 and containerd["memlock"] is None
-    if shutil.which("systemctl"):
-        assert containerd["error"].startswith("systemctl show containerd.service failed with rc 1: ")
-    assert facts["socket"] is False and facts["containers"] == [] and facts["probe"] is None
-    assert facts["containers_error"] == "containerd's socket %s does not exist" % (tmp_path / "containerd.sock")
-
-
-def test_check_mode_starts_no_test_container(run_module, tmp_path):
-    result = run_module(container_limits, {"address": str(tmp_path / "c.sock"), "namespaces": [], "probe_spec": str(tmp_path / "spec.json"),
-                                           "probe_rootfs": str(tmp_path)}, check_mode=True)
-    probe = result["ansible_facts"]["rdma_memlock"]["probe"]
-    assert probe["not_run"] == "check mode starts no container" and probe["ran"] is False and probe["spec"] == str(tmp_path / "spec.json")
-    assert result["ansible_facts"]["rdma_memlock"]["containers_error"] is None
 
 
 @pytest.mark.parametrize("args, msg", [

@@ -3,21 +3,16 @@
 Facts come from the demo hosts' sysfs trees (built by tools/sysfs_tree.py and read by the real
 sysfs reader), GID tables from the real grep over those trees, perftest results from the real
 captured outputs in tests/fixtures/perftest parsed by the perftest module's own parser, and process
-listings from the real ps.
+listings as ps prints them (tests/integration/test_node_tools_for_real.py reads the real ps).
 """
 
 from __future__ import annotations
 
 import itertools
-import os
-import signal
-import subprocess
-import uuid
 
 import pytest
 
 from ansible_collections.rdma.node.plugins.plugin_utils._bandwidth_plan import (
-    JOB_ENV,
     BandwidthPlanError,
     build_plan,
     expected_gbps,
@@ -332,29 +327,6 @@ def test_verdicts_reject_what_is_not_a_plan():
 
 
 # ------------------------------------------------------------------------------------- processes
-
-
-def test_job_processes_from_the_real_ps():
-    """A deadline process with the job's variable and its child, found by the value, not by a name."""
-    job = "server-%s-1-18515" % uuid.uuid4().hex[:12]
-    env = dict(os.environ, **{JOB_ENV: job})
-    proc = subprocess.Popen(["timeout", "60", "sleep", "60"], env=env)  # pylint: disable=consider-using-with
-    other = subprocess.Popen(["timeout", "60", "sleep", "60"], env=dict(env, **{JOB_ENV: job + "0"}))  # pylint: disable=consider-using-with
-    try:
-        found = []
-        for dummy in range(50):
-            listing = subprocess.run(["ps", "e", "-e", "-ww", "-o", "pid=,pgid=,args="], capture_output=True, text=True,
-                                     check=True).stdout
-            found = job_processes(listing, job)
-            if len(found) == 2:
-                break
-        assert sorted((p["command"], p["deadline"], p["pgid"]) for p in found) == [
-            ("sleep", False, proc.pid), ("timeout", True, proc.pid)]  # timeout(1) leads its own group
-        assert [p["pid"] for p in found if p["deadline"]] == [proc.pid]
-    finally:
-        for started in (proc, other):
-            started.send_signal(signal.SIGTERM)
-            started.wait(10)
 
 
 def test_job_processes_needs_a_job():

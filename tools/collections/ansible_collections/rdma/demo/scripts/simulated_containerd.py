@@ -12,7 +12,12 @@ The inventory plugin rdma.demo.simulated_nodes gives each host this script's pat
 Usage::
 
     python simulated_containerd.py restart NODE_ROOT   # stop the node's containerd if it runs, start it again
-    python simulated_containerd.py stop NODE_ROOT
+    python simulated_containerd.py start NODE_ROOT     # start it unless it runs (a node boots with containerd running)
+    python simulated_containerd.py stop NODE_ROOT      # also when its pidfile or the whole node root was deleted
+
+A containerd is the node's when its command line says ``--config NODE_ROOT/etc/containerd/config.toml``:
+``stop`` finds it by that argument where the pidfile is gone (a deleted copy of a demo inventory), and
+says so.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ _SPEC.loader.exec_module(_TREE)
 
 def start(node_root: str) -> int:
     """Start the node's containerd in the background with the node's config; returns its pid."""
-    config = os.path.join(node_root, "etc", "containerd", "config.toml")
+    config = _TREE.node_containerd_config(node_root)
     if not os.path.isfile(config):
         raise OSError("%s does not exist: %s is not a simulated node root" % (config, node_root))
     containerd = shutil.which("containerd")
@@ -49,18 +54,41 @@ def start(node_root: str) -> int:
     return process.pid
 
 
+def what_was_stopped(node_root: str, stopped: dict, had_pidfile: bool) -> str:
+    """One sentence: which containerd of the node was stopped, and how it was found."""
+    pidfile = os.path.join(node_root, _TREE.CONTAINERD_PIDFILE)
+    said = []
+    if stopped["pidfile"]:
+        said.append("pid %d (its pidfile)" % stopped["pidfile"])
+    if stopped["orphans"]:
+        said.append("%s found by --config %s, which %s" % (
+            "pid " + ", ".join(map(str, stopped["orphans"])), _TREE.node_containerd_config(node_root),
+            "its pidfile does not name" if had_pidfile else "ran without its pidfile (%s is gone)" % pidfile))
+    if said:
+        return "stopped the containerd of %s: %s" % (node_root, "; ".join(said))
+    return "the containerd of %s was not running: %s, and no containerd runs with --config %s" % (
+        node_root, "its pidfile names no running containerd" if had_pidfile else "there is no pidfile %s" % pidfile,
+        _TREE.node_containerd_config(node_root))
+
+
 def main(argv: list) -> int:
-    if len(argv) != 2 or argv[0] not in ("restart", "stop"):
+    if len(argv) != 2 or argv[0] not in ("restart", "start", "stop"):
         sys.stderr.write(__doc__.split("Usage::", 1)[1])
         return 2
     command, node_root = argv[0], os.path.abspath(argv[1])
     try:
-        old = _TREE.node_containerd_pid(node_root)
-        _TREE.stop_node_containerd(node_root)
+        if command == "start":
+            running = _TREE.node_containerd_pid(node_root)
+            print("the containerd of %s runs: pid %d" % (node_root, running) if running else
+                  "started the containerd of %s: pid %d" % (node_root, start(node_root)))
+            return 0
+        had_pidfile = os.path.lexists(os.path.join(node_root, _TREE.CONTAINERD_PIDFILE))
+        stopped = _TREE.stop_node_containerd(node_root)
         if command == "restart":
-            print("restarted the containerd of %s: pid %d (was %s)" % (node_root, start(node_root), old or "not running"))
+            was = stopped["pidfile"] or (stopped["orphans"][0] if stopped["orphans"] else None)
+            print("restarted the containerd of %s: pid %d (was %s)" % (node_root, start(node_root), was or "not running"))
         else:
-            print("stopped the containerd of %s (pid %s)" % (node_root, old) if old else "the containerd of %s was not running" % node_root)
+            print(what_was_stopped(node_root, stopped, had_pidfile))
     except OSError as exc:
         sys.stderr.write("simulated_containerd %s %s: %s\n" % (command, node_root, exc))
         return 1

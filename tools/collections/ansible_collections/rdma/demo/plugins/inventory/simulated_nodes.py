@@ -38,8 +38,17 @@ options:
     description: Group name to the list of its hosts.
     type: dict
     default: {}
+  planted_faults:
+    description:
+      - Host name to the checks (C(role/check)) that find the faults its description plants. Each host gets the list as
+        C(rdma_demo_planted_faults); C(scripts/demo.sh) of the source checkout tells these findings from a real failure.
+    type: dict
+    default: {}
   nodes_dir:
-    description: Where the node roots are built, relative to the directory of this file.
+    description:
+      - The name under which the node roots are built, in the directory of this file; one name, no path.
+      - It must not exist yet, or be the plugin's own symlink to its build (C(<nodes_dir>-<hash>) beside it). The plugin
+        removes only the builds it made, which carry its marker file C(.rdma-demo-node-roots).
     type: str
     default: .nodes
 """
@@ -63,7 +72,13 @@ import os
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseFileInventoryPlugin
 
-from ansible_collections.rdma.demo.plugins.plugin_utils.sysfs_tree import ArchiveError, containerd_sockets, ensure_built, hardware_hosts
+from ansible_collections.rdma.demo.plugins.plugin_utils.sysfs_tree import (
+    ArchiveError,
+    containerd_sockets,
+    ensure_built,
+    hardware_hosts,
+    node_roots_link,
+)
 
 SUFFIXES = (".simulated_nodes.yml", ".simulated_nodes.yaml")
 # This collection's script that restarts a simulated node's own containerd (plugins/inventory/ is two levels down).
@@ -88,16 +103,25 @@ class InventoryModule(BaseFileInventoryPlugin):
         for group, members in groups.items():
             if not isinstance(members, list) or any(str(member) not in hosts for member in members):
                 raise AnsibleParserError("%s: node_groups.%s must be a list of hosts of hardware, got %r." % (path, group, members))
-        nodes = os.path.join(os.path.dirname(os.path.abspath(path)), self.get_option("nodes_dir"))
+        planted = self.get_option("planted_faults") or {}
+        for host, checks in planted.items():
+            if str(host) not in hosts or not isinstance(checks, list) or not all(isinstance(c, str) and c.count("/") == 1 for c in checks):
+                raise AnsibleParserError("%s: planted_faults.%s must be a list of role/check names of a host of hardware, got %r."
+                                         % (path, host, checks))
+        nodes = None
         try:
+            nodes = node_roots_link(os.path.dirname(os.path.abspath(path)), self.get_option("nodes_dir"))
             ensure_built(hosts, nodes)
-        except (OSError, ArchiveError, KeyError, TypeError, ValueError) as exc:
+        except ArchiveError as exc:
+            raise AnsibleParserError("%s: %s" % (path, exc)) from None
+        except (OSError, KeyError, TypeError, ValueError) as exc:
             raise AnsibleParserError("%s: the node roots could not be built under %s: %s" % (path, nodes, exc)) from None
         for host in hosts:
             self.inventory.add_host(host)
             self.inventory.set_variable(host, "rdma_demo_node_root", os.path.join(nodes, host))
             self.inventory.set_variable(host, "rdma_simulated_containerd", SIMULATED_CONTAINERD)
             self.inventory.set_variable(host, "rdma_simulated_containerd_address", containerd_sockets(os.path.join(nodes, host))[0])
+            self.inventory.set_variable(host, "rdma_demo_planted_faults", [str(check) for check in planted.get(host, [])])
         for group, members in groups.items():
             self.inventory.add_group(group)
             for member in members:

@@ -22,14 +22,21 @@ module, and ``scripts/simulated_containerd.py`` of this collection starts and st
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import zlib
 
 ARCHIVE_MAGIC = "# rdma.node sysfs archive v1"
 
 # Part of the hash that keys built trees: bump it when what a build writes changes.
-BUILD_FORMAT = "node-root-2"
-UNIX_SOCKET_PATH_MAX = 107
+BUILD_FORMAT = "node-root-4"
+# The file in every directory ensure_built creates: it removes only directories that carry it.
+BUILD_MARKER = ".rdma-demo-node-roots"
+BUILD_MARKER_TEXT = ("Node roots built by the inventory plugin rdma.demo.simulated_nodes from a hardware description;\n"
+                     "it removes this directory when the description changes.\n")
+NAME_MAX_BYTES = 255
+# containerd refuses a socket path longer than 104 bytes ("unix socket path too long (> 104)").
+UNIX_SOCKET_PATH_MAX = 104
 
 ARPHRD_ETHER = 1
 ARPHRD_INFINIBAND = 32
@@ -410,15 +417,35 @@ def load_hardware_file(path: str) -> dict:
 
 
 def hardware_hosts(hosts, source: str) -> dict:
-    """Check a hardware mapping (host name to description) and drop its ``x-`` anchor keys."""
+    """Check a hardware mapping (host name to description) and drop its ``x-`` anchor keys. Each host
+    name becomes the name of its node root's directory, so it must be one path component."""
     if not isinstance(hosts, dict) or not all(isinstance(spec, dict) for name, spec in hosts.items() if not str(name).startswith("x-")):
         raise ArchiveError("%s: expected a mapping of host name to hardware description" % source)
-    return {str(name): spec for name, spec in hosts.items() if not str(name).startswith("x-")}
+    found = {str(name): spec for name, spec in hosts.items() if not str(name).startswith("x-")}
+    for name in found:
+        if not one_path_component(name):
+            raise ArchiveError("%s: host name %r must be one path component (not empty, '.' or '..', no '/' or NUL, at most %d "
+                               "bytes): it names the host's node root directory." % (source, name, NAME_MAX_BYTES))
+    return found
+
+
+def one_path_component(name) -> bool:
+    """Whether ``name`` names an entry of a directory, never the directory itself, its parent or a deeper path."""
+    return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
+            and len(name.encode("utf-8", "surrogateescape")) <= NAME_MAX_BYTES)
+
+
+def node_roots_link(inventory_dir: str, nodes_dir) -> str:
+    """Where the node roots of an inventory file go: ``nodes_dir``, one name inside the inventory's directory."""
+    if not one_path_component(nodes_dir):
+        raise ArchiveError("nodes_dir %r must be one name inside the inventory's directory %s (no '/', not empty, '.' or '..'): "
+                           "the node roots are built there, and the plugin removes what it built." % (nodes_dir, inventory_dir))
+    return os.path.join(inventory_dir, nodes_dir)
 
 
 def containerd_sockets(node_root: str) -> tuple:
     """The gRPC and ttrpc sockets of a node's own containerd: in the node's ``run/``, or, when that
-    path is too long for a unix socket (107 bytes), in a short directory under /tmp named by a hash
+    path is too long for containerd's sockets (104 bytes), in a short directory under /tmp named by a hash
     of the node root."""
     import hashlib
 
@@ -450,39 +477,88 @@ def containerd_config(node_root: str) -> str:
 CONTAINERD_PIDFILE = os.path.join("run", "containerd.pid")
 
 
+def node_containerd_config(node_root: str) -> str:
+    """The config file the node's own containerd runs with (``containerd --config <this>``)."""
+    return os.path.join(os.path.abspath(node_root), "etc", "containerd", "config.toml")
+
+
+def _containerd_config_argument(argv: list):
+    """The ``--config``/``-c`` value of a containerd command line (bytes), or None."""
+    for index, word in enumerate(argv):
+        if word in (b"--config", b"-c") and index + 1 < len(argv):
+            return argv[index + 1]
+        if word.startswith(b"--config="):
+            return word[len(b"--config="):]
+    return None
+
+
+def _process_argv(pid: int) -> list:
+    with open("/proc/%d/cmdline" % pid, "rb") as handle:
+        return handle.read().split(b"\0")
+
+
 def node_containerd_pid(node_root: str):
-    """The pid of the node's own containerd when it runs (its command line names the node's config), else None."""
+    """The pid in the node's pidfile when that process is the node's own containerd (a recycled pid is
+    never taken for it), else None."""
     try:
-        with open(os.path.join(node_root, CONTAINERD_PIDFILE), encoding="utf-8") as handle:
-            pid = int(handle.read().strip())
-        with open("/proc/%d/cmdline" % pid, "rb") as handle:
-            argv = handle.read().split(b"\0")
+        with open(os.path.join(node_root, CONTAINERD_PIDFILE), encoding="ascii") as handle:
+            text = handle.read(32).strip()
+        pid = int(text) if text.isascii() and text.isdigit() else None
+        argv = _process_argv(pid) if pid else []
     except (OSError, ValueError):
         return None
-    # Only a containerd started for this node: a recycled pid is never signalled.
-    config = os.path.join(node_root, "etc", "containerd", "config.toml").encode()
-    return pid if config in argv and os.path.basename(argv[0]) == b"containerd" else None
+    config = node_containerd_config(node_root).encode()
+    return pid if os.path.basename(argv[0]) == b"containerd" and _containerd_config_argument(argv) == config else None
 
 
-def stop_node_containerd(node_root: str, timeout: float = 10.0) -> bool:
-    """Stop the node's own containerd (SIGTERM, then SIGKILL); returns whether one was running."""
+def orphaned_node_containerds(node_root: str) -> list:
+    """Pids of containerds that run with the node's config but that its pidfile does not name: their
+    pidfile, or their whole node root, was deleted while they ran. Found by their ``--config`` argument."""
+    config = node_containerd_config(node_root).encode()
+    owned = node_containerd_pid(node_root)
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in (owned, os.getpid()):
+            continue
+        try:
+            argv = _process_argv(int(entry))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if argv and os.path.basename(argv[0]) == b"containerd" and _containerd_config_argument(argv) == config:
+            found.append(int(entry))
+    return sorted(found)
+
+
+def stop_node_containerd(node_root: str, timeout: float = 10.0) -> dict:
+    """Stop the node's own containerd (SIGTERM, then SIGKILL): the pidfile's, and any orphan that runs with
+    the node's config. Returns ``{"pidfile": pid or None, "orphans": [pids]}`` of what was stopped."""
     import signal
     import time
 
-    pid = node_containerd_pid(node_root)
-    if pid is None:
-        return False
-    os.kill(pid, signal.SIGTERM)
+    stopped = {"pidfile": node_containerd_pid(node_root), "orphans": orphaned_node_containerds(node_root)}
+    pids = ([stopped["pidfile"]] if stopped["pidfile"] else []) + stopped["orphans"]
+    for pid in pids:
+        os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while node_containerd_pid(node_root) == pid and time.monotonic() < deadline:
+    while time.monotonic() < deadline and any(_runs_with(pid, node_root) for pid in pids):
         time.sleep(0.05)
-    if node_containerd_pid(node_root) == pid:
-        os.kill(pid, signal.SIGKILL)
+    for pid in pids:
+        if _runs_with(pid, node_root):
+            os.kill(pid, signal.SIGKILL)
     try:
         os.remove(os.path.join(node_root, CONTAINERD_PIDFILE))
     except OSError:
         pass
-    return True
+    return stopped
+
+
+def _runs_with(pid: int, node_root: str) -> bool:
+    """Whether ``pid`` is still a containerd with the node's config (not a zombie, not a recycled pid)."""
+    try:
+        argv = _process_argv(pid)
+    except OSError:
+        return False
+    return bool(argv) and _containerd_config_argument(argv) == node_containerd_config(node_root).encode()
 
 
 def build_node(node_root: str, spec: dict, final_root: str = None) -> None:
@@ -532,34 +608,80 @@ def ensure_built(hosts: dict, link: str) -> bool:
 
     The trees are built in ``<link>-<hash>`` and ``link`` is a symlink to it, swapped atomically, so
     that concurrent runs never see a half-built tree: one whose hash already matches is used as is.
-    Older builds are removed after the swap, their simulated containerds stopped first."""
+    Every directory built carries the marker file ``BUILD_MARKER``; older builds (``<link>-<hash>``
+    directories with the marker) are removed after the swap, their simulated containerds stopped
+    first. Anything else is never removed: ``link`` must be one name in its directory, and where it
+    exists it must be this function's own symlink."""
     hosts = hardware_hosts(hosts, "the hardware description")
-    parent, name = os.path.split(os.path.abspath(link))
+    parent, name = os.path.split(link)
+    if not one_path_component(name):
+        raise ArchiveError("%s: the node roots are built under one name in a directory, not %r." % (link, name))
+    parent = os.path.abspath(parent or ".")
+    link = os.path.join(parent, name)
+    build_name = re.compile(re.escape(name) + r"-[0-9a-f]{16}")
+    _refuse_unless_own_link(link, build_name)
     target = "%s-%s" % (name, description_hash(hosts))
-    if os.path.islink(link) and os.readlink(link) == target and os.path.isdir(os.path.join(parent, target)):
+    if os.path.islink(link) and os.readlink(link) == target and _carries_marker(os.path.join(parent, target)):
         return False
     staging = os.path.join(parent, "%s.building.%d" % (target, os.getpid()))
-    shutil.rmtree(staging, ignore_errors=True)
+    if os.path.lexists(staging):
+        _remove_own_build(staging)
+    os.mkdir(staging)
     try:
+        _write_marker(staging)
         for host, spec in hosts.items():
             build_node(os.path.join(staging, host), spec, final_root=os.path.join(parent, name, host))
         try:
             os.rename(staging, os.path.join(parent, target))
         except OSError:
-            if not os.path.isdir(os.path.join(parent, target)):  # another run built the same hash first: use it
+            if not _carries_marker(os.path.join(parent, target)):  # another run built the same hash first: use it
                 raise
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if os.path.isdir(staging) and not os.path.islink(staging):
+            shutil.rmtree(staging)  # created above by this call
     # The old nodes' containerds were started with paths through the link: stop them while it still leads there.
-    if os.path.isdir(link):
+    if os.path.islink(link) and os.path.isdir(link):
         for host in os.listdir(link):
-            stop_node_containerd(os.path.join(link, host))
-    if os.path.isdir(link) and not os.path.islink(link):  # a tree built in place by an older version
-        shutil.rmtree(link)
+            if os.path.isdir(os.path.join(link, host)):
+                stop_node_containerd(os.path.join(link, host))
     new_link = os.path.join(parent, "%s.link.%d" % (name, os.getpid()))
+    if os.path.islink(new_link):
+        os.remove(new_link)
     os.symlink(target, new_link)
     os.replace(new_link, link)
     for entry in os.listdir(parent):
-        if entry.startswith(name + "-") and entry != target and ".building." not in entry:
-            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+        if entry != target and build_name.fullmatch(entry) and _carries_marker(os.path.join(parent, entry)):
+            shutil.rmtree(os.path.join(parent, entry))
     return True
+
+
+def _carries_marker(directory: str) -> bool:
+    """Whether ``directory`` is a real directory (not a symlink) that ensure_built created."""
+    return (os.path.isdir(directory) and not os.path.islink(directory)
+            and os.path.isfile(os.path.join(directory, BUILD_MARKER)) and not os.path.islink(os.path.join(directory, BUILD_MARKER)))
+
+
+def _write_marker(directory: str) -> None:
+    with open(os.path.join(directory, BUILD_MARKER), "x", encoding="utf-8") as handle:
+        handle.write(BUILD_MARKER_TEXT)
+
+
+def _remove_own_build(directory: str) -> None:
+    if not _carries_marker(directory):
+        raise ArchiveError("%s exists and rdma.demo.simulated_nodes did not create it (it has no %s): move it away." % (directory, BUILD_MARKER))
+    shutil.rmtree(directory)
+
+
+def _refuse_unless_own_link(link: str, build_name) -> None:
+    """Nothing at ``link``, or the symlink ensure_built made there (to a build beside it): else one sentence."""
+    if not os.path.lexists(link):
+        return
+    if os.path.islink(link):
+        target = os.readlink(link)
+        if build_name.fullmatch(target):
+            return
+        what = "a symlink to %s" % target
+    else:
+        what = "a directory" if os.path.isdir(link) else "a file"
+    raise ArchiveError("%s is %s that rdma.demo.simulated_nodes did not create; it builds its node roots only under a name of its "
+                       "own: set nodes_dir to another name, or move %s away." % (link, what, link))
