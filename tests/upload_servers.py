@@ -2,7 +2,7 @@
 an artifact repository, and the ways such a server fails.
 
 * ``UploadRecorder``: keeps every PUT/POST (path, headers, body) and answers 201, or ``status``.
-* ``UploadRecorder(tls=True)``: the same behind TLS with a self-signed certificate (made by ``openssl``),
+* ``UploadRecorder(tls=True)``: the same behind TLS with a self-signed certificate (made with the cryptography library),
   which a client that validates certificates refuses.
 * ``SilentServer``: accepts connections and never answers.
 
@@ -12,8 +12,9 @@ Each is a context manager; leaving it stops its thread and closes its sockets.
 from __future__ import annotations
 
 import socket
+import datetime
+import ipaddress
 import ssl
-import subprocess
 import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,10 +22,24 @@ from pathlib import Path
 
 
 def self_signed_certificate(directory):
-    """``(certificate, key)`` paths of a fresh self-signed certificate for 127.0.0.1."""
+    """``(certificate, key)`` paths of a fresh self-signed certificate for 127.0.0.1, made with the
+    cryptography library that ansible-core depends on (no openssl command needed)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
     cert, key = Path(directory) / "cert.pem", Path(directory) / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+    private = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(private.public_key())
+                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+                   .not_valid_after(now + datetime.timedelta(days=1))
+                   .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+                   .sign(private, hashes.SHA256()))
+    key.write_bytes(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
     return cert, key
 
 
