@@ -359,6 +359,8 @@ def _period(opened, closing, moment, ongoing):
             "down_time": down_event.get("time"), "up_time": closing.get("time") if closing else None,
             "down_at": round(down_at, 3), "up_at": round(moment, 3),
             "seconds": round(moment - down_at, 3), "ongoing": ongoing}
+
+
 def count_carrier(summary, netdev, carrier):
     """Add one carrier change to a :func:`summarize_carrier` summary."""
     entry = summary.setdefault(netdev, {"down": 0, "up": 0, "losses": 0, "last": None})

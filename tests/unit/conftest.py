@@ -8,7 +8,6 @@ with only those on PATH. Modules run through the ``run_module`` fixture of tests
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import signal
