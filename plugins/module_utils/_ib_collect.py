@@ -83,6 +83,13 @@ def read_ib_facts(params, module=None):
     for subset in chosen:
         if subset.reader is not None:
             subset.reader(facts, params, module)
+    if facts.get("counters_earlier") is not None:
+        # The counters were read twice (counters_interval): the readers that compare two samples
+        # read again now, from the same tree as the counters' second read.
+        again_root = params.get("counters_resample_root") or root
+        for subset in chosen:
+            if subset.again is not None:
+                subset.again(facts, params, again_root)
     return facts, warnings + take_read_warnings()
 
 

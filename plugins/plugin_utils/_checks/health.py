@@ -28,9 +28,9 @@ Parameters, without the ``node_health_`` prefix:
 
 from __future__ import annotations
 
-from ansible_collections.rdma.node.plugins.plugin_utils._checks.physical import aer_sample
 from ansible_collections.rdma.node.plugins.plugin_utils._rate_limits import RateLimitError, judge_rise, parse_rate_limits
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, parameter, summary
+from ansible_collections.rdma.node.plugins.module_utils._pcie_aer import totals_sample
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RLIM_INFINITY, RlimitError, parse_rlimit_value
 from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import PORT_COUNTER_WIDTH_BITS
 
@@ -468,5 +468,5 @@ def health_summary(facts, params, findings):
         "counter_rates_interval_seconds": interval,
         "carrier_losses": {port: sum(c for _n, c in items) for port, items in carrier_losses(rdma).items()},
         # What the next run's pcie_aer compares with, as counter_sample is for the counters.
-        "aer_sample": aer_sample(rdma.get("aer")),
+        "aer_sample": totals_sample(rdma.get("aer")),
     }
