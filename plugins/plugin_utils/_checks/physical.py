@@ -319,7 +319,13 @@ def link_ber(facts, params, found):
             continue
         effective, raw = port.get("effective_ber"), port.get("raw_ber")
         if effective is None and raw is None:
-            not_checked(found, name, "%s printed no BER (the link is down, or --show_counters was not given)" % (port.get("source") or "mlxlink"))
+            state = port.get("physical_state")
+            if state and state.lower() != "linkup":
+                not_checked(found, name, "no link to measure: mlxlink shows %s in the physical state %s (%s)" % (
+                    name, state, port.get("source") or "mlxlink"))
+            else:
+                not_checked(found, name, "%s printed no BER (the link is down, or --show_counters was not given)" % (
+                    port.get("source") or "mlxlink"))
             continue
         if effective is not None and effective > effective_max:
             found.critical(name, "%s: effective BER %.1e after FEC is above %.0e: errors get past forward error correction and "

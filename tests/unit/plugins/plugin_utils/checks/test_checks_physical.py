@@ -7,6 +7,7 @@ import json
 import shutil
 
 import pytest
+import sysfs_tree
 from pci_tree import PciTree, aer_text, config_space
 from physical_samples import mlxlink_json
 
@@ -250,6 +251,16 @@ def test_real_module_text_is_within_its_ranges(tmp_path):
     # -m alone prints no counters: the BER is not checked, and says why.
     assert judge("link_ber", {"link_quality": facts}) == [
         ("info", "mlx5_0/1", "not checked: %s printed no BER (the link is down, or --show_counters was not given)" % (tmp_path / "mlx5_0_1.txt"))]
+
+
+def test_a_port_without_a_link_has_no_ber_to_judge_and_says_so(tmp_path):
+    """The demo simulator's output of a Disabled port (mlxlink prints N/A for every BER without a link)."""
+    (tmp_path / "mlx5_0_1.json").write_text(sysfs_tree.mlxlink_output({"state": "1: DOWN", "phys_state": "3: Disabled"}, {"module": None}))
+    facts = read_link_quality("/sys", {"devices": {"mlx5_0": {}}, "ports": [{"device": "mlx5_0", "port": 1}]}, saved_dir=str(tmp_path))
+    assert judge("link_ber", {"link_quality": facts}) == [
+        ("info", "mlx5_0/1", "not checked: no link to measure: mlxlink shows mlx5_0/1 in the physical state Disabled (%s)" % (
+            tmp_path / "mlx5_0_1.json"))]
+    assert judge("link_module", {"link_quality": facts}) == []  # no cable, no module to judge
 
 
 def test_no_mlxlink_is_not_checked(tmp_path):
