@@ -137,7 +137,8 @@ def test_the_report_shows_the_remediation_of_each_node(remediated):
         assert {"spec_written", "runtimes_pointed", "dropin_written", "containerd_restarted"} <= set(remediation), (
             host["name"], "\n".join(f["message"] for f in remediation.values() if f["severity"] != "info"))
         restarted = remediation["containerd_restarted"]["message"]
-        assert "tools/simulated_containerd.py restart %s" % (remediated["nodes"] / host["name"]) in restarted
+        # The restart command of the demo: the development collection rdma.demo's script, on the node's own root.
+        assert "rdma/demo/scripts/simulated_containerd.py restart %s" % (remediated["nodes"] / host["name"]) in restarted
         assert restarted.endswith("it answers again (ctr version) and its CRI plugin is loaded.")
         assert "containerd_not_running" not in remediation and "rolled_back" not in remediation
 
