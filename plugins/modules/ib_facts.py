@@ -323,7 +323,7 @@ ansible_facts:
         roce_qos:
           description:
             - With the V(roce_qos) subset, by RoCE netdev (the slaves of a RoCE bond, each with C(bond)
-              naming it: the bond itself has no ECN files and no DCB), C(device) and C(port), C(ecn) (C(np) and C(rp),
+              naming it, since the bond itself has no ECN files and no DCB), C(device) and C(port), C(ecn) (C(np) and C(rp),
               the priorities with ECN on, from C(ecn/roce_np/enable/N) and C(ecn/roce_rp/enable/N)),
               C(pfc) (C(enabled_priorities) and the C(source) output), C(trust) (C(mode) V(dscp) or V(pcp),
               its C(source), C(inferred) where iproute2 has no C(apptrust) and the DSCP map says it),
