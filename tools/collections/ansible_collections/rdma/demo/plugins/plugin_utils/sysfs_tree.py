@@ -202,7 +202,7 @@ def mlxlink_output(port, link=None):
     ``"44 [-5..75]"``, ``voltage``, ``rx_power``, ``tx_power``, ``bias_current``) and per-lane flags
     (``rx_los``, ``tx_fault``). A port whose link is not up prints no BER (``N/A``)."""
     link = dict(link or {})
-    physical = PHYSICAL_STATES.get(str(port.get("phys_state", "5: LinkUp")).split(":")[0].strip(), "LinkUp")
+    physical = PHYSICAL_STATES.get(str(port.get("phys_state", "5: LinkUp")).split(":", maxsplit=1)[0].strip(), "LinkUp")
     up = physical == "LinkUp"
     rate = str(port.get("rate", "100 Gb/sec (4X EDR)"))
     ethernet = port.get("link_layer") == "Ethernet"
