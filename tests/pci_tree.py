@@ -4,48 +4,19 @@ space bytes laid out as the PCIe Base Specification says (standard header, PCI E
 ACS and ATS extended capabilities).
 
 Synthetic by design: real configuration space dumps of switches with ACS set are not public with a
-licence to copy; the layout below follows the specification, and the real machine's own config
-space is read in tests/integration/test_physical_real_parts.py.
+licence to copy; the layout (``sysfs_tree.config_space``) follows the specification, and the real
+machine's own config space is read in tests/integration/test_physical_real_parts.py.
 """
 
 from __future__ import annotations
 
 import os
-import struct
 
-ACS_ORDER = ("source_validation", "translation_blocking", "p2p_request_redirect", "p2p_completion_redirect",
-             "upstream_forwarding", "p2p_egress_control", "direct_translated_p2p")
-PORT_TYPE_CODES = {"endpoint": 0, "root_port": 4, "upstream_port": 5, "downstream_port": 6}
+import sysfs_tree
 
-
-def _bits(flags):
-    return sum(1 << i for i, name in enumerate(ACS_ORDER) if (flags or {}).get(name))
-
-
-def config_space(port_type="endpoint", acs_control=None, acs_capable=None, ats_enabled=None, size=4096):
-    """Bytes of a configuration space: a PCI Express capability at 0x40, ACS at 0x100 and ATS at 0x140
-    when asked for (``acs_control``/``ats_enabled`` None leaves the capability out)."""
-    data = bytearray(size)
-    struct.pack_into("<HH", data, 0, 0x15B3, 0x1021)
-    struct.pack_into("<H", data, 6, 0x0010)  # Status: Capabilities List
-    data[0x34] = 0x40
-    data[0x40], data[0x41] = 0x10, 0x00  # PCI Express capability, last in the list
-    struct.pack_into("<H", data, 0x42, 0x0002 | PORT_TYPE_CODES[port_type] << 4)
-    if size <= 256:
-        return bytes(data)
-    caps = []
-    if acs_control is not None:
-        caps.append((0x000D, struct.pack("<HH", _bits(acs_capable if acs_capable is not None else dict.fromkeys(ACS_ORDER, True)),
-                                         _bits(acs_control))))
-    if ats_enabled is not None:
-        caps.append((0x000F, struct.pack("<HH", 0x0000, 0x8000 if ats_enabled else 0x0000)))
-    offset = 0x100
-    for index, (cap_id, body) in enumerate(caps):
-        next_offset = offset + 0x40 if index + 1 < len(caps) else 0
-        struct.pack_into("<I", data, offset, cap_id | 1 << 16 | next_offset << 20)
-        data[offset + 4:offset + 4 + len(body)] = body
-        offset += 0x40
-    return bytes(data)
+# The configuration space and AER file layouts are the demo simulator's (rdma.demo's sysfs_tree), so the
+# readers' tests and the demo's nodes hold the same bytes.
+config_space = sysfs_tree.config_space
 
 
 class PciTree:
@@ -105,10 +76,4 @@ class PciTree:
 
 def aer_text(kind, **counts):
     """An aer_dev_* file in the short names of current kernels, with its TOTAL_ERR_* line."""
-    names = {"correctable": ("RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr", "CorrIntErr", "HeaderOF"),
-             "fatal": ("Undefined", "DLP", "SDES", "TLP", "FCP", "CmpltTO", "CmpltAbrt", "UnxCmplt", "RxOF", "MalfTLP", "ECRC",
-                       "UnsupReq", "ACSViol", "UncorrIntErr", "BlockedTLP", "AtomicOpBlocked", "TLPBlockedErr", "PoisonTLPBlocked")}
-    names["nonfatal"] = names["fatal"]
-    total = {"correctable": "TOTAL_ERR_COR", "fatal": "TOTAL_ERR_FATAL", "nonfatal": "TOTAL_ERR_NONFATAL"}[kind]
-    lines = ["%s %d" % (name, counts.get(name, 0)) for name in names[kind]]
-    return "\n".join(lines + ["%s %d" % (total, sum(counts.values()))]) + "\n"
+    return sysfs_tree.aer_text(kind, counts)

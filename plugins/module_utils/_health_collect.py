@@ -23,7 +23,7 @@ from ansible_collections.rdma.node.plugins.module_utils._health_text import (
     iter_text_lines,
 )
 from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, FactReadError, reader
-from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import PORT_COUNTER_WIDTH_BITS, port_counters
+from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import HW_ERROR_COUNTERS, PORT_COUNTER_WIDTH_BITS, port_counters
 
 # At most this many carrier events are returned (the newest): the counts per netdev cover them all,
 # the list is for a reader, and a fleet's fact cache should not hold a flapping port's whole log.
@@ -41,13 +41,16 @@ DURATION_EVENTS = 10000
 
 
 def error_counters(ports):
-    """``{"dev/port": {counter: value}}`` of the IBTA error counters of gathered ports."""
+    """``{"dev/port": {counter: value}}`` of the error counters of gathered ports: the IBTA ones, and
+    the mlx5 hw_counters of ``HW_ERROR_COUNTERS`` where the port has them (as the checks' sample does)."""
     sample = {}
     for port in ports:
         counters = port.get("counters")
         if isinstance(counters, dict):
-            sample["%s/%s" % (port["device"], port["port"])] = {
-                name: value for name, value in counters.items() if name in PORT_COUNTER_WIDTH_BITS and value is not None}
+            values = {name: value for name, value in counters.items() if name in PORT_COUNTER_WIDTH_BITS and value is not None}
+            hw = port.get("hw_counters") if isinstance(port.get("hw_counters"), dict) else {}
+            values.update({name: value for name, value in hw.items() if name in HW_ERROR_COUNTERS and isinstance(value, int) and not isinstance(value, bool)})
+            sample["%s/%s" % (port["device"], port["port"])] = values
     return sample
 
 

@@ -58,9 +58,12 @@ def wanted_subsets(requested):
     """The subsets of ``requested`` in the order they are read, ports first; ``all`` is every subset
     that does not run a command. A name no reader declares raises FactReadError."""
     requested = list(requested or [PORTS.name])
-    if requested != [PORTS.name]:
-        load_readers()
-    known = subsets(IB_FACTS)
+    if requested == [PORTS.name]:
+        return [PORTS]
+    # In load_readers' order, whatever order a process imported the modules in (the controller imports
+    # the checks, which import some readers' modules first); declaration order within a module.
+    order = {module.__name__: index for index, module in enumerate(load_readers())}
+    known = sorted(subsets(IB_FACTS), key=lambda s: (not s.base, order.get(getattr(s.reader, "__module__", None), len(order))))
     unknown = [name for name in requested if name != ALL and name not in {s.name for s in known}]
     if unknown:
         raise FactReadError("gather_subset: %s is not a fact subset; expected %s or %s"
@@ -83,6 +86,13 @@ def read_ib_facts(params, module=None):
     for subset in chosen:
         if subset.reader is not None:
             subset.reader(facts, params, module)
+    if facts.get("counters_earlier") is not None:
+        # The counters were read twice (counters_interval): the readers that compare two samples
+        # read again now, from the same tree as the counters' second read.
+        again_root = params.get("counters_resample_root") or root
+        for subset in chosen:
+            if subset.again is not None:
+                subset.again(facts, params, again_root)
     return facts, warnings + take_read_warnings()
 
 

@@ -162,7 +162,39 @@ def read_aer(sysfs_root, facts_so_far, now=None):
     return {"available": True, "reason": None, "time": now, "functions": functions}
 
 
-@reader("aer", IB_FACTS, fills=("rdma.aer",))
+def function_totals(entry):
+    """``{kind: total}`` of one function's AER entry: the printed total, or the sum where none was printed."""
+    totals = {}
+    for kind in KINDS:
+        counts = entry.get(kind)
+        if isinstance(counts, dict):
+            total = counts.get("total")
+            totals[kind] = total if isinstance(total, int) else sum(v for k, v in counts.items() if k != "total" and isinstance(v, int))
+    return totals
+
+
+def totals_sample(aer):
+    """``{"time", "functions": {address: {kind: total}}}`` of an ``rdma.aer`` fact: what a later read
+    compares with (the earlier sample of a call, or the previous run's in the fact cache); None when
+    the fact has no time (nothing was read)."""
+    if not isinstance(aer, dict) or aer.get("time") is None:
+        return None
+    return {"time": aer["time"], "functions": {a: function_totals(f) for a, f in sorted((aer.get("functions") or {}).items())}}
+
+
+def read_aer_again(facts, params, root):
+    """The second AER read of a call that samples twice: ``rdma.aer`` becomes that read, with the
+    first one's totals as its ``earlier`` sample, so that a rise within the call is judged."""
+    first = facts.get("aer")
+    later = read_aer(root, facts)
+    earlier = totals_sample(first) if isinstance(first, dict) and first.get("available") else None
+    if earlier is not None:
+        later["earlier"] = earlier
+    facts["aer"] = later
+
+
+@reader("aer", IB_FACTS, fills=("rdma.aer",), again=read_aer_again)
 def read_aer_subset(facts, params, module):
-    """The PCIe AER counters of every HCA function and of the bridges on its path to the root port."""
+    """The PCIe AER counters of every HCA function and of the bridges on its path to the root port;
+    read again with the counters' second sample when counters_interval asks for two."""
     facts["aer"] = read_aer(params["sysfs_root"], facts)

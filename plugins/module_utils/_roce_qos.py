@@ -289,13 +289,31 @@ def parse_mlnx_qos(text):
 # ------------------------------------------------------------------------------------ collection
 
 
-def roce_netdevs(facts_so_far):
-    """``{netdev: (device, port)}`` of the Ethernet (RoCE) ports' netdevs in the gathered facts."""
+def bond_slaves(sysfs_root, netdev):
+    """The netdevs whose ``master`` link names ``netdev`` (a bond's slaves), sorted; [] for any other."""
+    net = os.path.join(sysfs_root, "class", "net")
+    try:
+        names = sorted(os.listdir(net))
+    except OSError:
+        return []
+    return [name for name in names if name != netdev and os.path.islink(os.path.join(net, name, "master"))
+            and os.path.basename(os.readlink(os.path.join(net, name, "master"))) == netdev]
+
+
+def roce_netdevs(facts_so_far, sysfs_root=None):
+    """``{netdev: (device, port, bond)}`` of the Ethernet (RoCE) ports' netdevs in the gathered facts.
+
+    A RoCE LAG port's netdev is a bond, which has no QoS of its own: the bonding driver has neither
+    ECN files nor DCB, and NVIDIA has QoS set on each slave. So with ``sysfs_root`` a bond stands
+    for its slaves (each with ``bond`` naming it); without, or for any other netdev, ``bond`` is None.
+    """
     found = {}
     for port in (facts_so_far or {}).get("ports") or []:
         if port.get("link_layer") == "Ethernet":
             for netdev in port.get("netdevs") or []:
-                found.setdefault(netdev, (port.get("device"), port.get("port")))
+                slaves = bond_slaves(sysfs_root, netdev) if sysfs_root else []
+                for name in slaves or [netdev]:
+                    found.setdefault(name, (port.get("device"), port.get("port"), netdev if slaves else None))
     return found
 
 
@@ -403,15 +421,16 @@ def qos_of_netdev(sysfs_root, netdev, outputs):
 
 
 def read_roce_qos(sysfs_root, facts_so_far, outputs_by_netdev=None):
-    """``rdma.roce_qos``: ``{"available", "reason", "netdevs": {netdev: {"device", "port", "ecn", "pfc",
-    "trust", "dscp_prio", "notes"}}}`` of every RoCE netdev. ``outputs_by_netdev`` maps a netdev to
-    :func:`run_queries`'s result (or saved outputs of the same shape)."""
-    netdevs = roce_netdevs(facts_so_far)
+    """``rdma.roce_qos``: ``{"available", "reason", "netdevs": {netdev: {"device", "port", "bond", "ecn", "pfc",
+    "trust", "dscp_prio", "notes"}}}`` of every RoCE netdev (the slaves of a RoCE bond, see
+    :func:`roce_netdevs`). ``outputs_by_netdev`` maps a netdev to :func:`run_queries`'s result (or
+    saved outputs of the same shape)."""
+    netdevs = roce_netdevs(facts_so_far, sysfs_root)
     if not netdevs:
         return {"available": False, "reason": "no RoCE (Ethernet link layer) port with a netdev", "netdevs": {}}
     result = {}
-    for netdev, (device, port) in sorted(netdevs.items()):
-        result[netdev] = dict(qos_of_netdev(sysfs_root, netdev, (outputs_by_netdev or {}).get(netdev)), device=device, port=port)
+    for netdev, (device, port, bond) in sorted(netdevs.items()):
+        result[netdev] = dict(qos_of_netdev(sysfs_root, netdev, (outputs_by_netdev or {}).get(netdev)), device=device, port=port, bond=bond)
     known = [e for e in result.values() if e["ecn"]["reason"] is None or e["pfc"]["source"] or e["trust"]["source"]]
     return {"available": bool(known), "netdevs": result,
             "reason": None if known else "neither ECN in sysfs nor a PFC/trust output for any RoCE netdev"}
@@ -420,10 +439,11 @@ def read_roce_qos(sysfs_root, facts_so_far, outputs_by_netdev=None):
 @reader("roce_qos", IB_FACTS, fills=("rdma.roce_qos",), inputs=("roce_qos_tools", "roce_qos_dir"))
 def read_roce_qos_subset(facts, params, module):
     """ECN per priority from sysfs, PFC per priority and the trust mode from dcb or mlnx_qos (queries
-    only, where roce_qos_tools allows them) or their saved outputs in roce_qos_dir, per RoCE netdev."""
+    only, where roce_qos_tools allows them) or their saved outputs in roce_qos_dir, per RoCE netdev
+    (each slave of a RoCE bond)."""
     run = node_runner(module) if params.get("roce_qos_tools") else None
     outputs = {}
-    for netdev in roce_netdevs(facts):
+    for netdev in roce_netdevs(facts, params["sysfs_root"]):
         found = run_queries(netdev, run) if run is not None else None
         if params.get("roce_qos_dir"):
             found = saved_outputs(params["roce_qos_dir"], netdev, found)

@@ -26,7 +26,10 @@ it adds what it read to ``facts`` and raises FactReadError, one sentence, for an
 * ``fixed`` are module arguments a role's gather always passes with this subset;
 * ``in_all``: whether ``gather_subset: all`` includes it (a reader that runs a command does not);
 * ``base``: the subset every call of its module reads first (the ports of ib_facts), whose inputs
-  every call passes.
+  every call passes;
+* ``again``: a second read, ``again(facts, params, root)``, taken with the counters' second sample
+  when a call samples twice (``counters_interval``): the reader's first read becomes the earlier
+  sample of a rise within the call (the AER counters), ``root`` is the sysfs tree of that read.
 
 Only this small table is imported where the fact modules start; the readers' own modules are
 imported when one of their subsets is asked for (``_ib_collect.load_readers``), because on a node an
@@ -58,9 +61,9 @@ class FactReadError(ValueError):
 class Subset:
     """One fact reader: its name, the module that runs it, what it fills and what it reads."""
 
-    __slots__ = ("name", "module", "fills", "inputs", "fixed", "in_all", "reader", "base", "description")
+    __slots__ = ("name", "module", "fills", "inputs", "fixed", "in_all", "reader", "base", "again", "description")
 
-    def __init__(self, name, module, fills, inputs, fixed, in_all, reader, base):
+    def __init__(self, name, module, fills, inputs, fixed, in_all, reader, base, again=None):
         self.name = name
         self.module = module
         self.fills = fills
@@ -69,6 +72,7 @@ class Subset:
         self.in_all = in_all
         self.reader = reader
         self.base = base
+        self.again = again
         self.description = " ".join(((reader.__doc__ if reader else None) or "").split())
 
     def __repr__(self):
@@ -82,7 +86,7 @@ def check_path(path, where):
     return path
 
 
-def declare(name, module, fills, inputs=(), fixed=None, in_all=True, reader=None, base=False):
+def declare(name, module, fills, inputs=(), fixed=None, in_all=True, reader=None, base=False, again=None):
     """Add the subset ``name`` gathered by ``module``; returns it."""
     where = "fact subset %s" % name
     existing = _SUBSETS.get(name)
@@ -91,16 +95,17 @@ def declare(name, module, fills, inputs=(), fixed=None, in_all=True, reader=None
     if isinstance(fills, str) or not fills:
         raise SubsetError("%s: fills must be a list of fact paths, got %r" % (where, fills))
     inputs = dict(inputs) if isinstance(inputs, dict) else {option: option for option in inputs}
-    subset = Subset(name, module, tuple(check_path(p, where) for p in fills), inputs, dict(fixed or {}), in_all, reader, base)
+    subset = Subset(name, module, tuple(check_path(p, where) for p in fills), inputs, dict(fixed or {}), in_all, reader, base, again)
     _SUBSETS[name] = subset
     return subset
 
 
-def reader(name, module, fills, inputs=(), fixed=None, in_all=True):
+def reader(name, module, fills, inputs=(), fixed=None, in_all=True, again=None):
     """Declare the decorated function as the reader of the subset ``name``; it is called as
-    ``function(facts, params, module)`` and adds what it read to ``facts`` (the namespace's dict)."""
+    ``function(facts, params, module)`` and adds what it read to ``facts`` (the namespace's dict).
+    ``again`` is its second read within a call that samples twice (see the module's docstring)."""
     def decorate(function):
-        declare(name, module, fills, inputs, fixed, in_all, function)
+        declare(name, module, fills, inputs, fixed, in_all, function, again=again)
         return function
     return decorate
 

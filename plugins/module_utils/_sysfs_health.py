@@ -46,6 +46,12 @@ PORT_COUNTER_WIDTH_BITS = {
     "port_xmit_wait": 32,
 }
 
+# mlx5 hw_counters whose rise means failed transfers, as NVSentinel reads them (64 bits: they do not
+# saturate); they join the error counter samples so that a limit of node_health_counter_rise_limits
+# can judge them.
+HW_ERROR_COUNTERS = ("rnr_nak_retry_err", "req_transport_retries_exceeded", "local_ack_timeout_err", "implied_nak_seq_err",
+                     "out_of_sequence", "packet_seq_err", "roce_slow_restart")
+
 # Data and packet counters: 32 bits in the base PortCounters, 64 bits when the kernel chose the
 # PortCountersExtended table (pma_attrs_ext / pma_attrs_noietf in sysfs.c) because the PMA
 # advertises it. Only the full extended table adds the unicast_*/multicast_* files.

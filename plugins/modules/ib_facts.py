@@ -303,6 +303,9 @@ ansible_facts:
               function), C(devices_below), C(root_port), and C(correctable), C(nonfatal), C(fatal) (each
               error type's count by its short kernel name and C(total), or V(null)), C(unreadable) and
               C(notes).
+            - When the call reads the counters twice (O(counters_interval)), the AER counters are read again
+              with them (from O(counters_resample_root) when given); C(earlier) then holds the first read's
+              C(time) and, by address, its total per kind, so that a rise within the call is judged.
           type: dict
           returned: when the aer subset is gathered
         pcie_path:
@@ -319,7 +322,8 @@ ansible_facts:
           returned: when the pcie_path subset is gathered
         roce_qos:
           description:
-            - With the V(roce_qos) subset, by RoCE netdev, C(device) and C(port), C(ecn) (C(np) and C(rp),
+            - With the V(roce_qos) subset, by RoCE netdev (the slaves of a RoCE bond, each with C(bond)
+              naming it, since the bond itself has no ECN files and no DCB), C(device) and C(port), C(ecn) (C(np) and C(rp),
               the priorities with ECN on, from C(ecn/roce_np/enable/N) and C(ecn/roce_rp/enable/N)),
               C(pfc) (C(enabled_priorities) and the C(source) output), C(trust) (C(mode) V(dscp) or V(pcp),
               its C(source), C(inferred) where iproute2 has no C(apptrust) and the DSCP map says it),

@@ -26,6 +26,7 @@ import datetime
 from ansible_collections.rdma.node.plugins.plugin_utils._checks.fleet import ROLE as FLEET_ROLE
 from ansible_collections.rdma.node.plugins.plugin_utils._findings import tally
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
+from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report_physical import views_of
 
 # The version of the report's JSON shape; a consumer checks it before reading the rest.
 SCHEMA_VERSION = 3
@@ -240,18 +241,28 @@ def host_entry(name, host_vars, sources, node_findings=None, removed=False):
         # Each loopback and pair test: port, peer (pairs), measured and expected Gb/s, verdict, cause.
         "bandwidth": (bandwidth.get("loopback") or []) + (bandwidth.get("pairs") or []),
         "counter_rises": counter_rises(statuses.get("node_health"), rdma),
+        # Temperatures, AER totals, BER and RoCE QoS, compact (None where no physical subset was gathered).
+        "physical": views_of(host_vars.get("ansible_facts")).get("physical"),
         "checks": sorted(statuses),
         "not_checked": not_checked(statuses),
         "findings": findings,
     }
 
 
-def fleet_findings(hosts):
-    """``{host: [findings]}`` of the fleet-wide checks (``_checks_fleet``: HCAs that differ from
-    the rest of their inventory group), which need every host's facts at once."""
-    fleet = {name: {"group_names": (host_vars or {}).get("group_names") or [],
-                    "devices": ((host_vars or {}).get("ansible_facts") or {}).get("rdma", {}).get("devices") or {}}
-             for name, host_vars in hosts.items()}
+def fleet_findings(hosts, sources=()):
+    """``{host: [findings]}`` of the fleet-wide checks (``_checks/fleet.py``: HCAs that differ from the
+    rest of their inventory group; ``_checks/consensus.py``: settings that do), which need every host's
+    facts at once. They get the compact views of the facts (``_fleet_report_physical``) and the
+    ``role/check`` names of each host's own findings of the ``sources`` roles."""
+    fleet = {}
+    for name, host_vars in hosts.items():
+        host_vars = host_vars or {}
+        facts = host_vars.get("ansible_facts") or {}
+        consensus = views_of(facts).get("consensus") or {}
+        reported = {"%s/%s" % (f.get("role"), f.get("check")) for source in sources
+                    for f in _lookup(host_vars, source + "_findings") or [] if isinstance(f, dict)}
+        fleet[name] = {"group_names": host_vars.get("group_names") or [], "devices": (facts.get("rdma") or {}).get("devices") or {},
+                       "rdma": consensus.get("rdma"), "rdma_driver": consensus.get("rdma_driver"), "reported": sorted(reported)}
     by_host = {}
     for item in evaluate_role(FLEET_ROLE, {"hosts": fleet}, subject="fleet")["findings"]:
         by_host.setdefault(item["subject"], []).append(item)
@@ -294,7 +305,7 @@ def build_report(hosts, sources, title="RDMA fleet report", generated_at=None, c
     structure (``changes`` is None: the caller compares with the previous report, if any)."""
     clusters = cluster_sections(list(hosts.values()) + list(cluster_vars), sources)
     by_node = _node_findings(clusters)
-    for name, items in fleet_findings(hosts).items():
+    for name, items in fleet_findings(hosts, sources).items():
         by_node.setdefault(name, []).extend(items)
     removed = set(removed)
     entries = [host_entry(name, host_vars or {}, sources, by_node, name in removed) for name, host_vars in hosts.items()]

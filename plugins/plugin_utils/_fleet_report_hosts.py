@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from ansible_collections.rdma.node.plugins.plugin_utils._findings import plain
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import registered_roles
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report import build_report, failing_hosts
+from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report_physical import VIEWS_KEY, report_views
 from ansible_collections.rdma.node.plugins.plugin_utils._safe_text import clean, visible
 
 # The variables of a host the report reads besides the roles' findings and status; rdma_unreachable
@@ -35,8 +36,10 @@ def names(value, what):
 
 
 # What the report reads of a host's ansible_facts besides the roles' results (which a fact cache keeps
-# there): the RDMA devices with their PCIe links, and the ports summary. The rest of the facts (ports,
-# counters, GID tables...) is never copied, so the report's cost does not grow with what was gathered.
+# there): the RDMA devices with their PCIe links, and the ports summary, plus the compact views of the
+# physical layer and of what the group consensus compares (_fleet_report_physical). The rest of the facts
+# (ports, counters, GID tables, AER and mlxlink trees...) is never copied, so the report's cost does not
+# grow with what was gathered.
 RDMA_FACT_KEYS = ("summary", "devices", "pcie", "counters_interval_seconds")
 
 
@@ -47,6 +50,8 @@ def _report_facts(facts, wanted, where):
     rdma = facts.get("rdma")
     if isinstance(rdma, Mapping):
         kept["rdma"] = {key: plain(rdma[key], "%s.rdma.%s" % (where, key)) for key in RDMA_FACT_KEYS if key in rdma}
+    # The physical layer and the group consensus: compact views made here, not the facts' trees.
+    kept[VIEWS_KEY] = plain(report_views(facts), "%s (report views)" % where)
     return kept
 
 

@@ -49,6 +49,7 @@ def page_host(entry):
         "unreachable_time": (entry.get("unreachable") or {}).get("time"),
         "not_checked": [_pick(n, NOT_CHECKED_KEYS) for n in entry.get("not_checked") or []],
         "counter_rises": entry.get("counter_rises"),
+        "physical": entry.get("physical"),
     }
     host.update(_pick(driver, DRIVER_KEYS))
     host["missing_kernels"] = list(host["missing_kernels"] or [])

@@ -38,8 +38,15 @@ EXPECTED_CRITICAL = {("v100-node-02", "ib_inventory", "port_down", "mlx5_1/1"),
                      ("v100-node-01", "node_health", "pcie_degraded", "0000:5e:00"),
                      ("a100-node-01", "node_health", "counter_rising", "mlx5_1/1"),
                      ("a100-node-01", "node_health", "gpudirect", "gpudirect"),
-                     ("a100-node-02", "driver_verify", "dkms_missing_next_boot", "6.1.0-28-amd64")}
-DEMO_HOSTS = ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
+                     ("a100-node-02", "driver_verify", "dkms_missing_next_boot", "6.1.0-28-amd64"),
+                     # The physical layer's planted faults (issue 20).
+                     ("v100-node-03", "node_health", "pcie_aer", "0000:5e:00.0"),
+                     ("v100-node-04", "node_health", "link_ber", "mlx5_0/1"),
+                     ("a100-node-03", "node_health", "roce_qos", "ens12f1np1"),
+                     ("a100-node-03", "node_health", "counter_rising", "mlx5_bond_0/1")}
+DEMO_HOSTS = ["a100-node-01", "a100-node-02", "a100-node-03", "a100-node-04", "v100-node-01", "v100-node-02", "v100-node-03", "v100-node-04"]
+# a100-node-04's planted faults (a hot ASIC, an old kernel) are warnings: it does not fail.
+CRITICAL_HOSTS = [host for host in DEMO_HOSTS if host != "a100-node-04"]
 
 
 def private_data_dir(base, extravars):
@@ -115,7 +122,7 @@ def test_site_job_runs_and_its_container_is_gone(awx_like):
     assert (rc, status) == (2, "failed")
     assert events[0]["event"] == "playbook_on_start" and events[-1]["event"] == "playbook_on_stats"
     failed = sorted({e["event_data"]["host"] for e in events if e["event"] == "runner_on_failed" and not e["event_data"].get("ignore_errors")})
-    assert failed == DEMO_HOSTS
+    assert failed == CRITICAL_HOSTS
     assert not job_dir.exists(), "the worker's private data directory outlived the job"
 
 
@@ -125,11 +132,11 @@ def test_the_summary_is_in_the_stats_event(awx_like):
     assert set(fleet) == {"schema", "title", "generated_at", "totals", "report", "hosts", "findings", "complete",
                           "omitted", "limit_bytes", "size_bytes", "changes"}
     assert fleet["schema"] == 2 and fleet["complete"] is True and fleet["limit_bytes"] == 65536
-    assert fleet["totals"] == {"hosts": 4, "critical": 4, "unreachable": 0, "no_data": 0, "warning": 0, "ok": 0, "findings": 11,
-                               "cluster_findings": 0, "hosts_not_fully_checked": 4}
+    assert fleet["totals"] == {"hosts": 8, "critical": 7, "unreachable": 0, "no_data": 0, "warning": 1, "ok": 0, "findings": 23,
+                               "cluster_findings": 0, "hosts_not_fully_checked": 8}
     assert fleet["changes"] is None  # the first report on this volume: nothing to compare with
-    assert {h: s["status"] for h, s in fleet["hosts"].items()} == dict.fromkeys(DEMO_HOSTS, "critical")
-    assert list(fleet["hosts"])[:2] == ["a100-node-01", "v100-node-02"]  # worst first: two critical findings each
+    assert {h: s["status"] for h, s in fleet["hosts"].items()} == dict(dict.fromkeys(CRITICAL_HOSTS, "critical"), **{"a100-node-04": "warning"})
+    assert list(fleet["hosts"])[:3] == ["a100-node-01", "a100-node-03", "v100-node-02"]  # worst first: two critical findings each
     critical = {(f["host"], f["role"], f["check"], f["subject"]) for f in fleet["findings"] if f["severity"] == "critical"}
     assert critical == EXPECTED_CRITICAL
     assert fleet["report"] == {"dir": awx_like["extravars"]["fleet_report_dir"],
@@ -140,7 +147,7 @@ def test_the_summary_is_in_the_stats_event(awx_like):
                                                     for name in ("fleet-report.json", "fleet-report.md", "fleet-report.html")]}}
     assert fleet["size_bytes"] == compact_size(fleet)
     # The totals of the report job are there too, and everything the job published fits what AWX keeps.
-    assert artifacts["rdma_fleet_report"]["critical"] == 4
+    assert artifacts["rdma_fleet_report"]["critical"] == 7
     assert compact_size(artifacts) < AWX_MAX_EVENT_RES
 
 
@@ -149,7 +156,7 @@ def test_the_report_lands_on_the_persistent_volume_and_is_uploaded(awx_like):
     written = {p.name: p.read_bytes() for p in report_dir.iterdir()}
     assert sorted(written) == ["fleet-report.html", "fleet-report.json", "fleet-report.md"]
     report = json.loads(written["fleet-report.json"])
-    assert report["totals"]["critical"] == 4
+    assert report["totals"]["critical"] == 7
     uploads = {u["path"]: u for u in awx_like["uploads"]}
     assert sorted(uploads) == ["/rdma-reports/job-7/fleet-report.html", "/rdma-reports/job-7/fleet-report.json",
                                "/rdma-reports/job-7/fleet-report.md"]
@@ -163,7 +170,7 @@ def test_the_report_lands_on_the_persistent_volume_and_is_uploaded(awx_like):
 def test_report_job_reads_the_fact_cache_of_the_slices(awx_like):
     """ib_inventory as two slices (every other host, as AWX slices), then the report job alone."""
     pdd = awx_like["pdd"]
-    hosts = ["v100-node-01", "v100-node-02", "a100-node-01", "a100-node-02"]
+    hosts = DEMO_HOSTS
     slices = []
     for number in (1, 2):
         ident = "inventory-slice-%d" % number
@@ -177,7 +184,7 @@ def test_report_job_reads_the_fact_cache_of_the_slices(awx_like):
     rc, status, events, _job_dir = run_job(pdd, "report", "playbooks/fleet_report.yml", fact_cache_from=slices)
     assert (rc, status) == (0, "successful")
     fleet = stats_artifacts(events)["rdma_fleet"]
-    assert fleet["totals"]["hosts"] == 4 and fleet["totals"]["no_data"] == 0
+    assert fleet["totals"]["hosts"] == 8 and fleet["totals"]["no_data"] == 0
     # The port checks of the slices, and the firmware drift the report finds across the group's hosts.
     assert {(f["host"], f["check"]) for f in fleet["findings"]} == {("v100-node-02", "port_down"), ("a100-node-02", "firmware_drift")}
     assert {h for h, s in fleet["hosts"].items() if s["status"] == "critical"} == {"v100-node-02"}

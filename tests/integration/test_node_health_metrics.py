@@ -23,7 +23,7 @@ from testpaths import COLLECTION_ROOT, demo_inventory_copy
 
 # The node_health task that gathers, checks and writes the metrics (task names match by their end).
 EVALUATE = "check the node's health, write the metrics, keep and publish the findings"
-HOSTS = ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
+HOSTS = ["a100-node-01", "a100-node-02", "a100-node-03", "a100-node-04", "v100-node-01", "v100-node-02", "v100-node-03", "v100-node-04"]
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +91,36 @@ def test_node_exporter_serves_the_planted_faults(demo):
     assert v100['rdma_node_port_total{counter="link_downed",device="mlx5_0",link_layer="InfiniBand",port="1"}'] == 4
 
 
+def test_node_exporter_serves_the_physical_layer_of_the_demo(demo):
+    """The planted faults of the physical layer, and the healthy values beside them, as node_exporter serves them."""
+    pcie = samples(serve_and_scrape(prom(demo, "v100-node-03").parent))
+    hca = 'address="0000:5e:00.0",device="mlx5_0",kind="%s",role="hca"'
+    assert pcie["rdma_node_pcie_aer_errors_total{%s}" % (hca % "nonfatal")] == 3  # the later read: 1, then 3
+    assert pcie["rdma_node_pcie_aer_errors_total{%s}" % (hca % "fatal")] == 0
+    assert pcie['rdma_node_pcie_acs_p2p_redirect{address="0000:5c:08.0",device="",role="bridge"}'] == 1
+    assert pcie['rdma_node_pcie_acs_p2p_redirect{address="0000:5c:0c.0",device="",role="bridge"}'] == 0
+    assert pcie['rdma_node_pcie_ats_enabled{address="0000:5e:00.0",device="mlx5_0",role="hca"}'] == 0
+    assert pcie['rdma_node_findings{check="pcie_aer",role="node_health",severity="critical"}'] == 1
+    link = samples(serve_and_scrape(prom(demo, "v100-node-04").parent))
+    assert link['rdma_node_link_effective_ber{device="mlx5_0",port="1"}'] == 3.1e-11
+    assert link['rdma_node_link_effective_ber{device="mlx5_1",port="1"}'] < 1e-200  # mlxlink's 15E-255: no error
+    assert link['rdma_node_module_temperature_celsius{device="mlx5_0",port="1"}'] == 43
+    assert link['rdma_node_link_down_longest_seconds{netdev="ibp94s0f0",port="mlx5_0/1"}'] == 407
+    roce = samples(serve_and_scrape(prom(demo, "a100-node-03").parent))
+    assert roce['rdma_node_roce_pfc_enabled{netdev="ens12f1np1",priority="3"}'] == 0
+    assert roce['rdma_node_roce_pfc_enabled{netdev="ens12f0np0",priority="3"}'] == 1
+    assert roce['rdma_node_roce_ecn_enabled{netdev="ens12f1np1",point="rp",priority="3"}'] == 1
+    assert roce['rdma_node_roce_trust_info{mode="dscp",netdev="ens12f1np1"}'] == 1
+    assert roce['rdma_node_port_rise_per_hour{counter="rnr_nak_retry_err",device="mlx5_bond_0",link_layer="Ethernet",port="1"}'] > 0
+    hot = samples(serve_and_scrape(prom(demo, "a100-node-04").parent))
+    assert hot['rdma_node_hca_temperature_celsius{device="mlx5_1",sensor="asic"}'] == 98
+    assert hot['rdma_node_hca_temperature_critical_celsius{device="mlx5_1",sensor="asic"}'] == 105
+    assert hot['rdma_node_findings{check="hca_temperature",role="node_health",severity="warning"}'] == 1
+    # What the demo cannot give is exported as not judged, never as a pass: the uncabled port has no BER.
+    assert hot['rdma_node_check_not_judged{check="link_ber",role="node_health",subject="mlx5_0/1"}'] == 1
+    assert 'rdma_node_link_effective_ber{device="mlx5_0",port="1"}' not in hot
+
+
 def test_next_run_compares_with_the_cached_sample(demo):
     """One read per run (no interval): the first run reads the node, the next one its later tree, and
     compares with the first run's sample from the fact cache."""
@@ -128,7 +158,7 @@ def test_operators_checks_reach_the_findings_and_the_metrics(demo, tmp_path):
               for host, r in results.items()}
     # a100-node-01 lacks nvidia_peermem; every ACTIVE InfiniBand port runs at 200 Gb/s; no port has receive errors.
     assert custom == {"a100-node-01": [("custom_nvidia_peermem_loaded", "critical", "nvidia_peermem_loaded")],
-                      "a100-node-02": []}
+                      "a100-node-02": [], "a100-node-03": [], "a100-node-04": []}
     status = results["a100-node-02"]["ansible_facts"]["node_health_status"]
     assert {"custom_port_rcv_errors", "custom_nvidia_peermem_loaded", "custom_ib_port_below_200g"} <= set(status["checks"])
     text = prom(demo, "a100-node-01").read_text()

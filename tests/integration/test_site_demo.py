@@ -24,18 +24,36 @@ CRITICAL_RED = (0xC6, 0x28, 0x28)
 OK_GREEN = (0x2E, 0x7D, 0x32)
 
 # Each planted fault of CONTRIBUTING.md's table is exactly one finding on its host; node_health adds one
-# GPUDirect verdict per GPU node (info where a path works).
+# GPUDirect verdict per GPU node (info where a path works). The physical layer's faults (issue 20, one
+# per item) are on the nodes 03 and 04 of each group.
 GPUDIRECT_READY = ("node_health", "gpudirect", "info", "gpudirect")
 EXPECTED_FINDINGS = {
     "v100-node-01": [("node_health", "pcie_degraded", "critical", "0000:5e:00"), GPUDIRECT_READY],
     "v100-node-02": [("ib_inventory", "port_down", "critical", "mlx5_1/1"),
                      ("node_health", "link_flapping", "critical", "mlx5_0/1"), GPUDIRECT_READY],
+    "v100-node-03": [("node_health", "pcie_aer", "critical", "0000:5e:00.0"),
+                     ("node_health", "pcie_p2p_redirect", "warning", "0000:5f:00.0-mlx5_0"), GPUDIRECT_READY],
+    "v100-node-04": [("node_health", "link_ber", "critical", "mlx5_0/1"),
+                     ("node_health", "link_down_duration", "warning", "mlx5_0/1"), GPUDIRECT_READY],
     "a100-node-01": [("node_health", "counter_rising", "critical", "mlx5_1/1"),
                      ("node_health", "gpudirect", "critical", "gpudirect")],
     "a100-node-02": [("driver_verify", "dkms_missing_next_boot", "critical", "6.1.0-28-amd64"),
                      ("driver_verify", "dkms_error", "warning", "dkms"),
                      ("fleet_consistency", "firmware_drift", "warning", "a100-node-02"), GPUDIRECT_READY],
+    "a100-node-03": [("node_health", "roce_qos", "critical", "ens12f1np1"),
+                     ("node_health", "counter_rising", "critical", "mlx5_bond_0/1"), GPUDIRECT_READY],
+    "a100-node-04": [("node_health", "hca_temperature", "warning", "mlx5_1 asic"),
+                     ("fleet_consistency", "group_consensus", "warning", "a100-node-04"), GPUDIRECT_READY],
 }
+ALL_HOSTS = sorted(EXPECTED_FINDINGS)
+# What the demo honestly cannot give, and so the report lists as not checked: the memlock check, which
+# needs a containerd of the node's own (node_health_memlock is false: the simulated nodes are
+# directories), and the bit error rate of a port without a link (the uncabled mlx5_0 of every A100
+# node, v100-node-02's polling mlx5_1), for which mlxlink prints no BER. Everything else the checks read
+# (hwmon, AER, config space, ECN, saved dcb and mlxlink outputs, the kernel log) every node gives.
+NOT_CHECKED = {(host, "node_health", "effective_memlock", None) for host in ALL_HOSTS} | {
+    (host, "node_health", "link_ber", "mlx5_0/1") for host in ("a100-node-01", "a100-node-02", "a100-node-03", "a100-node-04")} | {
+    ("v100-node-02", "node_health", "link_ber", "mlx5_1/1")}
 
 
 @pytest.fixture(scope="module")
@@ -65,20 +83,21 @@ def findings_of(report):
 def test_every_expected_finding_and_no_other(site_run):
     report = site_run[1]
     assert findings_of(report) == {host: sorted(found) for host, found in EXPECTED_FINDINGS.items()}
-    # worst first: two critical findings, then one with warnings, then one.
-    assert [h["name"] for h in report["hosts"]] == ["a100-node-01", "v100-node-02", "a100-node-02", "v100-node-01"]
-    # The demo's nodes have no containerd of their own (node_health_memlock: false): the memlock check is not run, and said.
-    assert report["totals"] == {"hosts": 4, "critical": 4, "unreachable": 0, "no_data": 0, "warning": 0, "ok": 0, "findings": 11,
-                                "cluster_findings": 0, "hosts_not_fully_checked": 4}
+    # worst first: by critical findings, then warnings, then name; a100-node-04 has warnings only.
+    assert [h["name"] for h in report["hosts"]] == ["a100-node-01", "a100-node-03", "v100-node-02", "a100-node-02", "v100-node-03",
+                                                    "v100-node-04", "v100-node-01", "a100-node-04"]
+    assert report["totals"] == {"hosts": 8, "critical": 7, "unreachable": 0, "no_data": 0, "warning": 1, "ok": 0, "findings": 23,
+                                "cluster_findings": 0, "hosts_not_fully_checked": 8}
     assert report["schema_version"] == 3
-    assert {(h["name"], n["role"], n["check"]) for h in report["hosts"] for n in h["not_checked"]} == {
-        (host, "node_health", "effective_memlock") for host in EXPECTED_FINDINGS}
+    assert {(h["name"], n["role"], n["check"], n["subject"]) for h in report["hosts"] for n in h["not_checked"]} == NOT_CHECKED
     assert [(c["role"], c["check"], c["critical"], c["warning"], c["info"], c["hosts"]) for c in report["findings_by_check"]] == [
-        ("node_health", "gpudirect", 1, 0, 3, 4),
+        ("node_health", "counter_rising", 2, 0, 0, 2), ("node_health", "gpudirect", 1, 0, 7, 8),
         ("driver_verify", "dkms_missing_next_boot", 1, 0, 0, 1), ("ib_inventory", "port_down", 1, 0, 0, 1),
-        ("node_health", "counter_rising", 1, 0, 0, 1),
-        ("node_health", "link_flapping", 1, 0, 0, 1), ("node_health", "pcie_degraded", 1, 0, 0, 1),
-        ("driver_verify", "dkms_error", 0, 1, 0, 1), ("fleet_consistency", "firmware_drift", 0, 1, 0, 1)]
+        ("node_health", "link_ber", 1, 0, 0, 1), ("node_health", "link_flapping", 1, 0, 0, 1),
+        ("node_health", "pcie_aer", 1, 0, 0, 1), ("node_health", "pcie_degraded", 1, 0, 0, 1), ("node_health", "roce_qos", 1, 0, 0, 1),
+        ("driver_verify", "dkms_error", 0, 1, 0, 1), ("fleet_consistency", "firmware_drift", 0, 1, 0, 1),
+        ("fleet_consistency", "group_consensus", 0, 1, 0, 1), ("node_health", "hca_temperature", 0, 1, 0, 1),
+        ("node_health", "link_down_duration", 0, 1, 0, 1), ("node_health", "pcie_p2p_redirect", 0, 1, 0, 1)]
 
 
 def test_planted_faults_say_what_the_readme_says(site_run):
@@ -88,15 +107,30 @@ def test_planted_faults_say_what_the_readme_says(site_run):
     assert messages[("v100-node-02", "link_flapping")].endswith("the kernel log shows 3 carrier losses of ibp94s0f0.")
     assert "symbol_error rose from 1873 to 2410" in messages[("a100-node-01", "counter_rising")]
     assert messages[("a100-node-01", "gpudirect")].startswith("GPUDirect RDMA has no working path. Peer memory: neither nvidia_peermem")
-    drift = "a100-node-02: mlx5_1 (MT4123) has firmware 20.37.1014 where 3 of the 4 MT4123 HCAs of ib-a100 have 20.39.1002."
+    drift = "a100-node-02: mlx5_1 (MT4123) has firmware 20.37.1014 where 7 of the 8 MT4123 HCAs of ib-a100 have 20.39.1002."
     assert messages[("a100-node-02", "firmware_drift")] == drift
+    # The physical layer's faults, each read from what the simulated node holds.
+    assert messages[("v100-node-03", "pcie_aer")].startswith(
+        "mlx5_0 (PCI 0000:5e:00.0) counted 2 new nonfatal PCIe errors (1 to 3 between the samples of this run; types with counts: CmpltTO)")
+    assert messages[("v100-node-03", "pcie_p2p_redirect")].startswith(
+        "Peer-to-peer traffic between GPU 0000:5f:00.0 and mlx5_0 (0000:5e:00.0) cannot turn at bridge 0000:5b:00.0: the switch "
+        "downstream port 0000:5c:08.0 has P2P Request Redirect (ReqRedir+) and P2P Completion Redirect (CmpltRedir+) set")
+    assert messages[("v100-node-04", "link_ber")].startswith("mlx5_0/1: effective BER 3.1e-11 after FEC is above 1e-12")
+    assert messages[("v100-node-04", "link_down_duration")] == (
+        "mlx5_0/1 (ibp94s0f0) was down for 6.8 min from 2026-11-24T03:12:44+0000 before it came back: a drop of 240 s or longer.")
+    assert messages[("a100-node-03", "roce_qos")].startswith(
+        "ens12f1np1 (a slave of bond0) has PFC on priorities none (from dcb pfc show), the group expects 3")
+    assert "rnr_nak_retry_err rose from 4 to 6 in " in messages[("a100-node-03", "counter_rising")]
+    assert messages[("a100-node-04", "hca_temperature")] == "asic of mlx5_1 is at 98 °C, within 10 °C of its critical 105 °C."
+    assert messages[("a100-node-04", "group_consensus")] == (
+        "a100-node-04: kernel is 6.1.0-26-amd64 where 3 of the 4 hosts of ib-a100 that report it have 6.1.0-27-amd64.")
 
 
 def test_the_inventory_directory_builds_its_node_roots_without_a_warning(demo, site_run):
     run = site_run[0]
     assert "[WARNING]" not in run.stderr, run.stderr[-3000:]
     nodes = demo["inventory"] / ".nodes"
-    assert nodes.is_symlink() and sorted(p.name for p in nodes.iterdir() if p.is_dir()) == sorted(EXPECTED_FINDINGS)
+    assert nodes.is_symlink() and sorted(p.name for p in nodes.iterdir() if p.is_dir()) == ALL_HOSTS
     # The port the report names DOWN is the one the description planted, read from the tree the run built.
     assert (nodes / "v100-node-02/sys/class/infiniband/mlx5_1/ports/1/state").read_text() == "1: DOWN\n"
 
@@ -112,12 +146,12 @@ def test_uncabled_a100_hca_is_allowed_down(site_run):
 def test_site_fails_exactly_the_faulty_hosts(site_run):
     run = site_run[0]
     assert run.rc == 2
-    assert run.failed_hosts == ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
+    assert run.failed_hosts == [host for host in ALL_HOSTS if host != "a100-node-04"]  # warnings only
     # The main job changes nothing; node_health's metrics (each node's textfile directory) are an output.
     assert run.changed_hosts == []
     # One task per host gathers (one node_facts call), checks the three roles and writes the metrics.
     evaluated = run.task_results("run the checks of ib_inventory, driver_verify and node_health")
-    assert sorted(h for h, r in evaluated.items() if r.get("metrics_written")) == ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
+    assert sorted(h for h, r in evaluated.items() if r.get("metrics_written")) == ALL_HOSTS
     for result in evaluated.values():
         assert {"rdma", "rdma_driver", "ib_inventory_status", "driver_verify_status", "node_health_status"} <= set(result["ansible_facts"])
     per_host_tasks = [task["name"] for task in run.tasks if len(task["hosts"]) > 1]
@@ -162,7 +196,7 @@ def test_only_the_failing_hosts_run_a_task_to_fail(one_healthy_host):
         "Gather the node's RDMA, driver and health facts in one call, run the checks of ib_inventory, driver_verify and node_health"]
 
 
-CRITICAL_HOSTS = ["a100-node-01", "a100-node-02", "v100-node-02"]
+CRITICAL_HOSTS = ["a100-node-01", "a100-node-02", "a100-node-03", "v100-node-02", "v100-node-03", "v100-node-04"]
 # The role on every host of a play fails each critical host in its own last task, which every host runs.
 ROLE_ON_EVERY_HOST = [{"name": "Report", "hosts": "all", "gather_facts": False, "roles": ["rdma.node.fleet_report"]}]
 
@@ -171,7 +205,7 @@ ROLE_ON_EVERY_HOST = [{"name": "Report", "hosts": "all", "gather_facts": False, 
     ("playbooks/fleet_report.yml", None, [], None),
     # The report job writes the report once; only the failing hosts run a task of their own.
     ("playbooks/fleet_report.yml", "true", CRITICAL_HOSTS, ("Fail the host for its critical findings", CRITICAL_HOSTS)),
-    (ROLE_ON_EVERY_HOST, "true", CRITICAL_HOSTS, ("Fail the hosts with a critical finding", sorted(CRITICAL_HOSTS + ["v100-node-01"]))),
+    (ROLE_ON_EVERY_HOST, "true", CRITICAL_HOSTS, ("Fail the hosts with a critical finding", ALL_HOSTS)),
 ], ids=["report-job", "report-job-failing", "role-on-every-host-failing"])
 def test_the_report_fails_each_host_with_a_critical_finding_when_asked(one_healthy_host, tmp_path, playbook, switch, failed, fail_task):
     """The report's switch (an AWX survey answer) fails every critical host, not only the first host of the play."""
@@ -183,7 +217,7 @@ def test_the_report_fails_each_host_with_a_critical_finding_when_asked(one_healt
     assert [task for task in per_host_tasks if task[0].startswith("Fail")] == ([fail_task] if fail_task else [])
     if playbook == "playbooks/fleet_report.yml":
         assert per_host_tasks == ([fail_task] if fail_task else [])
-    assert json.loads((tmp_path / "fleet-report.json").read_text())["totals"]["critical"] == 3
+    assert json.loads((tmp_path / "fleet-report.json").read_text())["totals"]["critical"] == len(CRITICAL_HOSTS)
 
 
 def test_the_report_job_checks_its_options_against_the_write_entry_point(one_healthy_host, tmp_path):
@@ -205,7 +239,7 @@ def test_ib_inventory_fail_switch(demo):
     # One task on every host; only the failed host takes the rescue, which keeps and publishes its findings.
     assert [(task["name"].split(" : ")[-1], sorted(task["hosts"])) for task in failing.tasks] == [
         ("Gather the InfiniBand and RoCE facts, check the ports against the group's expectations, keep and publish the findings",
-         ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]),
+         ALL_HOSTS),
         ("Keep and publish the findings of the failed host", ["v100-node-02"]),
         ("Fail the host for its critical findings or for what stopped the check", ["v100-node-02"])]
     assert [f["check"] for f in failing.custom_stats["rdma_ib_inventory"]["v100-node-02"]["findings"]] == ["port_down"]
@@ -213,7 +247,7 @@ def test_ib_inventory_fail_switch(demo):
     assert (reporting.rc, reporting.failed_hosts) == (0, [])
     # One shape for every role: {host: {status, findings}}, the findings whole, the status counted in Python.
     stats = reporting.custom_stats["rdma_ib_inventory"]
-    assert sorted(stats) == ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
+    assert sorted(stats) == ALL_HOSTS
     assert [(f["check"], f["severity"], f["subject"]) for f in stats["v100-node-02"]["findings"]] == [("port_down", "critical", "mlx5_1/1")]
     assert (stats["v100-node-02"]["status"]["ok"], stats["v100-node-02"]["status"]["critical"]) == (False, 1)
     assert stats["a100-node-01"]["findings"] == [] and stats["a100-node-01"]["status"]["ok"] is True
@@ -222,7 +256,7 @@ def test_ib_inventory_fail_switch(demo):
 def test_report_job_reads_the_fact_cache_alone(demo, site_run):
     """A separate job, no gathering, no checks: the same report from the jsonfile cache."""
     cache = demo["base"] / "fact-cache"
-    assert FactCache(cache).hosts() == ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
+    assert FactCache(cache).hosts() == ALL_HOSTS
     run = run_playbook("playbooks/fleet_report.yml", "-i", str(demo["inventory"]), "-e", "fleet_report_dir=%s/cached-report" % demo["base"],
                        fact_cache=cache)
     assert run.rc == 0, run.stderr
@@ -233,9 +267,9 @@ def test_report_job_reads_the_fact_cache_alone(demo, site_run):
 
 def test_markdown_report(demo, site_run):
     text = (demo["base"] / "report/fleet-report.md").read_text()
-    assert ("**4 hosts**: 4 critical, 0 unreachable, 0 without data, 0 with warnings, 0 ok (4 of them with checks that could not run, "
-            "listed as not checked); 11 findings.") in text
-    assert re.search(r"^\| a100-node-02 \| ib-a100 \| CRITICAL, 1 not checked \| 2/3 \| 200 Gb/s \| 6\.1\.0-27-amd64 / \*\*6\.1\.0-28-amd64\*\* \(differs\) \| "
+    assert ("**8 hosts**: 7 critical, 0 unreachable, 0 without data, 1 with warnings, 0 ok (8 of them with checks that could not run, "
+            "listed as not checked); 23 findings.") in text
+    assert re.search(r"^\| a100-node-02 \| ib-a100 \| CRITICAL, 2 not checked \| 2/3 \| 200 Gb/s \| 6\.1\.0-27-amd64 / \*\*6\.1\.0-28-amd64\*\* \(differs\) \| "
                      r"MLNX_OFED_LINUX-23\.10-1\.1\.9\.0 \| - \| this node loses RDMA at its next reboot into 6\.1\.0-28-amd64", text, re.M)
     assert ("| v100-node-01 | ib-v100 | CRITICAL, 1 not checked | 2/2 | 100 Gb/s | 6.1.0-27-amd64 / 6.1.0-27-amd64 | MLNX_OFED_LINUX-23.10-1.1.9.0 | - | "
             "The PCIe link of mlx5_0, mlx5_1 (0000:5e:00) runs at Gen3 x8") in text
@@ -243,11 +277,18 @@ def test_markdown_report(demo, site_run):
     assert "| `driver_verify/dkms_missing_next_boot` | 1 | 0 | 0 | 1 |" in text
     # node_health gathers the PCIe links: v100-node-01's shared link at x8, v100-node-02's at x16.
     assert text.count("| mlx5_1 | MT4119 | 16.35.2000 | MT_0000000008 | Gen3 x8 of Gen3 x16 |") == 1
-    assert text.count("| mlx5_1 | MT4119 | 16.35.2000 | MT_0000000008 | Gen3 x16 of Gen3 x16 |") == 1
+    assert text.count("| mlx5_1 | MT4119 | 16.35.2000 | MT_0000000008 | Gen3 x16 of Gen3 x16 |") == 3
     assert "| `node_health/pcie_degraded` | 1 | 0 | 0 | 1 |" in text
     # The drifted firmware stands out with the group's; the check that could not run is said on each host.
     assert text.count("| mlx5_1 | MT4123 | **20.37.1014** (differs: the group has 20.39.1002) | MT_0000000223 | Gen4 x16 of Gen4 x16 |") == 1
-    assert text.count("- **not checked** `node_health/effective_memlock`: the data it reads was not gathered: rdma_memlock\n") == 4
+    assert text.count("- **not checked** `node_health/effective_memlock`: node_health_memlock is false\n") == 8
+    # The physical layer's values, each planted one shown once: the hot ASIC, the AER rise, the BER, PFC off.
+    assert text.count("| mlx5_1 asic | 98 °C | 105 °C |") == 1 and text.count("| mlx5_1 asic | 61 °C | 105 °C |") == 3
+    assert text.count("0 fatal, 3 non-fatal, 0 correctable: 0000:5e:00.0 mlx5_0 non-fatal 1 to 3 (between the samples of this run).") == 1
+    assert text.count("PCIe AER on 5 functions (each HCA function and the bridges above it): 0 fatal, 0 non-fatal, 0 correctable.") == 3
+    assert text.count("| mlx5_0/1 | 3.1e-11 | 3.1e-11 | 43 °C |") == 1
+    assert text.count("| mlx5_0/1 | no link (Disabled) | no link (Disabled) | none |") == 4
+    assert text.count("| ens12f1np1 (bond0) | dscp | none | 3 | 3 |") == 1 and text.count("| ens12f1np1 (bond0) | dscp | 3 | 3 | 3 |") == 3
     assert not re.search(r"\|[ \t]*\|", text)  # no blank cell anywhere
     # A finding reads as its message, which names its port, and the check that made it, once.
     assert "- **critical** mlx5_1/1 is DOWN (Polling); expected ACTIVE `ib_inventory/port_down`" in text
@@ -258,13 +299,22 @@ def test_html_report_renders_the_host_table(demo, site_run, tmp_path):
     page = str(demo["base"] / "report/fleet-report.html")
     dom = rendered_dom(page)
     rows = re.findall(r'<tr class="host (critical|warning|ok|no_data)" data-host="([^"]+)">', dom)
-    assert rows == [("critical", "a100-node-01"), ("critical", "v100-node-02"), ("critical", "a100-node-02"), ("critical", "v100-node-01")]
+    assert rows == [("critical", host) for host in ("a100-node-01", "a100-node-03", "v100-node-02", "a100-node-02", "v100-node-03", "v100-node-04",
+                                                    "v100-node-01")] + [("warning", "a100-node-04")]
     assert '<div class="port down"' in dom and "mlx5_1/1 DOWN Polling 10/100 ibp94s0f1 (Down)" in dom
     assert '<b>mlx5_0</b> MT4123 fw 20.39.1002 MT_0000000223 PCIe Gen4 x16 of Gen4 x16' in dom
     assert dom.count('<b>mlx5_0</b> MT4119 fw 16.35.2000 MT_0000000008 PCIe <span class="below">Gen3 x8</span> of Gen3 x16') == 1
     assert '<span class="differs" title="the next boot changes the kernel">6.1.0-28-amd64</span>' in dom
     assert dom.count('fw <span class="differs" title="differs from its group: 20.39.1002">20.37.1014</span>') == 1
-    assert dom.count('<span class="badge not-checked" title="checks that could not run or judge">1 not checked</span>') == 4
+    assert dom.count('<span class="badge not-checked" title="checks that could not run or judge">1 not checked</span>') == 3
+    assert dom.count('<span class="badge not-checked" title="checks that could not run or judge">2 not checked</span>') == 5
+    # The host detail shows the physical layer: temperatures, AER totals (the rise marked), BER and QoS.
+    assert dom.count('<div class="phys">mlx5_1 asic 98 °C (critical 105 °C)</div>') == 1
+    assert dom.count('<div class="phys below">0000:5e:00.0 mlx5_0: non-fatal 1 → 3 (this run)</div>') == 1
+    assert dom.count('PCIe AER on 5 functions: 0 fatal, 0 non-fatal, 0 correctable') == 3
+    assert dom.count('<div class="phys">mlx5_0/1 BER 3.1e-11 effective, 3.1e-11 raw, module 43 °C</div>') == 1
+    assert dom.count('<div class="phys">ens12f1np1 (bond0) trust dscp, PFC none, ECN 3/3</div>') == 1
+    assert dom.count('<div class="phys">ens12f1np1 (bond0) trust dscp, PFC 3, ECN 3/3</div>') == 3
     width, height, pixels = screenshot(page, str(tmp_path / "report.png"))
     assert (width, height) == (1300, 900)
     # The critical badges, the row markers and the failed port are drawn in red, healthy ones in green.
@@ -275,11 +325,11 @@ def test_html_report_renders_the_host_table(demo, site_run, tmp_path):
 
 def test_html_report_filters_in_the_browser(demo, site_run):
     dom = rendered_dom(str(demo["base"] / "report/fleet-report.html"), "severity=critical&hide_healthy=1")
-    assert re.findall(r'<tr class="host (\w+)" data-host="([^"]+)">', dom) == [
-        ("critical", "a100-node-01"), ("critical", "v100-node-02"), ("critical", "a100-node-02"), ("critical", "v100-node-01")]
-    assert '<span id="shown">showing 4 of 4 hosts</span>' in dom
-    # Hidden by the filter: v100-node-02's and v100-node-01's GPUDirect info, a100-node-02's two warnings and its info.
-    assert re.findall(r"(\d+) more hidden by the filter", dom) == ["1", "3", "1"]
+    assert re.findall(r'<tr class="host (\w+)" data-host="([^"]+)">', dom) == [("critical", host) for host in (
+        "a100-node-01", "a100-node-03", "v100-node-02", "a100-node-02", "v100-node-03", "v100-node-04", "v100-node-01")]
+    assert '<span id="shown">showing 7 of 8 hosts</span>' in dom  # a100-node-04 has warnings only
+    # Hidden by the filter: each GPUDirect info, a100-node-02's two warnings, v100-node-03's and v100-node-04's warning.
+    assert re.findall(r"(\d+) more hidden by the filter", dom) == ["1", "1", "3", "2", "2", "1"]
 
 
 @pytest.mark.parametrize("source", ["inventories/demo", "inventories/demo/demo.simulated_nodes.yml"])
@@ -292,7 +342,8 @@ def test_ansible_inventory_reads_the_directory_or_the_file_without_a_warning(tmp
                             capture_output=True, text=True, env=env, timeout=120, check=False)
     assert listed.returncode == 0 and listed.stderr == "", listed.stderr
     data = json.loads(listed.stdout)
-    assert data["ib-v100"]["hosts"] == ["v100-node-01", "v100-node-02"] and data["ib-a100"]["hosts"] == ["a100-node-01", "a100-node-02"]
+    assert data["ib-v100"]["hosts"] == ["v100-node-01", "v100-node-02", "v100-node-03", "v100-node-04"]
+    assert data["ib-a100"]["hosts"] == ["a100-node-01", "a100-node-02", "a100-node-03", "a100-node-04"]
     host = data["_meta"]["hostvars"]["a100-node-02"]
     # Variables an inventory plugin sets are listed as unsafe (never templated): a path is a path.
     assert host["rdma_demo_node_root"] == {"__ansible_unsafe": str(inventory / ".nodes/a100-node-02")}
@@ -324,12 +375,12 @@ def test_the_one_task_of_site_finds_what_the_three_role_playbooks_find(demo, sit
 def test_check_mode_with_a_limit_checks_the_limited_hosts_and_writes_no_metrics(demo, tmp_path):
     run = run_playbook("rdma.node.site", *demo["args"], "--check", "--limit", "ib-a100", "-e", "fleet_report_dir=%s" % tmp_path,
                        "-e", "node_health_metrics_dir=%s/metrics" % tmp_path, env={"ANSIBLE_CACHE_PLUGIN": "memory"})
-    assert run.rc == 2 and run.failed_hosts == ["a100-node-01", "a100-node-02"]
+    assert run.rc == 2 and run.failed_hosts == ["a100-node-01", "a100-node-02", "a100-node-03"]
     evaluated = run.task_results("run the checks of ib_inventory, driver_verify and node_health")
-    assert sorted(evaluated) == ["a100-node-01", "a100-node-02"]
+    assert sorted(evaluated) == ["a100-node-01", "a100-node-02", "a100-node-03", "a100-node-04"]
     assert not any(result["metrics_written"] for result in evaluated.values())
     report = json.loads((tmp_path / "fleet-report.json").read_text())
-    assert findings_of(report) == {host: sorted(EXPECTED_FINDINGS[host]) for host in ("a100-node-01", "a100-node-02")}
+    assert findings_of(report) == {host: sorted(found) for host, found in EXPECTED_FINDINGS.items() if host.startswith("a100")}
 
 
 def test_a_gather_switch_that_is_neither_true_nor_false_is_one_sentence(demo):

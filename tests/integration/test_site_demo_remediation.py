@@ -25,6 +25,8 @@ import sysfs_tree
 from playbook import run_playbook
 from testpaths import COLLECTION_ROOT, demo_inventory_copy
 
+# The remediation acts on the demo's first two nodes of each group (each starts a containerd of its own);
+# the nodes 03 and 04 carry the physical layer's faults, which the remediation does not touch.
 HOSTS = ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
 WATCHED = [Path("/etc/containerd"), Path("/etc/systemd")]
 RECORDER = """#!/bin/sh
@@ -66,7 +68,7 @@ def remediated(tmp_path_factory):
         (fake_bin / tool).chmod(0o755)
     before = snapshot(WATCHED)
     try:
-        run = run_playbook("rdma.node.site", "-i", str(inventory), "-e", "rdma_remediate=true",
+        run = run_playbook("rdma.node.site", "-i", str(inventory), "--limit", ",".join(HOSTS), "-e", "rdma_remediate=true",
                            "-e", "fleet_report_dir=%s/report" % base,
                            env={"PATH": "%s:%s" % (fake_bin, os.environ["PATH"])})
         after = snapshot(WATCHED)
@@ -75,7 +77,7 @@ def remediated(tmp_path_factory):
         sockets_answer = {host: ctr_plugins(nodes / host) for host in HOSTS}
         report = json.loads((base / "report/fleet-report.json").read_text())
         # A second run finds everything in place: nothing to write, nothing to restart.
-        again = run_playbook("rdma.node.site", "-i", str(inventory), "-e", "rdma_remediate=true",
+        again = run_playbook("rdma.node.site", "-i", str(inventory), "--limit", ",".join(HOSTS), "-e", "rdma_remediate=true",
                              "-e", "fleet_report_dir=%s/report-again" % base,
                              env={"PATH": "%s:%s" % (fake_bin, os.environ["PATH"])})
         yield {"run": run, "before": before, "after": after, "calls": calls.read_text(), "nodes": nodes, "pids": pids,
@@ -135,6 +137,7 @@ def test_the_report_shows_the_remediation_of_each_node(remediated):
         assert {"spec_written", "runtimes_pointed", "dropin_written", "containerd_restarted"} <= set(remediation), (
             host["name"], "\n".join(f["message"] for f in remediation.values() if f["severity"] != "info"))
         restarted = remediation["containerd_restarted"]["message"]
+        # The restart command of the demo: the development collection rdma.demo's script, on the node's own root.
         assert "rdma/demo/scripts/simulated_containerd.py restart %s" % (remediated["nodes"] / host["name"]) in restarted
         assert restarted.endswith("it answers again (ctr version) and its CRI plugin is loaded.")
         assert "containerd_not_running" not in remediation and "rolled_back" not in remediation

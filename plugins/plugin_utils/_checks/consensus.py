@@ -10,18 +10,35 @@ many hosts hold it; when no value has more hosts than every other, the split is 
 every host of it is named (nothing says which side is right).
 
 Like the other ``fleet_consistency`` checks these run where all hosts' facts meet (the fleet report).
-Their fact is ``hosts``: ``{host: {"group_names", "rdma", "rdma_driver"}}`` (``ansible_facts.rdma``
-and ``ansible_facts.rdma_driver`` of each host); :func:`consensus_values` turns one host into the
-values compared, and a host without a fact is left out of that setting (not counted either way).
+Their fact is ``hosts``: ``{host: {"group_names", "rdma", "rdma_driver", "reported"}}`` (what
+:func:`consensus_facts` keeps of ``ansible_facts.rdma`` and ``ansible_facts.rdma_driver`` of each host,
+and the ``role/check`` names of the host's own findings); :func:`consensus_values` turns one host into
+the values compared, and a host without a fact is left out of that setting (not counted either way),
+as is a setting the host's own check already found wrong (:data:`COVERED_BY`: a PCIe link that
+trained below its maximum is ``pcie_degraded``'s, QoS that misses the group's expectation is
+``roce_qos``'s).
 """
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Mapping
 
 from ansible_collections.rdma.node.plugins.plugin_utils._checks.fleet import FACTS, ROLE
 from ansible_collections.rdma.node.plugins.plugin_utils._checks.fleet import _groups as groups_of
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import check
+
+
+# Settings that a host's own check judges against its role's expectations: where that check found
+# something on the host, the setting is said there and is left out here (neither reported again nor
+# counted in its group's vote), so one fault is one finding.
+COVERED_BY = {
+    "PCIe link": ("node_health/pcie_degraded", "node_health/pcie_device_gone"),
+    "port rate": ("ib_inventory/rate_degraded",),
+    "IOMMU mode": ("node_health/iommu_mode",),
+    "RoCE QoS": ("node_health/roce_qos",),
+    "OFED release": ("driver_verify/ofed_version",),
+}
 
 
 def _text_set(values):
@@ -85,11 +102,50 @@ def consensus_values(host):
     return {k: v for k, v in values.items() if v is not None}
 
 
+def _dict(value):
+    return value if isinstance(value, Mapping) else {}
+
+
+def _picked(value, keys):
+    value = _dict(value)
+    return {key: value.get(key) for key in keys if key in value}
+
+
+def consensus_facts(rdma, driver):
+    """``{"rdma", "rdma_driver"}`` with only what :func:`consensus_values` reads of a host's facts: what
+    the fleet report keeps of each host for this check (a few hundred bytes, not the facts' trees)."""
+    rdma, driver = _dict(rdma), _dict(driver)
+    relevant = _dict(_dict(driver.get("dkms")).get("relevant"))
+    path = _dict(rdma.get("pcie_path"))
+    return {
+        "rdma": {
+            "devices": {name: _picked(device, ("hca_type", "virtual_function")) for name, device in _dict(rdma.get("devices")).items()},
+            "ports": [_picked(port, ("device", "state", "rate_gbps", "width")) for port in rdma.get("ports") or [] if isinstance(port, Mapping)],
+            "pcie": {name: _picked(link, ("current_generation", "current_width")) for name, link in _dict(rdma.get("pcie")).items()},
+            "pcie_path": {"functions": {address: {"role": _dict(entry).get("role"), "iommu": _picked(_dict(entry).get("iommu"), ("type", "mode"))}
+                                        for address, entry in _dict(path.get("functions")).items()}},
+            "roce_qos": {"netdevs": {name: {"pfc": _picked(_dict(entry).get("pfc"), ("enabled_priorities",)),
+                                            "trust": _picked(_dict(entry).get("trust"), ("mode",)),
+                                            "ecn": _picked(_dict(entry).get("ecn"), ("np", "np_read"))}
+                                     for name, entry in _dict(_dict(rdma.get("roce_qos")).get("netdevs")).items()}},
+        },
+        "rdma_driver": {"ofed_version": driver.get("ofed_version"), "running_kernel": driver.get("running_kernel"),
+                        "dkms": {"relevant": {name: _picked(view, ("versions",)) for name, view in relevant.items()}}},
+    }
+
+
+def _reported(setting, host):
+    """Whether a check of the host itself already found this setting wrong (COVERED_BY)."""
+    found = set((host or {}).get("reported") or ())
+    return any(setting.endswith(suffix) and found & set(checks) for suffix, checks in COVERED_BY.items())
+
+
 @check(ROLE, "group_consensus", reads=FACTS)
 def group_consensus(facts, params, found):
     """A host's OFED release, kernel, DKMS versions, port rates, PCIe links, IOMMU mode or RoCE QoS differ from most hosts of its group."""
     hosts = facts["hosts"] or {}
-    values = {name: consensus_values(host) for name, host in hosts.items()}
+    values = {name: {setting: value for setting, value in consensus_values(host).items() if not _reported(setting, host)}
+              for name, host in hosts.items()}
     reported = set()
     for group, members in sorted(groups_of(hosts).items()):
         settings = sorted({s for host in members for s in values[host]})

@@ -33,8 +33,9 @@ import math
 from ansible_collections.rdma.node.plugins.plugin_utils._checks.physical import aer_sample
 from ansible_collections.rdma.node.plugins.plugin_utils._rate_limits import RateLimitError, judge_rise, parse_rate_limits
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, parameter, summary
+from ansible_collections.rdma.node.plugins.module_utils._pcie_aer import totals_sample
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RLIM_INFINITY, RlimitError, parse_rlimit_value
-from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import PORT_COUNTER_WIDTH_BITS
+from ansible_collections.rdma.node.plugins.module_utils._health_collect import error_counters
 
 ROLE = "node_health"
 # The fact paths the checks read, at the grain of ib_facts' subsets (module_utils/_subsets).
@@ -45,10 +46,6 @@ SECONDS_PER_HOUR = 3600.0
 # those that rise with a flap (a link retrains before it goes down), left alone where link_downed rose.
 FLAP_COUNTERS = ("link_downed",)
 FLAP_COMPANIONS = ("link_error_recovery",)
-# mlx5 hw_counters whose rise means failed transfers, as NVSentinel reads them (64 bits: they do not
-# saturate); they join the sample so that a limit in node_health_counter_rise_limits can judge them.
-HW_ERROR_COUNTERS = ("rnr_nak_retry_err", "req_transport_retries_exceeded", "local_ack_timeout_err", "implied_nak_seq_err",
-                     "out_of_sequence", "packet_seq_err", "roce_slow_restart")
 _UINT64_MAX = 2 ** 64 - 1
 
 
@@ -134,14 +131,9 @@ def usable_sample(sample, before):
 
 def current_sample(rdma):
     """``{"time", "ports": {"dev/port": {counter: value}}}`` of the error counters read this run: the
-    IBTA counters, and the mlx5 hw_counters of :data:`HW_ERROR_COUNTERS` where the port has them."""
-    ports = {}
-    for port in _ports_with_counters(rdma):
-        sample = {k: v for k, v in port["counters"].items() if k in PORT_COUNTER_WIDTH_BITS and _is_count(v)}
-        hw = port.get("hw_counters") if isinstance(port.get("hw_counters"), dict) else {}
-        sample.update({k: v for k, v in hw.items() if k in HW_ERROR_COUNTERS and _is_count(v)})
-        ports[port_name(port)] = sample
-    return {"time": rdma.get("counters_time"), "ports": ports}
+    IBTA counters, and the mlx5 hw_counters of ``_sysfs_health.HW_ERROR_COUNTERS`` where the port has them
+    (the sample the node takes first when it reads twice, ``_health_collect.error_counters``)."""
+    return {"time": rdma.get("counters_time"), "ports": error_counters(rdma.get("ports") or [])}
 
 
 def earlier_sample(rdma, previous):
@@ -547,5 +539,5 @@ def health_summary(facts, params, findings):
         "counter_rates_interval_seconds": interval,
         "carrier_losses": {port: sum(c for _n, c in items) for port, items in carrier_losses(rdma).items()},
         # What the next run's pcie_aer compares with, as counter_sample is for the counters.
-        "aer_sample": aer_sample(rdma.get("aer")),
+        "aer_sample": totals_sample(rdma.get("aer")),
     }

@@ -20,11 +20,11 @@ Parameters, without the ``node_health_`` prefix (documented in ``roles/node_heal
 
 from __future__ import annotations
 
+from ansible_collections.rdma.node.plugins.module_utils._pcie_aer import function_totals
 from ansible_collections.rdma.node.plugins.plugin_utils._rate_limits import judge_rise, parse_rate_limit
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import check, parameter
 
 ROLE = "node_health"
-AER_KINDS = ("fatal", "nonfatal", "correctable")
 DEFAULT_AER_CORRECTABLE_LIMIT = "60/h"
 ACS_WORDS = {"p2p_request_redirect": "P2P Request Redirect (ReqRedir+)",
              "p2p_completion_redirect": "P2P Completion Redirect (CmpltRedir+)",
@@ -71,24 +71,6 @@ def _severity(params, name, default):
 # ------------------------------------------------------------------------------------ AER
 
 
-def aer_totals(entry):
-    """``{kind: total}`` of one function's AER entry: the printed total, or the sum where none was printed."""
-    totals = {}
-    for kind in AER_KINDS:
-        counts = entry.get(kind)
-        if isinstance(counts, dict):
-            total = counts.get("total")
-            totals[kind] = total if isinstance(total, int) else sum(v for k, v in counts.items() if k != "total" and isinstance(v, int))
-    return totals
-
-
-def aer_sample(aer):
-    """``{"time", "functions": {address: {kind: total}}}``: what the next run compares with (kept in the fact cache)."""
-    if not isinstance(aer, dict) or aer.get("time") is None:
-        return None
-    return {"time": aer["time"], "functions": {a: aer_totals(f) for a, f in sorted((aer.get("functions") or {}).items())}}
-
-
 def _earlier_aer(aer, previous):
     earlier = aer.get("earlier")
     if isinstance(earlier, dict) and isinstance(earlier.get("functions"), dict) and earlier.get("time") is not None:
@@ -127,7 +109,7 @@ def pcie_aer(facts, params, found):
     for address, entry in sorted((aer.get("functions") or {}).items()):
         for kind, reason in sorted((entry.get("unreadable") or {}).items()):
             not_checked(found, address, "%s AER counters of %s: %s" % (kind, _function_words(address, entry), reason))
-        totals = aer_totals(entry)
+        totals = function_totals(entry)
         before = ((earlier or {}).get("functions") or {}).get(address) or {}
         who = _function_words(address, entry)
         for kind in ("fatal", "nonfatal"):
@@ -281,6 +263,7 @@ def roce_qos(facts, params, found):
     want_ecn = params.get("roce_ecn_priorities")
     for netdev, entry in sorted(qos["netdevs"].items()):
         pfc, trust, ecn = entry.get("pfc") or {}, entry.get("trust") or {}, entry.get("ecn") or {}
+        who = "%s (a slave of %s)" % (netdev, entry["bond"]) if entry.get("bond") else netdev
         if want_pfc:
             have = pfc.get("enabled_priorities")
             if have is None:
@@ -289,7 +272,7 @@ def roce_qos(facts, params, found):
                 missing = sorted(set(want_pfc) - set(have))
                 found.add("critical" if missing else "warning", netdev,
                           "%s has PFC on priorities %s (from %s), the group expects %s: %s" % (
-                              netdev, _priorities_text(sorted(have)), pfc.get("source"), _priorities_text(sorted(want_pfc)),
+                              who, _priorities_text(sorted(have)), pfc.get("source"), _priorities_text(sorted(want_pfc)),
                               "RoCE traffic on priority %s is dropped instead of paused under congestion" % _priorities_text(missing)
                               if missing else "extra lossless priorities can spread pause frames to other traffic"),
                           sorted(want_pfc), sorted(have))
@@ -300,7 +283,7 @@ def roce_qos(facts, params, found):
             elif mode != want_trust:
                 found.critical(netdev, "%s trusts %s%s (from %s), the group expects %s: packets are classified to the wrong "
                                "priority, so PFC and ECN on the RoCE priority do not protect them." % (
-                                   netdev, mode, " (inferred from its DSCP map)" if trust.get("inferred") else "",
+                                   who, mode, " (inferred from its DSCP map)" if trust.get("inferred") else "",
                                    trust.get("source"), want_trust), want_trust, mode)
         if want_ecn:
             if ecn.get("reason") and not (ecn.get("np_read") or ecn.get("rp_read")):
@@ -311,7 +294,7 @@ def roce_qos(facts, params, found):
                 unread = sorted(p for p in want_ecn if p not in (ecn.get(point + "_read") or []))
                 if missing:
                     found.warning(netdev, "%s has ECN off on priority %s for the DCQCN %s: congestion is left to PFC alone, "
-                                  "which spreads pauses through the fabric." % (netdev, _priorities_text(missing), words),
+                                  "which spreads pauses through the fabric." % (who, _priorities_text(missing), words),
                                   "ECN on %s" % _priorities_text(sorted(want_ecn)), "off on %s" % _priorities_text(missing))
                 if unread:
                     not_checked(found, netdev, "ECN %s of %s on priority %s: no roce_%s/enable file" % (
@@ -336,7 +319,13 @@ def link_ber(facts, params, found):
             continue
         effective, raw = port.get("effective_ber"), port.get("raw_ber")
         if effective is None and raw is None:
-            not_checked(found, name, "%s printed no BER (the link is down, or --show_counters was not given)" % (port.get("source") or "mlxlink"))
+            state = port.get("physical_state")
+            if state and state.lower() != "linkup":
+                not_checked(found, name, "no link to measure: mlxlink shows %s in the physical state %s (%s)" % (
+                    name, state, port.get("source") or "mlxlink"))
+            else:
+                not_checked(found, name, "%s printed no BER (the link is down, or --show_counters was not given)" % (
+                    port.get("source") or "mlxlink"))
             continue
         if effective is not None and effective > effective_max:
             found.critical(name, "%s: effective BER %.1e after FEC is above %.0e: errors get past forward error correction and "

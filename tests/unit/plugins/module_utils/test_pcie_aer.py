@@ -8,7 +8,8 @@ import os
 import pytest
 from pci_tree import PciTree, aer_text
 
-from ansible_collections.rdma.node.plugins.module_utils._pcie_aer import AerTextError, parse_aer_counters, read_aer
+from ansible_collections.rdma.node.plugins.module_utils._ib_collect import read_ib_facts
+from ansible_collections.rdma.node.plugins.module_utils._pcie_aer import AerTextError, parse_aer_counters, read_aer, totals_sample
 from testpaths import FIXTURES
 
 AER = FIXTURES / "pcie" / "aer"
@@ -95,3 +96,32 @@ def test_no_rdma_device_on_a_pci_function(tmp_path):
     aer = read_aer(str(tmp_path), {"devices": {"mlx5_0": {}}})
     assert aer == {"available": False, "reason": "no RDMA device on a PCI function was found under %s" % tmp_path,
                    "time": None, "functions": {}}
+
+
+def _aer_node(root, nonfatal):
+    tree = PciTree(root)
+    tree.hca("mlx5_0", HCA_CHAIN, aer={"correctable": aer_text("correctable"), "nonfatal": aer_text("nonfatal", CmpltTO=nonfatal),
+                                       "fatal": aer_text("fatal")})
+    return str(root)
+
+
+def test_a_call_that_samples_twice_reads_aer_again_with_the_first_read_as_its_earlier_sample(tmp_path):
+    """With counters_interval, ib_facts reads the AER counters again from the counters' second tree: the
+    rise within the one call is in the facts (aer.earlier), as the pcie_aer check judges it."""
+    first, later = _aer_node(tmp_path / "first", 0), _aer_node(tmp_path / "later", 2)
+    facts, _warnings = read_ib_facts({"sysfs_root": first, "gather_subset": ["aer", "counters"], "counters_interval": 0.01,
+                                      "counters_resample_root": later})
+    aer = facts["aer"]
+    assert aer["functions"]["0000:3d:00.0"]["nonfatal"]["total"] == 2  # the later read
+    assert aer["earlier"]["functions"]["0000:3d:00.0"] == {"correctable": 0, "nonfatal": 0, "fatal": 0}
+    assert aer["earlier"]["time"] < aer["time"]
+    # One read without the interval: no earlier sample in the facts (the previous run's, cached, is the check's).
+    once, _warnings = read_ib_facts({"sysfs_root": later, "gather_subset": ["aer", "counters"]})
+    assert "earlier" not in once["aer"]
+
+
+def test_totals_sample_keeps_the_printed_total_or_the_sum():
+    aer = {"time": 5.0, "functions": {"0000:3d:00.0": {"fatal": {"SDES": 1, "DLP": 2, "total": None},
+                                                       "nonfatal": {"CmpltTO": 4, "total": 3}, "correctable": None}}}
+    assert totals_sample(aer) == {"time": 5.0, "functions": {"0000:3d:00.0": {"fatal": 3, "nonfatal": 3}}}
+    assert totals_sample({"available": False, "time": None, "functions": {}}) is None

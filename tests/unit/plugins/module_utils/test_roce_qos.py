@@ -19,9 +19,12 @@ from ansible_collections.rdma.node.plugins.module_utils._roce_qos import (
     qos_of_netdev,
     read_ecn,
     read_roce_qos,
+    read_roce_qos_subset,
+    roce_netdevs,
     run_queries,
     saved_outputs,
 )
+from ansible_collections.rdma.node.plugins.module_utils._query_commands import is_query_argv
 from testpaths import FIXTURES
 
 QOS = FIXTURES / "roce_qos"
@@ -173,3 +176,44 @@ def test_reader_covers_the_roce_netdevs_only(tmp_path):
     nothing = read_roce_qos(str(tmp_path / "empty"), FACTS)
     assert nothing["available"] is False
     assert nothing["reason"] == "neither ECN in sysfs nor a PFC/trust output for any RoCE netdev"
+
+
+class ToolsOnPath:
+    """The two module methods the query runner uses: every tool found, each argv answered by ``answer``
+    (no DCB-capable netdev exists here; the real dcb is run in tests/integration/test_physical_real_parts.py)."""
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def get_bin_path(self, name):
+        return "/usr/sbin/" + name
+
+    def run_command(self, argv, environ_update=None):
+        return self.answer([argv[0].rsplit("/", 1)[-1]] + list(argv[1:]))
+
+
+def test_a_roce_bond_is_judged_by_its_slaves_whose_qos_the_queries_and_saved_outputs_give(tmp_path):
+    """RoCE LAG: the port's netdev is bond0, which has no ECN files and no DCB; its slaves carry the QoS."""
+    root = tmp_path / "sys"
+    for slave in ("ens1f0np0", "ens1f1np1"):
+        sysfs_with_ecn(root, slave)
+        os.symlink("../bond0", root / "class" / "net" / slave / "master")
+    os.makedirs(root / "class" / "net" / "bond0")
+    bond_facts = {"ports": [{"device": "mlx5_bond_0", "port": 1, "link_layer": "Ethernet", "netdevs": ["bond0"]}]}
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    (saved / "ens1f0np0_dcb_pfc.json").write_text(DCB_PFC_JSON)
+    asked = []
+    module = ToolsOnPath(lambda argv: asked.append(argv) or (0, DCB_PFC_JSON if argv[2] == "pfc" else DCB_APP_JSON, ""))
+    facts = {"ports": bond_facts["ports"]}
+    read_roce_qos_subset(facts, {"sysfs_root": str(root), "roce_qos_tools": True, "roce_qos_dir": str(saved)}, module)
+    qos = facts["roce_qos"]
+    assert sorted(qos["netdevs"]) == ["ens1f0np0", "ens1f1np1"]
+    assert {n: (e["device"], e["port"], e["bond"]) for n, e in qos["netdevs"].items()} == {
+        "ens1f0np0": ("mlx5_bond_0", 1, "bond0"), "ens1f1np1": ("mlx5_bond_0", 1, "bond0")}
+    assert qos["netdevs"]["ens1f1np1"]["ecn"]["np"] == [0, 1, 3, 4, 6, 7]
+    assert qos["netdevs"]["ens1f1np1"]["pfc"]["enabled_priorities"] == [3]
+    # Only queries, and only of the slaves: never of the bond, which would answer nothing.
+    assert {argv[-1] for argv in asked} == {"ens1f0np0", "ens1f1np1"} and all(is_query_argv(argv) for argv in asked)
+    # Without a sysfs root to find the slaves (or for a netdev that is no bond) the netdev stands for itself.
+    assert roce_netdevs(bond_facts) == {"bond0": ("mlx5_bond_0", 1, None)}

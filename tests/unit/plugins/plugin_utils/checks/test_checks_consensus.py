@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 
-from ansible_collections.rdma.node.plugins.plugin_utils._checks.consensus import consensus_values
+from ansible_collections.rdma.node.plugins.plugin_utils._checks.consensus import consensus_facts, consensus_values
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 
 
@@ -73,3 +73,25 @@ def test_groups_are_judged_apart_and_missing_facts_count_for_nobody():
     hosts["a3"]["rdma_driver"]["ofed_version"] = "MLNX_OFED_LINUX-24.10-1.1.4.0"
     assert [(s, m) for _c, s, m, _e, _a in run(hosts)][0][1].endswith("the 2 hosts of ib-a100 that report it are split with no majority "
                                                                       "(MLNX_OFED_LINUX-24.10-1.1.4.0 on 1; MLNX_OFED_LINUX-5.8-1.0.1.1 on 1).")
+
+
+def test_the_compact_facts_the_report_keeps_give_the_same_values():
+    full = host(kernel="5.15.0-122-generic", pfc=(3, 4))
+    full["rdma"]["ports"][0].update(lid=7, counters={"symbol_error": 3}, netdevs=["eth0"])  # read by no consensus setting
+    compact = consensus_facts(full["rdma"], full["rdma_driver"])
+    assert consensus_values(compact) == consensus_values(full)
+    assert "counters" not in compact["rdma"]["ports"][0] and "lid" not in compact["rdma"]["ports"][0]
+    assert consensus_values(consensus_facts(None, "not facts")) == {}
+
+
+def test_a_setting_the_hosts_own_check_found_wrong_is_not_said_again_nor_counted():
+    """n4's link trained at x8 (pcie_degraded found it) and n3's QoS misses the group's expectation (roce_qos):
+    each fault is one finding, and neither value takes part in the vote; the kernel is no check's, so it is said."""
+    hosts = {"n1": host(), "n2": host(), "n3": dict(host(pfc=()), reported=["node_health/roce_qos"]),
+             "n4": dict(host(lanes=8, kernel="5.15.0-122-generic"), reported=["node_health/pcie_degraded", "driver_verify/dkms_error"])}
+    assert [(subject, expected, actual) for _c, subject, _m, expected, actual in run(hosts)] == [
+        ("n4", "5.15.0-119-generic", "5.15.0-122-generic")]
+    # Without the hosts' own findings both differences are the consensus' to say.
+    for name in ("n3", "n4"):
+        hosts[name].pop("reported")
+    assert sorted(subject for _c, subject, _m, _e, _a in run(hosts)) == ["n3", "n4", "n4"]

@@ -7,12 +7,13 @@ import json
 import shutil
 
 import pytest
+import sysfs_tree
 from pci_tree import PciTree, aer_text, config_space
 from physical_samples import mlxlink_json
 
 from ansible_collections.rdma.node.plugins.module_utils._health_collect import kernel_log_facts
 from ansible_collections.rdma.node.plugins.module_utils._link_quality import read_link_quality
-from ansible_collections.rdma.node.plugins.module_utils._pcie_aer import read_aer
+from ansible_collections.rdma.node.plugins.module_utils._pcie_aer import read_aer, totals_sample
 from ansible_collections.rdma.node.plugins.module_utils._pcie_path import read_pcie_path
 from ansible_collections.rdma.node.plugins.module_utils._roce_qos import read_roce_qos
 from ansible_collections.rdma.node.plugins.plugin_utils import _registry
@@ -59,7 +60,7 @@ def aer_tree(tmp_path, fatal=0, correctable=0):
 def test_aer_new_fatal_errors_are_critical_and_correctable_over_the_limit_a_warning(tmp_path):
     earlier = read_aer(aer_tree(tmp_path / "a"), HCA_FACTS, now=1000.0)
     later = read_aer(aer_tree(tmp_path / "b", fatal=1, correctable=30), HCA_FACTS, now=1600.0)
-    later["earlier"] = physical.aer_sample(earlier)
+    later["earlier"] = totals_sample(earlier)
     findings = judge("pcie_aer", {"aer": later}, aer_correctable_limit="1/min")
     assert [(s, subject) for s, subject, _m in findings] == [("critical", HCA), ("warning", HCA)]
     assert findings[0][2] == ("mlx5_0 (PCI 0000:3d:00.0) counted 1 new fatal PCIe error (0 to 1 between the samples of this run; types "
@@ -71,7 +72,7 @@ def test_aer_new_fatal_errors_are_critical_and_correctable_over_the_limit_a_warn
 
 
 def test_aer_against_the_previous_run_and_without_any_earlier_sample(tmp_path):
-    earlier = physical.aer_sample(read_aer(aer_tree(tmp_path / "a", fatal=2), HCA_FACTS, now=10.0))
+    earlier = totals_sample(read_aer(aer_tree(tmp_path / "a", fatal=2), HCA_FACTS, now=10.0))
     later = read_aer(aer_tree(tmp_path / "b", fatal=2), HCA_FACTS, now=20.0)
     assert judge("pcie_aer", {"aer": later}, previous_aer_sample=earlier) == []  # no rise: old errors are not new
     alone = judge("pcie_aer", {"aer": later})
@@ -250,6 +251,16 @@ def test_real_module_text_is_within_its_ranges(tmp_path):
     # -m alone prints no counters: the BER is not checked, and says why.
     assert judge("link_ber", {"link_quality": facts}) == [
         ("info", "mlx5_0/1", "not checked: %s printed no BER (the link is down, or --show_counters was not given)" % (tmp_path / "mlx5_0_1.txt"))]
+
+
+def test_a_port_without_a_link_has_no_ber_to_judge_and_says_so(tmp_path):
+    """The demo simulator's output of a Disabled port (mlxlink prints N/A for every BER without a link)."""
+    (tmp_path / "mlx5_0_1.json").write_text(sysfs_tree.mlxlink_output({"state": "1: DOWN", "phys_state": "3: Disabled"}, {"module": None}))
+    facts = read_link_quality("/sys", {"devices": {"mlx5_0": {}}, "ports": [{"device": "mlx5_0", "port": 1}]}, saved_dir=str(tmp_path))
+    assert judge("link_ber", {"link_quality": facts}) == [
+        ("info", "mlx5_0/1", "not checked: no link to measure: mlxlink shows mlx5_0/1 in the physical state Disabled (%s)" % (
+            tmp_path / "mlx5_0_1.json"))]
+    assert judge("link_module", {"link_quality": facts}) == []  # no cable, no module to judge
 
 
 def test_no_mlxlink_is_not_checked(tmp_path):

@@ -21,15 +21,17 @@ module, and ``scripts/simulated_containerd.py`` of this collection starts and st
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import struct
 import zlib
 
 ARCHIVE_MAGIC = "# rdma.node sysfs archive v1"
 
 # Part of the hash that keys built trees: bump it when what a build writes changes.
-BUILD_FORMAT = "node-root-4"
+BUILD_FORMAT = "node-root-5"
 # The file in every directory ensure_built creates: it removes only directories that carry it.
 BUILD_MARKER = ".rdma-demo-node-roots"
 BUILD_MARKER_TEXT = ("Node roots built by the inventory plugin rdma.demo.simulated_nodes from a hardware description;\n"
@@ -117,15 +119,146 @@ def _inside(dest: str, rel: str) -> str:
     return path
 
 
+# --------------------------------------------------------------------------------------- PCIe files
+
+# The ACS Capability and Control registers' bits, lowest first (PCIe Base Specification, ACS Extended
+# Capability), and the Device/Port Type codes of the PCI Express Capabilities register.
+ACS_BITS = ("source_validation", "translation_blocking", "p2p_request_redirect", "p2p_completion_redirect",
+            "upstream_forwarding", "p2p_egress_control", "direct_translated_p2p")
+PORT_TYPE_CODES = {"endpoint": 0, "root_port": 4, "upstream_port": 5, "downstream_port": 6}
+# The error types of the aer_dev_* files in the short names of current kernels (drivers/pci/pcie/aer.c).
+AER_TYPES = {
+    "correctable": ("RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr", "CorrIntErr", "HeaderOF"),
+    "fatal": ("Undefined", "DLP", "SDES", "TLP", "FCP", "CmpltTO", "CmpltAbrt", "UnxCmplt", "RxOF", "MalfTLP", "ECRC",
+              "UnsupReq", "ACSViol", "UncorrIntErr", "BlockedTLP", "AtomicOpBlocked", "TLPBlockedErr", "PoisonTLPBlocked"),
+}
+AER_TYPES["nonfatal"] = AER_TYPES["fatal"]
+AER_TOTALS = {"correctable": "TOTAL_ERR_COR", "fatal": "TOTAL_ERR_FATAL", "nonfatal": "TOTAL_ERR_NONFATAL"}
+
+
+def _acs_register(flags):
+    """The register value of ACS bits given by name (a list, or a mapping of name to true/false)."""
+    names = {name for name, on in flags.items() if on} if isinstance(flags, dict) else set(flags or ())
+    return sum(1 << bit for bit, name in enumerate(ACS_BITS) if name in names)
+
+
+def config_space(port_type="endpoint", acs_control=None, acs_capable=None, ats_enabled=None, size=4096,
+                 vendor=0x15B3, device=0x1021):
+    """The bytes of a PCI function's configuration space as the PCIe Base Specification lays it out: the
+    standard header (vendor, device, a capabilities list), a PCI Express capability at 0x40 with
+    ``port_type``, and in the extended space an ACS capability at 0x100 (when ``acs_control``, the
+    names of the control bits set, is not None; ``acs_capable`` defaults to every bit) and an ATS
+    capability after it (when ``ats_enabled`` is not None)."""
+    data = bytearray(size)
+    struct.pack_into("<HH", data, 0, vendor, device)
+    struct.pack_into("<H", data, 6, 0x0010)  # Status: Capabilities List
+    data[0x34] = 0x40
+    data[0x40], data[0x41] = 0x10, 0x00  # PCI Express capability, the last of the list
+    struct.pack_into("<H", data, 0x42, 0x0002 | PORT_TYPE_CODES[port_type] << 4)
+    if size <= 256:
+        return bytes(data)
+    capabilities = []
+    if acs_control is not None:
+        capable = ACS_BITS if acs_capable is None else acs_capable
+        capabilities.append((0x000D, struct.pack("<HH", _acs_register(capable), _acs_register(acs_control))))
+    if ats_enabled is not None:
+        capabilities.append((0x000F, struct.pack("<HH", 0x0000, 0x8000 if ats_enabled else 0x0000)))
+    offset = 0x100
+    for index, (cap_id, body) in enumerate(capabilities):
+        following = offset + 0x40 if index + 1 < len(capabilities) else 0
+        struct.pack_into("<I", data, offset, cap_id | 1 << 16 | following << 20)
+        data[offset + 4:offset + 4 + len(body)] = body
+        offset += 0x40
+    return bytes(data)
+
+
+def aer_text(kind, counts=None):
+    """An ``aer_dev_<kind>`` file: one line per error type (the given ``counts``, else 0) and the total."""
+    counts = counts or {}
+    lines = ["%s %d" % (name, counts.get(name, 0)) for name in AER_TYPES[kind]]
+    return "\n".join(lines + ["%s %d" % (AER_TOTALS[kind], sum(counts.values()))]) + "\n"
+
+
+# --------------------------------------------------------------------------------------- tool outputs
+
+
+def dcb_outputs(qos):
+    """``{file suffix: text}`` of a RoCE netdev's QoS as iproute2 6.1's ``dcb -j`` prints it (dcb/dcb_pfc.c,
+    dcb/dcb_app.c: on/off arrays of JSON booleans, each app pair followed by a " " string): ``pfc``
+    lists the priorities with PFC on, ``dscp_prio`` maps DSCP values to priorities. iproute2 6.1 has no
+    ``dcb apptrust``: the trust mode follows from the DSCP map, as mlx5 sets it."""
+    pfc = {"pfc_cap": 8, "macsec_bypass": False, "delay": 0, "prio_pfc": [p in qos.get("pfc", ()) for p in range(8)]}
+    app = {"dscp_prio": [[int(dscp), int(prio), " "] for dscp, prio in sorted((qos.get("dscp_prio") or {}).items(), key=lambda i: int(i[0]))],
+           "default_prio": [0]}
+    return {"dcb_pfc.json": json.dumps(pfc), "dcb_app.json": json.dumps(app)}
+
+
+IB_SPEEDS = (("NDR", "IB-NDR"), ("HDR", "IB-HDR"), ("EDR", "IB-EDR"), ("FDR", "IB-FDR"), ("QDR", "IB-QDR"))
+PHYSICAL_STATES = {"5": "LinkUp", "2": "Polling", "3": "Disabled", "1": "Sleep", "4": "PortConfigurationTraining"}
+
+
+def mlxlink_output(port, link=None):
+    """``mlxlink -d <dev> -p <port> --json --show_module --show_counters`` of one simulated port, in the
+    shape mstflint's mlxlink writes (mlxlink_cmd_print.cpp: ``result.output`` with one object per
+    section, text values, per-lane values as ``{"values": [...]}``, and ``status``).
+
+    ``port`` is the port's description (its state, physical state and rate); ``link`` what mlxlink
+    adds: ``fec``, ``effective_ber``, ``raw_ber`` (as mlxlink prints them, ``15E-255`` for none),
+    ``raw_errors_per_lane``, and ``module`` (None: no cable) with ``identifier``, ``vendor``,
+    ``part_number``, ``serial_number``, readings with the module's own range (``temperature``:
+    ``"44 [-5..75]"``, ``voltage``, ``rx_power``, ``tx_power``, ``bias_current``) and per-lane flags
+    (``rx_los``, ``tx_fault``). A port whose link is not up prints no BER (``N/A``)."""
+    link = dict(link or {})
+    physical = PHYSICAL_STATES.get(str(port.get("phys_state", "5: LinkUp")).split(":", maxsplit=1)[0].strip(), "LinkUp")
+    up = physical == "LinkUp"
+    rate = str(port.get("rate", "100 Gb/sec (4X EDR)"))
+    ethernet = port.get("link_layer") == "Ethernet"
+    speed = next((name for key, name in IB_SPEEDS if key in rate), None) if not ethernet else "%sG" % rate.split()[0]
+    lanes = [str(n) for n in link.get("raw_errors_per_lane", (0, 0, 0, 0))]
+    output = {
+        "Operational Info": {"State": "Active" if up else ("Polling" if physical == "Polling" else "Disable"),
+                             "Physical state": physical, "Speed": speed if up else "N/A", "Width": "4x" if up else "N/A",
+                             "FEC": link.get("fec", "No FEC") if up else "N/A"},
+        "Troubleshooting Info": {"Status Opcode": "0", "Group Opcode": "N/A",
+                                 "Recommendation": "No issue was observed" if up else "Check the cable and the peer port"},
+        "Physical Counters and BER Info": {
+            "Time Since Last Clear [Min]": "4371.2", "Effective Physical Errors": str(link.get("effective_errors", 0)) if up else "N/A",
+            "Effective Physical BER": link.get("effective_ber", "15E-255") if up else "N/A",
+            "Raw Physical Errors Per Lane": {"values": lanes if up else ["N/A"] * 4},
+            "Raw Physical BER": link.get("raw_ber", "15E-255") if up else "N/A",
+            "Link Down Counter": str(link.get("link_down_counter", 0)), "Link Error Recovery Counter": "0"},
+    }
+    module = link.get("module", {})
+    if module is not None:
+        output["Module Info"] = {
+            "Identifier": module.get("identifier", "QSFP28"), "Cable Type": module.get("cable_type", "Optical Module"),
+            "Vendor Name": module.get("vendor", "Mellanox"), "Vendor Part Number": module.get("part_number", "MFA1A00-E010"),
+            "Vendor Serial Number": module.get("serial_number", "MT2004FT01234"),
+            "Temperature [C]": module.get("temperature", "44 [-5..75]"), "Voltage [mV]": module.get("voltage", "3287.4 [2970..3630]"),
+            "Bias Current [mA]": module.get("bias_current", "6.750,6.750,6.750,6.750 [2..15]"),
+            "Rx Power Current [dBm]": module.get("rx_power", "0.512,0.390,0.611,0.455 [-10.41..4.4]"),
+            "Tx Power Current [dBm]": module.get("tx_power", "0.811,0.793,0.802,0.820 [-8.4..4.4]"),
+            "Rx LOS [per lane]": {"values": [str(v) for v in module.get("rx_los", (0, 0, 0, 0))]},
+            "Tx Fault [per lane]": {"values": [str(v) for v in module.get("tx_fault", (0, 0, 0, 0))]},
+        }
+    return json.dumps({"result": {"output": output}, "status": {"code": 0, "message": "success"}}, indent=3)
+
+
 # --------------------------------------------------------------------------------------- builder
 
 
 class TreeBuilder:
     """Writes a kernel-shaped sysfs tree under ``root`` (the directory that stands for ``/sys``)."""
 
-    def __init__(self, root: str):
+    def __init__(self, root: str, pci=None, later: bool = False):
+        """``pci`` maps a PCI address to what its function holds beyond the defaults: ``acs_control``
+        (the ACS control bits set on a root or downstream port), ``ats_enabled``, ``aer`` (``{kind:
+        {error type: count}}``) and ``aer_later`` (the counts at a later read, used when ``later``)."""
         self.root = root
+        self.pci = pci or {}
+        self.later = later
         self._pci_dirs = {}
+        self._hwmon_count = 0
 
     # -- low level ----------------------------------------------------------------------------
 
@@ -137,6 +270,13 @@ class TreeBuilder:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as handle:
             handle.write("%s\n" % value)
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """Write one binary attribute file (a configuration space)."""
+        path = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(data)
 
     def link(self, rel: str, target_rel: str) -> None:
         """Create ``rel`` as a relative symlink to ``target_rel`` (both relative to the root)."""
@@ -157,17 +297,21 @@ class TreeBuilder:
             return self._pci_dirs[bdf]
         first = bridges[0] if bridges else bdf
         parent = "devices/pci%s:%s" % (first.split(":")[0], first.split(":")[1])
-        for bridge in bridges:
+        for depth, bridge in enumerate(bridges):
             parent = "%s/%s" % (parent, bridge)
             if not os.path.isdir(os.path.join(self.root, parent)):
                 os.makedirs(os.path.join(self.root, parent))
                 self.write(parent + "/class", "0x060400")
                 self.write(parent + "/numa_node", numa_node)
+                # From the root port down: the root port, then a PCIe switch's upstream and downstream ports.
+                kind = "root_port" if depth == 0 else ("upstream_port" if depth == 1 else "downstream_port")
+                self.pcie_function_files(parent, bridge, kind, 0x8086 if depth == 0 else 0x10B5, 0x1A30 if depth == 0 else 0x8747)
         rel = "%s/%s" % (parent, bdf)
         if physfn:
             rel = "%s/%s" % (self.pci_device(physfn, driver, numa_node), bdf)
         os.makedirs(os.path.join(self.root, rel), exist_ok=True)
         self.link("bus/pci/devices/" + bdf, rel)
+        self.pcie_function_files(rel, bdf, "endpoint", int(vendor, 16), int(device_id or "0x1021", 16))
         self.write(rel + "/numa_node", numa_node)
         self.write(rel + "/vendor", vendor)
         self.write(rel + "/device", device_id)
@@ -185,18 +329,50 @@ class TreeBuilder:
         self._pci_dirs[bdf] = rel
         return rel
 
+    def pcie_function_files(self, rel: str, bdf: str, port_type: str, vendor: int, device: int) -> None:
+        """The ``config`` (all 4096 bytes, as root reads it) and ``aer_dev_*`` files of a PCIe function: an
+        ACS capability on root and downstream ports (control bits from ``pci``, none by default), an
+        ATS capability on endpoints (off by default, as NVIDIA's NICs ship), zero AER counts unless given."""
+        extra = self.pci.get(bdf) or {}
+        acs = extra.get("acs_control", ()) if port_type in ("root_port", "downstream_port") else None
+        ats = bool(extra.get("ats_enabled")) if port_type == "endpoint" else None
+        self.write_bytes(rel + "/config", config_space(port_type, acs_control=acs, ats_enabled=ats, vendor=vendor, device=device))
+        counts = {kind: dict(values) for kind, values in (extra.get("aer") or {}).items()}
+        if self.later:
+            for kind, values in (extra.get("aer_later") or {}).items():
+                counts[kind] = dict(counts.get(kind) or {}, **values)
+        for kind in AER_TYPES:
+            path = os.path.join(self.root, rel, "aer_dev_" + kind)
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(aer_text(kind, counts.get(kind)))
+
+    def hwmon(self, pci_rel: str, sensors) -> None:
+        """The mlx5 driver's hwmon device on a PCI function (Linux 6.6+): per sensor (``label``, and
+        ``input``, ``highest``, ``crit`` in degrees Celsius) the temp<N>_* files in millidegrees."""
+        rel = "%s/hwmon/hwmon%d" % (pci_rel, self._hwmon_count)
+        self._hwmon_count += 1
+        self.write(rel + "/name", "mlx5")
+        for channel, sensor in enumerate(sensors, 1):
+            self.write("%s/temp%d_label" % (rel, channel), sensor["label"])
+            for key in ("input", "highest", "crit"):
+                if sensor.get(key) is not None:
+                    self.write("%s/temp%d_%s" % (rel, channel, key), int(round(float(sensor[key]) * 1000)))
+
     # -- RDMA devices ---------------------------------------------------------------------------
 
     def hca(self, name: str, bdf: str = None, *, hca_type="MT4123", fw_ver="20.39.1002",
             board_id="MT_0000000223", node_guid="b859:9f03:00d4:0a30", sys_image_guid=None,
             hw_rev="0x0", node_type="1: CA", numa_node=0, driver="mlx5_core", physfn=None,
-            bridges=(), pcie=None, pci_device_id="0x101b", omit=()) -> str:
+            bridges=(), pcie=None, pci_device_id="0x101b", hwmon=None, omit=()) -> str:
         """Create an RDMA device (``class/infiniband/<name>``); ``bdf=None`` makes a plain directory
         without a PCI device, as some exported trees have. ``omit`` names attributes to leave out;
-        ``bridges`` and ``pcie`` (the link attributes) go to its PCI function."""
+        ``bridges``, ``pcie`` (the link attributes) and ``hwmon`` (its temperature sensors) go to its
+        PCI function."""
         if bdf:
             pci = self.pci_device(bdf, driver, numa_node, physfn, bridges=bridges, link=pcie,
                                   device_id=pci_device_id, pci_class="0x020700")
+            if hwmon:
+                self.hwmon(pci, hwmon)
             rel = "%s/infiniband/%s" % (pci, name)
             self.link("class/infiniband/" + name, rel)
             self.link(rel + "/device", pci)
@@ -259,8 +435,10 @@ class TreeBuilder:
 
     def netdev(self, name: str, bdf: str = None, *, address="0c:42:a1:1d:d1:2a", kind=ARPHRD_ETHER,
                carrier=1, operstate="up", mtu=1500, dev_port=0, dev_id="0x0", master=None,
-               omit=()) -> str:
-        """Create ``class/net/<name>``: under its PCI function, or under devices/virtual (bonds)."""
+               ecn=None, omit=()) -> str:
+        """Create ``class/net/<name>``: under its PCI function, or under devices/virtual (bonds).
+        ``ecn`` (``{"np": [priorities], "rp": [...]}``) writes the mlx5 driver's ``ecn/roce_np`` and
+        ``ecn/roce_rp`` ``enable/<priority>`` files, 1 on the priorities given and 0 on the others."""
         if bdf:
             pci = self.pci_device(bdf)
             rel = "%s/net/%s" % (pci, name)
@@ -277,6 +455,9 @@ class TreeBuilder:
                 self.write("%s/%s" % (rel, key), value)
         if master:
             self.link(rel + "/master", "devices/virtual/net/%s" % master)
+        for point in ("np", "rp") if ecn is not None else ():
+            for priority in range(8):
+                self.write("%s/ecn/roce_%s/enable/%d" % (rel, point, priority), int(priority in (ecn.get(point) or ())))
         return rel
 
     def ipoib_address(self, gid_prefix: str, port_guid: str, qpn: int = 0x1049) -> str:
@@ -288,40 +469,47 @@ class TreeBuilder:
 # --------------------------------------------------------------------------------------- hardware
 
 
+# What a port or netdev description holds for the node root's saved outputs, not for its sysfs tree.
+SAVED_ONLY_PORT_KEYS = ("mlxlink",)
+SAVED_ONLY_NETDEV_KEYS = ("qos", "ipv4")
+
+
 def has_later_sample(spec: dict) -> bool:
-    """Whether a host description gives any port a ``counters_later`` sample."""
-    return any("counters_later" in port for device in spec.get("devices", {}).values()
-               for port in device.get("ports", {}).values())
+    """Whether a host description gives a later read of anything: a port's ``counters_later`` or
+    ``hw_counters_later``, a PCI function's ``aer_later``."""
+    ports = [port for device in spec.get("devices", {}).values() for port in device.get("ports", {}).values()]
+    return any("counters_later" in port or "hw_counters_later" in port for port in ports) or \
+        any("aer_later" in (extra or {}) for extra in (spec.get("pci") or {}).values())
 
 
 def build_host(root: str, spec: dict, later: bool = False) -> None:
     """Build one host's tree from its hardware description (the demo's ``hardware.yml`` format).
 
-    A port's ``counters_later`` holds counter values read at a later moment; ``later=True`` builds
-    the tree as it looks then (its ``counters`` updated with them), for checks that compare two
-    samples."""
-    tree = TreeBuilder(root)
+    A port's ``counters_later`` and ``hw_counters_later``, and a PCI function's ``aer_later`` (under
+    ``pci``), hold what a later read finds; ``later=True`` builds the tree as it looks then, for the
+    checks that compare two samples."""
+    tree = TreeBuilder(root, pci=spec.get("pci"), later=later)
     os.makedirs(os.path.join(root, "class/net"), exist_ok=True)
     os.makedirs(os.path.join(root, "class/infiniband"), exist_ok=True)
     for netdev in spec.get("netdevs", []):
         if not netdev.get("bdf"):
-            tree.netdev(**{key: value for key, value in netdev.items() if key != "ipv4"})
+            tree.netdev(**{key: value for key, value in netdev.items() if key not in SAVED_ONLY_NETDEV_KEYS})
     for name, device in spec.get("devices", {}).items():
         device = dict(device)
         ports = device.pop("ports", {})
         device_rel = tree.hca(name, **device)
         for number, port in ports.items():
-            port = dict(port)
-            counters_later = port.pop("counters_later", None)
-            if later and counters_later:
-                port["counters"] = dict(port.get("counters") or {}, **counters_later)
+            port = {key: value for key, value in port.items() if key not in SAVED_ONLY_PORT_KEYS}
+            for kind in ("counters", "hw_counters"):
+                values_later = port.pop(kind + "_later", None)
+                if later and values_later:
+                    port[kind] = dict(port.get(kind) or {}, **values_later)
             tree.port(device_rel, int(number), **port)
     for gpu in spec.get("gpus", []):
         tree.gpu(**gpu)
     for netdev in spec.get("netdevs", []):
         if netdev.get("bdf"):
-            netdev = dict(netdev)
-            netdev.pop("ipv4", None)
+            netdev = {key: value for key, value in netdev.items() if key not in SAVED_ONLY_NETDEV_KEYS}
             ipoib_of = netdev.pop("ipoib_of", None)
             if ipoib_of:
                 device, number = ipoib_of.split("/", 1)
@@ -330,6 +518,23 @@ def build_host(root: str, spec: dict, later: bool = False) -> None:
                 netdev["address"] = tree.ipoib_address(
                     port.get("gid_prefix", "fe80:0000:0000:0000"), port["port_guid"])
             tree.netdev(**netdev)
+
+
+def build_saved_outputs(root: str, spec: dict) -> None:
+    """The tool outputs a node keeps under ``saved/`` for the readers that cannot run their tool here:
+    ``saved/mlxlink/<device>_<port>.json`` for every port of a device on a PCI function (its ``mlxlink``
+    description, see :func:`mlxlink_output`), and ``saved/qos/<netdev>_dcb_pfc.json`` /
+    ``_dcb_app.json`` for every netdev with a ``qos`` description (``pfc``, ``dscp_prio``)."""
+    tree = TreeBuilder(root)
+    for name, device in spec.get("devices", {}).items():
+        if not device.get("bdf"):
+            continue
+        for number, port in device.get("ports", {}).items():
+            tree.write("saved/mlxlink/%s_%s.json" % (name, number), mlxlink_output(port, port.get("mlxlink")))
+    for netdev in spec.get("netdevs", []):
+        if netdev.get("qos") is not None:
+            for suffix, text in dcb_outputs(netdev["qos"]).items():
+                tree.write("saved/qos/%s_%s" % (netdev["name"], suffix), text)
 
 
 def build_addresses(root: str, netdevs: list) -> None:
@@ -562,11 +767,13 @@ def _runs_with(pid: int, node_root: str) -> bool:
 
 
 def build_node(node_root: str, spec: dict, final_root: str = None) -> None:
-    """Build one host's node root: sysfs in ``sys/`` (and ``later/sys``), the driver side, the IPv4
-    addresses and its own containerd config (whose paths name ``final_root``, where the node ends up)."""
+    """Build one host's node root: sysfs in ``sys/`` (and ``later/sys``), the saved tool outputs, the
+    driver side, the IPv4 addresses and its own containerd config (whose paths name ``final_root``,
+    where the node ends up)."""
     build_host(os.path.join(node_root, "sys"), spec)
     if has_later_sample(spec):
         build_host(os.path.join(node_root, "later", "sys"), spec, later=True)
+    build_saved_outputs(node_root, spec)
     if spec.get("driver"):
         build_driver_side(node_root, spec["driver"])
     if any(netdev.get("ipv4") for netdev in spec.get("netdevs", [])):
