@@ -165,7 +165,7 @@ def test_introspection_finds_the_collections_python_and_system_requirements(buil
     assert {"meta/ee-requirements.txt", "meta/bindep.txt"} <= set(built["members"])
     assert declared == {"python": "meta/ee-requirements.txt", "system": "meta/bindep.txt"}
     python = {canonicalize_name(Requirement(line).name): line for line in from_collection(introspected["python"], "rdma.node")}
-    assert sorted(python) == ["jmespath", "tomlkit"]
+    assert sorted(python) == ["jmespath", "kubernetes", "tomlkit"]
     assert all(Requirement(line).specifier for line in python.values())  # a lower bound each
     # The kubernetes library of k8s_rdma arrives with kubernetes.core, not by a second hand-written line.
     assert "kubernetes" in {canonicalize_name(Requirement(line).name) for line in from_collection(introspected["python"], "kubernetes.core")}

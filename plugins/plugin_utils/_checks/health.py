@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 
-from ansible_collections.rdma.node.plugins.plugin_utils._checks.physical import aer_sample
 from ansible_collections.rdma.node.plugins.plugin_utils._rate_limits import RateLimitError, judge_rise, parse_rate_limits
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, parameter, summary
 from ansible_collections.rdma.node.plugins.module_utils._pcie_aer import totals_sample
