@@ -167,7 +167,7 @@ def test_introspection_finds_the_collections_python_and_system_requirements(buil
     python = {canonicalize_name(Requirement(line).name): line for line in from_collection(introspected["python"], "rdma.node")}
     assert sorted(python) == ["jmespath", "kubernetes", "tomlkit"]
     assert all(Requirement(line).specifier for line in python.values())  # a lower bound each
-    # The kubernetes library of k8s_rdma arrives with kubernetes.core, not by a second hand-written line.
+    # kubernetes.core asks for the kubernetes library too (its modules); rdma.node asks for it for its own action.
     assert "kubernetes" in {canonicalize_name(Requirement(line).name) for line in from_collection(introspected["python"], "kubernetes.core")}
     assert from_collection(introspected["system"], "rdma.node") == [
         "openssh-client [platform:dpkg]", "openssh-clients [platform:rpm]", "sshpass [platform:dpkg platform:rpm]"]
