@@ -59,7 +59,7 @@ def rename(nodes, old, new):
     nodes["hardware"][new] = nodes["hardware"].pop(old)
     for members in nodes["node_groups"].values():
         members[:] = [new if member == old else member for member in members]
-    if old in nodes.get("planted_faults") or {}:
+    if old in (nodes.get("planted_faults") or {}):
         nodes["planted_faults"][new] = nodes["planted_faults"].pop(old)
 
 
