@@ -33,6 +33,8 @@ NOT_RUN = {
         "installs from Galaxy, which this machine cannot reach",
     "ansible-playbook -i my-cluster rdma.node.site":
         "needs a cluster's nodes: the example inventory's hosts (gpu-v100-01.cluster.example, ...) are placeholders",
+    "ansible-playbook -i my-cluster rdma.node.site -e rdma_quarantine=report":
+        "needs a cluster's nodes (placeholders in the example inventory); test_site_demo runs the quarantine's report mode on the demo",
     "ansible-galaxy collection build --output-path build && mv build/rdma-node-*.tar.gz build/rdma-node.tar.gz":
         "pushes to a container registry (the <registry> placeholders); scripts/build-ee.sh builds the same image offline",
     "export CONTROLLER_HOST=https://awx.example.org CONTROLLER_USERNAME=admin CONTROLLER_PASSWORD=...  # or CONTROLLER_OAUTH_TOKEN":
