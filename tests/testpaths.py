@@ -50,6 +50,14 @@ def containerd_config_copy(tmp_path: Path, name: str, mode: int = 0o640) -> Path
     return target
 
 
+def demo_hosts() -> list:
+    """The demo inventory's host names, sorted, as its description lists them in node_groups."""
+    import yaml  # pylint: disable=import-outside-toplevel  (only the tests that ask need it)
+
+    groups = yaml.safe_load((DEMO_INVENTORY / "demo.simulated_nodes.yml").read_text())["node_groups"]
+    return sorted(host for members in groups.values() for host in members)
+
+
 def demo_inventory_copy(target: Path) -> Path:
     """The demo inventory directory copied to ``target`` without its built node roots (``.nodes*``):
     a run against the copy builds its own, after the test has edited the description if it needs to."""

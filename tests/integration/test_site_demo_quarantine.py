@@ -16,9 +16,9 @@ import yaml
 from fake_k8s_api.maintenance import NodeMaintenance
 from fake_k8s_api.server import FakeKubeApi
 from harness import run_playbook
-from testpaths import FIXTURES, demo_inventory_copy
+from testpaths import FIXTURES, demo_hosts, demo_inventory_copy
 
-HOSTS = ["a100-node-01", "a100-node-02", "v100-node-01", "v100-node-02"]
+HOSTS = demo_hosts()
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def test_report_mode_shows_what_would_be_quarantined(demo):
     (not_read,) = [f for f in cluster["findings"] if f["check"] == "cluster_not_read"]
     assert not_read["message"].startswith("The cluster was not read (k8s_quarantine_read_cluster is false), so the plan comes from the findings alone")
     on_hosts = {h["name"]: [f["check"] for f in h["findings"] if f["role"] == "k8s_quarantine"] for h in report["hosts"]}
-    assert on_hosts == {"v100-node-02": ["would_quarantine"], "v100-node-01": [], "a100-node-01": [], "a100-node-02": []}
+    assert on_hosts == dict(dict.fromkeys(HOSTS, []), **{"v100-node-02": ["would_quarantine"]})
     assert run.custom_stats["k8s_quarantine_approved_nodes"] == ["v100-node-02"]
     status = run.custom_stats["rdma_k8s_quarantine"]["cluster/kubernetes"]["status"]
     assert (status["mode"], status["cluster_read"], status["eligible_nodes"], status["limit"]) == ("report", False, 4, 1)
