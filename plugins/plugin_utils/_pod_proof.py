@@ -175,17 +175,15 @@ def plan(hostvars, groups, hosts, options):
                                                                    "first or read a fact cache; its pods were not planned." % host})
             continue
         setting = settings[group]
-        per_port = {}
-        selection = _bandwidth_plan.select_ports(rdma["ports"], link_layers=defaults.get("link_layers"),
-                                                 only=defaults.get("ports"), exclude=defaults.get("exclude_ports"),
-                                                 efficiency=setting["efficiency_host"], gid_index=defaults.get("gid_index"))
-        for port in selection["ports"]:
-            used = _gpu_memory.port_memory(rdma, port["device"], setting["gpu_mode"])
-            efficiency = _gpu_memory.efficiency_for(used["mode"], setting["efficiency_host"], setting["efficiency_gpu"])
-            port["expected_gbps"] = _bandwidth_plan.expected_gbps(port["rate_gbps"], efficiency)
-            port["memory"] = used["mode"]
-            per_port[port["name"]] = dict(used, efficiency=efficiency)
-        memory[host] = per_port
+        selection = _bandwidth_plan.select_ports(
+            rdma["ports"], link_layers=defaults.get("link_layers"), only=defaults.get("ports"), exclude=defaults.get("exclude_ports"),
+            efficiency=setting["efficiency_host"], gid_index=defaults.get("gid_index"), gpu_mode=setting["gpu_mode"],
+            efficiency_gpu=setting["efficiency_gpu"], rdma=rdma,
+            variables={"efficiency": "pod_proof_groups.%s.efficiency_host" % group, "efficiency_gpu": "pod_proof_groups.%s.efficiency_gpu" % group,
+                       "gpu_mode": "pod_proof_groups.%s.gpu_mode" % group})
+        memory[host] = {port["name"]: {"mode": port["memory"], "reason": port["memory_reason"], "gpu": port["gpu"],
+                                       "cuda_index": port["cuda_index"], "dmabuf": port["dmabuf"], "numa_node": port["numa_node"],
+                                       "efficiency": port["efficiency"]} for port in selection["ports"]}
         described[host] = {"group": group, "address": node_name(hostvars, host), "ports": selection["ports"],
                            "efficiency": setting["efficiency_host"]}
     built = _bandwidth_plan.build_plan(described, order=order, tcp_port_base=tcp_port, rounds=options.get("rounds"),
@@ -265,8 +263,9 @@ def perftest_argv(test, side, options, server_address=None):
         argv = build_argv(options.get("tool") or "ib_write_bw", device=port["device"], ib_port=port["port"],
                           gid_index=port.get("gid_index"), size=parse_size(size) if not options.get("all_sizes") else None,
                           all_sizes=bool(options.get("all_sizes")), qps=options.get("qps"), iterations=options.get("iterations"),
-                          report_gbits=True, extra_args=list(options.get("extra_args") or []) + list(memory["perftest_args"]),
-                          port=test["tcp_port"], server=server_address if side == "client" else None)
+                          report_gbits=True, extra_args=options.get("extra_args"), port=test["tcp_port"],
+                          server=server_address if side == "client" else None, use_cuda=memory.get("cuda_index"),
+                          use_cuda_dmabuf=bool(memory.get("dmabuf")))
     except PerftestError as exc:
         raise PodProofError("pod_proof: %s" % exc) from None
     return argv

@@ -22,7 +22,7 @@ on both hosts. Findings about one node's pod have the inventory host as subject.
 
 from __future__ import annotations
 
-from ansible_collections.rdma.node.plugins.plugin_utils import _pod_proof
+from ansible_collections.rdma.node.plugins.plugin_utils import _gpu_memory, _pod_proof
 from ansible_collections.rdma.node.plugins.plugin_utils._bandwidth_plan import failure_text, verdicts
 from ansible_collections.rdma.node.plugins.plugin_utils._checks import nccl
 from ansible_collections.rdma.node.plugins.plugin_utils._checks.bandwidth import KNOWN_CAUSES
@@ -239,6 +239,21 @@ def _report_failures(params, found, causes):
             continue
         found.critical(item["test"]["id"], "%s failed on the %s side: %s" % (_pair_what(seen["tool"], item["test"]), failure["side"],
                                                                               failure_text(failure)), "a completed test", failure["line"])
+
+
+@check(ROLE, "perftest_failed_gpu_memory", params=PARAMS)
+def perftest_failed_gpu_memory(facts, params, found):
+    """perftest in a pod could not use GPU memory: a CUDA error, or registration without peer memory or DMA-BUF on the node."""
+    seen = judged(params)
+    for item in _tests(params, ("failed",)):
+        failure, test = item["failure"], item["test"]
+        if failure["cause"] != "gpu_memory":
+            continue
+        memory = test["server_memory" if failure.get("side") == "server" else "client_memory"]
+        found.critical(test["id"], "%s failed on the %s side: %s The pod used %s; %s." % (
+            _pair_what(seen["tool"], test), failure["side"], failure_text(failure),
+            _gpu_memory.memory_text(memory["mode"], memory.get("gpu")), memory.get("reason") or _gpu_memory.READY),
+            "a completed test", failure["line"])
 
 
 @check(ROLE, "perftest_failed_memlock", params=NODE_PARAMS)
