@@ -141,13 +141,17 @@ def plan(hostvars, groups, hosts, options):
     """The whole proof: ``{groups, tests, batches, hosts, notes}``.
 
     ``hosts`` are the inventory hosts in scope, ``groups`` Ansible's group map, ``hostvars`` their
-    variables (facts included). ``options``: ``groups`` (group -> settings), ``defaults`` (the role's
-    default settings), ``rounds``, ``max_pairs``, ``tool``, ``tcp_port``. A host is paired within the
-    first of its groups that has settings; a host without RDMA facts is left out with a note.
+    variables (facts included). ``options``: ``groups`` (group -> settings), ``groups_text`` (more groups
+    as YAML or JSON text, as an AWX survey gives them: a group there replaces the same group of
+    ``groups``), ``defaults`` (the role's default settings), ``rounds``, ``max_pairs``, ``tool``,
+    ``tcp_port``, ``run_pods`` (false: the pairs are planned and shown, nothing is run or judged of them).
+    A host is paired within the first of its groups that has settings; a host without RDMA facts is
+    left out with a note.
     """
     settings_raw = options.get("groups") or {}
     if not isinstance(settings_raw, Mapping):
         raise PodProofError("pod_proof_groups: expected a mapping of inventory group to settings, got %r" % (settings_raw,))
+    settings_raw = dict(settings_raw, **groups_from_text(options.get("groups_text")))
     defaults = options.get("defaults") or {}
     max_pairs = _int(options.get("max_pairs", 4), "pod_proof_max_pairs_in_flight", 1)
     tcp_port = _int(options.get("tcp_port", 18515), "pod_proof_tcp_port", 1)
@@ -209,7 +213,27 @@ def plan(hostvars, groups, hosts, options):
         "tool": built["tool"], "groups": built["groups"], "settings": settings, "hosts": order, "group_of": group_of,
         "nodes": {host: node_name(hostvars, host) for host in order}, "tests": tests, "batches": batches,
         "notes": notes, "bandwidth_plan": built, "max_pairs": max_pairs, "tcp_port": tcp_port,
+        "run_pods": bool(options.get("run_pods", True)),
     }
+
+
+def groups_from_text(text):
+    """``pod_proof_groups_text``: the groups and their settings as YAML or JSON text (a survey's textarea), or {}."""
+    if text is None or not str(text).strip():
+        return {}
+    import yaml  # on the controller only (plugin_utils), where Ansible brings PyYAML
+
+    try:
+        value = yaml.safe_load(str(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = " at line %d, column %d" % (mark.line + 1, mark.column + 1) if mark is not None else ""
+        raise PodProofError("pod_proof_groups_text: not YAML or JSON%s (%s); expected a mapping such as "
+                            "{ib-a100: {rdma_resource: rdma/rdma_a100, gpus: 1}}" % (where, getattr(exc, "problem", None) or exc)) from None
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise PodProofError("pod_proof_groups_text: expected a mapping of inventory group to settings such as "
+                            "{ib-a100: {rdma_resource: rdma/rdma_a100, gpus: 1}}, got %s" % type(value).__name__)
+    return dict(value)
 
 
 # ------------------------------------------------------------------------------------------ pods
