@@ -79,13 +79,63 @@ def cluster_sections(hosts_vars, sources):
     return [clusters[name] for name in sorted(clusters)]
 
 
+def pair_hosts(subject):
+    """The two hosts of a pair test's id ``SERVER:PORT>CLIENT:PORT`` (``a:mlx5_0/1>b:mlx5_0/1``), or None
+    for any other subject. A port name has no colon, so a host name may (an IPv6 address)."""
+    server, sep, client = str(subject or "").partition(">")
+    if not sep or ">" in client:
+        return None
+    hosts = [side.rpartition(":")[0] for side in (server, client)]
+    return hosts if all(hosts) else None
+
+
 def _node_findings(clusters):
-    """Cluster findings by the node they concern (their subject), to show on that host too."""
+    """Cluster findings by the node they concern (their subject), to show on that host too; a pair test's
+    finding (``SERVER:PORT>CLIENT:PORT``) on both of its hosts, since neither node is proven."""
     by_node = {}
     for cluster in clusters:
         for item in cluster["findings"]:
-            by_node.setdefault(str(item.get("subject")), []).append(item)
+            hosts = pair_hosts(item.get("subject")) or [str(item.get("subject"))]
+            for host in dict.fromkeys(hosts):
+                by_node.setdefault(host, []).append(item)
     return by_node
+
+
+# What a host's entry shows of the pod proof: its side of each pod pair, its pods, its groups' NCCL.
+POD_PAIR_KEYS = ("id", "group", "port", "peer_port", "memory", "rate_gbps", "expected_gbps", "measured_gbps", "verdict", "cause")
+POD_KEYS = ("name", "side", "phase", "stuck", "uid", "memlock", "ipc_lock", "pinning", "gpu")
+NCCL_KEYS = ("group", "source", "network", "transports", "hcas_used", "gdrdma_channels", "busbw_at_largest", "min_busbw")
+
+
+def pod_proof_by_host(clusters):
+    """``{host: {"pairs", "pods", "nccl"}}`` from the pod proof's status in the cluster section: each host's
+    side of its pod pairs (with its peer), what its pods printed, and the NCCL evidence of its groups."""
+    by_host = {}
+
+    def slot(host):
+        return by_host.setdefault(host, {"pairs": [], "pods": [], "nccl": []})
+    for cluster in clusters:
+        status = cluster["roles"].get("pod_proof")
+        if not isinstance(status, dict):
+            continue
+        for pair in status.get("pairs") or []:
+            if not isinstance(pair, dict):
+                continue
+            for role, peer in (("server", "client"), ("client", "server")):
+                entry = {key: pair.get(key) for key in POD_PAIR_KEYS}
+                entry.update(role=role, peer=pair.get(peer), cluster=cluster["subject"])
+                if role == "client":
+                    entry["port"], entry["peer_port"] = pair.get("peer_port"), pair.get("port")
+                if pair.get(role):
+                    slot(str(pair[role]))["pairs"].append(entry)
+        for pod in status.get("pods") or []:
+            if isinstance(pod, dict) and pod.get("host"):
+                slot(str(pod["host"]))["pods"].append({key: pod.get(key) for key in POD_KEYS})
+        for nccl in status.get("nccl") or []:
+            if isinstance(nccl, dict):
+                for host in nccl.get("hosts") or []:
+                    slot(str(host))["nccl"].append({key: nccl.get(key) for key in NCCL_KEYS})
+    return by_host
 
 
 def _pcie(device, pcie_facts, name):
@@ -192,8 +242,9 @@ def counter_rises(node_health, rdma):
     return {"source": _text(source), "interval_seconds": interval, "rates": rising}
 
 
-def host_entry(name, host_vars, sources, node_findings=None, removed=False):
-    """Everything the report shows about one host; ``removed``: Ansible took it out of the play."""
+def host_entry(name, host_vars, sources, node_findings=None, removed=False, pod_proof=None):
+    """Everything the report shows about one host; ``removed``: Ansible took it out of the play;
+    ``pod_proof``: its part of the pod proof (pod_proof_by_host())."""
     findings = []
     statuses = {}
     for source in sources:
@@ -239,6 +290,8 @@ def host_entry(name, host_vars, sources, node_findings=None, removed=False):
         "driver": statuses.get("driver_verify"),
         # Each loopback and pair test: port, peer (pairs), measured and expected Gb/s, verdict, cause.
         "bandwidth": (bandwidth.get("loopback") or []) + (bandwidth.get("pairs") or []),
+        # Its side of each pod pair of the pod proof, what its pods printed, its groups' NCCL transport.
+        "pod_proof": (pod_proof or {}).get(name) or (pod_proof or {}).get(name.split(".")[0]),
         "counter_rises": counter_rises(statuses.get("node_health"), rdma),
         "checks": sorted(statuses),
         "not_checked": not_checked(statuses),
@@ -297,7 +350,8 @@ def build_report(hosts, sources, title="RDMA fleet report", generated_at=None, c
     for name, items in fleet_findings(hosts).items():
         by_node.setdefault(name, []).extend(items)
     removed = set(removed)
-    entries = [host_entry(name, host_vars or {}, sources, by_node, name in removed) for name, host_vars in hosts.items()]
+    proofs = pod_proof_by_host(clusters)
+    entries = [host_entry(name, host_vars or {}, sources, by_node, name in removed, proofs) for name, host_vars in hosts.items()]
     entries.sort(key=lambda h: (STATUS_ORDER[h["status"]], -h["critical"], -h["warning"], h["name"]))
     groups = {}
     for entry in entries:
