@@ -115,8 +115,9 @@ def group_settings(name, raw, defaults):
     else:
         merged["nccl_min_busbw"] = None
     for key in ("nccl_log", "nccl_tests_output"):
-        if merged[key] is not None and not isinstance(merged[key], str):
-            raise PodProofError("pod_proof_groups.%s.%s: expected the path of a saved file, got %r" % (name, key, merged[key]))
+        if merged[key] is not None and not (isinstance(merged[key], str) and merged[key].startswith("/")):
+            raise PodProofError("pod_proof_groups.%s.%s: expected the absolute path of a saved file on the controller, got %r"
+                                % (name, key, merged[key]))
     return merged
 
 
@@ -538,20 +539,12 @@ def nccl_files(plan_):
     return files
 
 
-def _decoded(result):
-    import base64  # only here: the evidence is the one place that reads slurp's answer
-
-    try:
-        return base64.b64decode(result.get("content") or "").decode("utf-8", "replace")
-    except (ValueError, TypeError):
-        return None
-
-
 def nccl_evidence(saved, launched, plan_, groups):
     """Each group's NCCL evidence for the checks: ``[{group, source, log, tests, read_error, min_busbw, rdma_resource, hosts}]``.
 
-    ``saved``: the results of reading ``nccl_files()`` (``ansible.builtin.slurp``, each with its
-    ``item``); ``launched``: the results of the groups' all-reduce launchers (each ``item`` a
+    ``saved``: what was read of ``nccl_files()`` on the controller, ``{item, text, msg}`` each (``text``
+    None, or empty for a file that could not be read, with ``msg`` saying why where it is known);
+    ``launched``: the results of the groups' all-reduce launchers (each ``item`` a
     ``{key: group, value: argv}``)."""
     entries = []
 
@@ -571,11 +564,12 @@ def nccl_evidence(saved, launched, plan_, groups):
         if entry is None:
             entry = by_source[key] = base(item["group"], "the saved file %s" % item["path"])
             entries.append(entry)
-        text = None if result.get("failed") else _decoded(result)
-        if text is None:
-            entry["read_error"] = "could not read %s: %s" % (item["path"], " ".join(str(result.get("msg") or "no message").split()))
+        text = result.get("text")
+        if not text:
+            why = result.get("msg") or ("it is empty, or the controller may not read it" if text == "" else "no message")
+            entry["read_error"] = "could not read %s: %s" % (item["path"], " ".join(str(why).split()))
         else:
-            entry[item["kind"]] = text
+            entry[item["kind"]] = str(text)
     for result in launched or []:
         item = result.get("item") if isinstance(result, Mapping) else None
         if not isinstance(item, Mapping) or result.get("skipped"):

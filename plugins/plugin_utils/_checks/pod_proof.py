@@ -368,10 +368,12 @@ def _pod_view(state, read):
 
 @summary(ROLE, params=PARAMS + ("nccl", "nodes"))
 def pod_proof_summary(facts, params, findings):
-    """Every pair with its verdict, every pod with what it printed, and the counts; nccl's per group."""
+    """Every pair with its verdict, every pod with what it printed, and the counts; nccl's per group. Without
+    pods (pod_proof_run_pods false) there is no pair to show: the not-checked entry of pair_not_run says so."""
     seen = judged(params)
+    run_pods = seen["plan"].get("run_pods", True)
     pairs = []
-    for test_id, item in sorted(seen["tests"].items()):
+    for test_id, item in sorted(seen["tests"].items() if run_pods else ()):
         status, test = item["status"], item["test"]
         pairs.append({"id": test_id, "group": test["group"], "server": test["server"], "client": test["client"],
                       "server_node": test["server_node"], "client_node": test["client_node"], "port": test["server_port"]["name"],
@@ -380,7 +382,7 @@ def pod_proof_summary(facts, params, findings):
                       "cause": status["cause"], "side": status["side"], "line": status["line"]})
     counts = {verdict: sum(1 for p in pairs if p["verdict"] == verdict) for verdict in ("pass", "below_expected", "failed", "not_run")}
     return {
-        "check_mode": seen["check_mode"], "tool": seen["tool"], "groups": [g["name"] for g in seen["plan"]["groups"]],
+        "check_mode": seen["check_mode"], "run_pods": run_pods, "tool": seen["tool"], "groups": [g["name"] for g in seen["plan"]["groups"]],
         "pairs": pairs, "verdicts": dict(counts, tests=len(pairs)),
         "pods": [_pod_view(s, seen["reads"].get(s["name"]) or {}) for s in seen["states"]],
         "batches": len(seen["plan"]["batches"]), "max_pairs": seen["plan"]["max_pairs"],
