@@ -26,6 +26,7 @@ import datetime
 from ansible_collections.rdma.node.plugins.plugin_utils._checks.fleet import ROLE as FLEET_ROLE
 from ansible_collections.rdma.node.plugins.plugin_utils._findings import tally
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
+from ansible_collections.rdma.node.plugins.plugin_utils._pod_proof import node_views
 
 # The version of the report's JSON shape; a consumer checks it before reading the rest.
 SCHEMA_VERSION = 3
@@ -101,40 +102,19 @@ def _node_findings(clusters):
     return by_node
 
 
-# What a host's entry shows of the pod proof: its side of each pod pair, its pods, its groups' NCCL.
-POD_PAIR_KEYS = ("id", "group", "port", "peer_port", "memory", "rate_gbps", "expected_gbps", "measured_gbps", "verdict", "cause")
-POD_KEYS = ("name", "side", "phase", "stuck", "uid", "memlock", "ipc_lock", "pinning", "gpu")
-NCCL_KEYS = ("group", "source", "network", "transports", "hcas_used", "gdrdma_channels", "busbw_at_largest", "min_busbw")
-
-
 def pod_proof_by_host(clusters):
-    """``{host: {"pairs", "pods", "nccl"}}`` from the pod proof's status in the cluster section: each host's
-    side of its pod pairs (with its peer), what its pods printed, and the NCCL evidence of its groups."""
+    """``{host: {"pairs", "pods", "nccl", "memlock_capped"}}`` from the pod proof's status in the cluster section
+    (``_pod_proof.node_views``): each host's side of its pod pairs, what its pods printed, its groups' NCCL."""
     by_host = {}
-
-    def slot(host):
-        return by_host.setdefault(host, {"pairs": [], "pods": [], "nccl": []})
     for cluster in clusters:
         status = cluster["roles"].get("pod_proof")
-        if not isinstance(status, dict):
-            continue
-        for pair in status.get("pairs") or []:
-            if not isinstance(pair, dict):
-                continue
-            for role, peer in (("server", "client"), ("client", "server")):
-                entry = {key: pair.get(key) for key in POD_PAIR_KEYS}
-                entry.update(role=role, peer=pair.get(peer), cluster=cluster["subject"])
-                if role == "client":
-                    entry["port"], entry["peer_port"] = pair.get("peer_port"), pair.get("port")
-                if pair.get(role):
-                    slot(str(pair[role]))["pairs"].append(entry)
-        for pod in status.get("pods") or []:
-            if isinstance(pod, dict) and pod.get("host"):
-                slot(str(pod["host"]))["pods"].append({key: pod.get(key) for key in POD_KEYS})
-        for nccl in status.get("nccl") or []:
-            if isinstance(nccl, dict):
-                for host in nccl.get("hosts") or []:
-                    slot(str(host))["nccl"].append({key: nccl.get(key) for key in NCCL_KEYS})
+        if isinstance(status, dict):
+            findings = [f for f in cluster["findings"] if f.get("role") == "pod_proof"]
+            for host, view in node_views(status, findings).items():
+                merged = by_host.setdefault(host, {"pairs": [], "pods": [], "nccl": [], "memlock_capped": False})
+                for key in ("pairs", "pods", "nccl"):
+                    merged[key].extend(view[key])
+                merged["memlock_capped"] = merged["memlock_capped"] or view["memlock_capped"]
     return by_host
 
 

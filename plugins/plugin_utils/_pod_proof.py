@@ -581,3 +581,46 @@ def nccl_evidence(saved, launched, plan_, groups):
         entry["log"] = entry["tests"] = output or None
         entries.append(entry)
     return entries
+
+
+# ------------------------------------------------------------------------------------------ by node
+
+# What a node's part of the proof keeps: its side of each pod pair, what its pods printed, its groups' NCCL.
+NODE_PAIR_KEYS = ("id", "group", "port", "peer_port", "memory", "rate_gbps", "expected_gbps", "measured_gbps", "verdict", "cause")
+NODE_POD_KEYS = ("name", "side", "phase", "stuck", "uid", "memlock", "ipc_lock", "pinning", "gpu")
+NODE_NCCL_KEYS = ("group", "source", "network", "transports", "hcas_used", "gdrdma_channels", "busbw_at_largest", "min_busbw")
+
+
+def node_views(status, findings=None):
+    """``{host: {"pairs", "pods", "nccl", "memlock_capped"}}``: each inventory host's part of a pod proof's status
+    (``pod_proof_status``): its side of each pod pair (``role``, ``peer``, and ``memory_mode``, its own side's
+    memory), what its pods printed, the NCCL evidence of its groups, and whether one of its pods had its memlock
+    capped (a ``pod_memlock_capped`` finding about it)."""
+    status = status if isinstance(status, Mapping) else {}
+    views = {}
+
+    def slot(host):
+        return views.setdefault(str(host), {"pairs": [], "pods": [], "nccl": [], "memlock_capped": False})
+    for pair in status.get("pairs") or []:
+        if not isinstance(pair, Mapping):
+            continue
+        for role, peer in (("server", "client"), ("client", "server")):
+            if not pair.get(role):
+                continue
+            entry = {key: pair.get(key) for key in NODE_PAIR_KEYS}
+            entry.update(role=role, peer=pair.get(peer), memory_mode=pair.get(role + "_memory") or "host")
+            if role == "client":
+                entry["port"], entry["peer_port"] = pair.get("peer_port"), pair.get("port")
+            slot(pair[role])["pairs"].append(entry)
+    for pod in status.get("pods") or []:
+        if isinstance(pod, Mapping) and pod.get("host"):
+            slot(pod["host"])["pods"].append({key: pod.get(key) for key in NODE_POD_KEYS})
+    for nccl in status.get("nccl") or []:
+        if isinstance(nccl, Mapping):
+            for host in nccl.get("hosts") or []:
+                slot(host)["nccl"].append({key: nccl.get(key) for key in NODE_NCCL_KEYS})
+    for item in findings or []:
+        if isinstance(item, Mapping) and item.get("check") == "pod_memlock_capped" and item.get("subject"):
+            slot(item["subject"])["memlock_capped"] = True
+    return views
+

@@ -92,3 +92,22 @@ def test_the_play_is_left_out_on_request(demo, tmp_path):
     assert NCCL_PLAY in [t["name"] for t in run.tasks]
     assert not [t for t in run.tasks if t["name"].startswith("rdma.node.pod_proof")]
     assert json.loads((tmp_path / "fleet-report.json").read_text())["clusters"] == []
+
+
+def test_the_nodes_keep_their_part_and_the_next_run_writes_it_to_their_metrics(demo, site):
+    """The NCCL play keeps each node's part in its facts (the fact cache); node_health writes it to the node's
+    textfile in the next run, which reads the cache, with the time it was judged."""
+    run, dummy = site
+    kept = run.facts("v100-node-02")["rdma_pod_proof_node"]
+    assert [(n["group"], n["network"]) for n in kept["nccl"]] == [("ib-v100", "Socket")] and kept["pairs"] == []
+    assert run.facts("a100-node-01")["rdma_pod_proof_node"]["nccl"][0]["transports"] == {"net_ib": 16}
+    again = run_playbook("rdma.node.site", "-i", str(demo["inventory"]), "-e", "fleet_report_dir=%s/report-again" % demo["base"],
+                         fact_cache=demo["base"] / "fact-cache")
+    assert again.rc == 2
+    prom = demo["inventory"] / ".nodes" / "v100-node-02" / "var/lib/prometheus/node-exporter/rdma_node.prom"
+    text = prom.read_text()
+    assert 'rdma_node_nccl_socket_fallback{group="ib-v100"} 1' in text
+    assert 'rdma_node_nccl_channels{group="ib-v100",transport="net_socket"} 7' in text
+    assert "rdma_node_pod_proof_timestamp_seconds %r" % kept["time"] in text
+    a100 = (demo["inventory"] / ".nodes" / "a100-node-01" / "var/lib/prometheus/node-exporter/rdma_node.prom").read_text()
+    assert 'rdma_node_nccl_socket_fallback{group="ib-a100"} 0' in a100 and 'rdma_node_nccl_gdrdma_channels{group="ib-a100"} 0' in a100

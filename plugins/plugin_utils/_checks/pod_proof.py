@@ -377,7 +377,8 @@ def pod_proof_summary(facts, params, findings):
         status, test = item["status"], item["test"]
         pairs.append({"id": test_id, "group": test["group"], "server": test["server"], "client": test["client"],
                       "server_node": test["server_node"], "client_node": test["client_node"], "port": test["server_port"]["name"],
-                      "peer_port": test["client_port"]["name"], "memory": _memory_text(test), "rate_gbps": status["rate_gbps"],
+                      "peer_port": test["client_port"]["name"], "memory": _memory_text(test), "server_memory": test["server_memory"]["mode"],
+                      "client_memory": test["client_memory"]["mode"], "rate_gbps": status["rate_gbps"],
                       "expected_gbps": status["expected_gbps"], "measured_gbps": status["measured_gbps"], "verdict": status["verdict"],
                       "cause": status["cause"], "side": status["side"], "line": status["line"]})
     counts = {verdict: sum(1 for p in pairs if p["verdict"] == verdict) for verdict in ("pass", "below_expected", "failed", "not_run")}
