@@ -113,13 +113,13 @@ options:
   use_cuda_dmabuf:
     description:
       - Register the GPU memory through the kernel's DMA-BUF (C(--use_cuda_dmabuf)) instead of the
-        peer-memory API: the open NVIDIA kernel module and Linux 5.12 or newer. Needs O(use_cuda).
+        peer-memory API, which needs the open NVIDIA kernel module and Linux 5.12 or newer. Needs O(use_cuda).
     type: bool
     default: false
   numa_node:
     description:
       - Run the tools on the CPUs of this NUMA node, the HCA's (its C(numa_node) in the facts of
-        M(rdma.node.ib_facts)): C(numactl --cpunodebind=N), with C(--membind=N) where the node has memory,
+        M(rdma.node.ib_facts)), with C(numactl --cpunodebind=N) and C(--membind=N) where the node has memory,
         else C(taskset -c) with the node's CPUs. Where neither tool is installed, or the node does not exist
         on the machine, the test runs unpinned and RV(pinning) says so.
     type: int
@@ -259,7 +259,7 @@ failure:
       description:
         - One of V(gpu_memory), V(memlock), V(port_down), V(device_not_found), V(remote_unreachable), V(unknown).
         - V(gpu_memory) is a CUDA error, or memory registration that failed after perftest placed its buffer
-          in GPU memory without the errno of the locked-memory limit (12): no peer memory or DMA-BUF path.
+          in GPU memory without the errno of the locked-memory limit (12), so no peer memory or DMA-BUF path.
       type: str
       sample: memlock
     hint:
@@ -301,8 +301,8 @@ parsed:
       C(Conflicting CPU frequency)), V(notes) (what the parser decided and the output lines it could
       not place, each with V(line), V(text) and V(reason), as the P(rdma.node.parse_perftest#filter)
       filter returns them; each unplaced line is also a warning of the task), V(local_addresses),
-      V(remote_addresses), V(gpu_memory) (the output shows a GPU buffer) and V(gpu) (the GPU perftest used:
-      V(cuda_index), V(bus) as it prints it, such as V(82:00), and V(devices), or V(null)).
+      V(remote_addresses), V(gpu_memory) (the output shows a GPU buffer) and V(gpu) (the GPU perftest used,
+      with V(cuda_index), V(bus) as it prints it, such as V(82:00), and V(devices); or V(null)).
   returned: always
   type: dict
 server:

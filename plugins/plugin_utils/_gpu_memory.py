@@ -160,4 +160,4 @@ def same_gpu(pci_address, bus):
     if not pci_address or not bus:
         return None
     parts = str(pci_address).lower().split(":")
-    return ":".join(parts[-2:]).split(".")[0] == str(bus).lower() if len(parts) >= 2 else None
+    return ":".join(parts[-2:]).split(".", maxsplit=1)[0] == str(bus).lower() if len(parts) >= 2 else None

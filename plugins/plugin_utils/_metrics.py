@@ -4,7 +4,7 @@
 """A host's RDMA health as Prometheus text format, for node_exporter's textfile collector.
 
 Input is the host's ``ansible_facts`` (``rdma`` from ib_facts, every ``<role>_findings``, the
-``node_health_status``, the ``bandwidth_check_status`` and ``rdma_pod_proof_node``, the host's part of
+``node_health_status``, the ``bandwidth_check_status`` and ``pod_proof_node``, the host's part of
 the pod proof that the pod_proof role keeps in its facts); output is the content of one ``.prom`` file.
 Every metric is ``rdma_node_*`` with ``# HELP`` and ``# TYPE`` lines, label values escaped as the exposition format says (backslash,
 double quote, newline), samples sorted so that two runs on the same facts write the same text.
@@ -183,7 +183,7 @@ def bandwidth_families(status):
 
 
 def pod_proof_families(view):
-    """The host's part of the pod proof (``rdma_pod_proof_node``, kept by the pod_proof role): its pods' memlock,
+    """The host's part of the pod proof (``pod_proof_node``, kept by the pod_proof role): its pods' memlock,
     each of its pod pairs' Gb/s by memory, and the NCCL transport of its groups."""
     memlock = _Family("pod_memlock_bytes", "gauge", "RLIMIT_MEMLOCK of a pod of the pod proof on this node (what the pod's /proc/self/limits "
                       "said; +Inf for unlimited), by side and limit (soft, hard).")
@@ -302,7 +302,7 @@ def render(facts, now=None):
                 if isinstance(entry, dict):
                     unjudged.add({"role": role, "check": entry.get("check") or "?", "subject": entry.get("subject") or ""}, 1)
     last_run.add({}, float(now if now is not None else time.time()))
-    proof = facts.get("rdma_pod_proof_node") if isinstance(facts.get("rdma_pod_proof_node"), dict) else {}
+    proof = facts.get("pod_proof_node") if isinstance(facts.get("pod_proof_node"), dict) else {}
     proof_time = _Family("pod_proof_timestamp_seconds", "gauge", "When the pod proof (or the main job's NCCL judgement) last judged this "
                          "node's pods and its groups' NCCL logs (seconds since the epoch): the pod_* and nccl_* samples are that old.")
     proof_time.add({}, proof.get("time") if isinstance(proof.get("time"), (int, float)) and not isinstance(proof.get("time"), bool) else None)

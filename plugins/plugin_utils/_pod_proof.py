@@ -343,7 +343,8 @@ def pod_manifest(test, side, options, run_id, batch, server_address=None):
     spec = {
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 5,
-        "activeDeadlineSeconds": _int(options.get("timeout", 120), "pod_proof_timeout", 1) + _int(options.get("start_timeout", 120), "pod_proof_start_timeout", 1),
+        "activeDeadlineSeconds": (_int(options.get("timeout", 120), "pod_proof_timeout", 1)
+                                  + _int(options.get("start_timeout", 120), "pod_proof_start_timeout", 1)),
         "securityContext": {"runAsNonRoot": True, "runAsUser": user, "runAsGroup": user, "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container],
     }
@@ -623,4 +624,3 @@ def node_views(status, findings=None):
         if isinstance(item, Mapping) and item.get("check") == "pod_memlock_capped" and item.get("subject"):
             slot(item["subject"])["memlock_capped"] = True
     return views
-

@@ -319,6 +319,7 @@ def _numa_node_exists(number):
 
 def test_gpu_tests_use_the_gpu_nearest_each_hca_on_its_numa_node(gpu_run):
     calls = gpu_run["calls"]
+
     def cuda_args(call):
         return [a for a in call["argv"] if a.startswith("--use_cuda")]
     by_test = {(c["host"], c["kind"], c["device"], c["role"]): c for c in calls}
@@ -344,6 +345,7 @@ def test_gpu_tests_use_the_gpu_nearest_each_hca_on_its_numa_node(gpu_run):
 
 def test_a_healthy_link_passes_with_gpu_memory_and_a_slow_host_memory_test_fails(gpu_run):
     statuses = facts_of(gpu_run["run"])
+
     def loopback(host):
         return [(t["port"], t["memory"], t["expected_gbps"], t["measured_gbps"], t["verdict"])
                 for t in statuses[host]["bandwidth_check_status"]["loopback"]]

@@ -29,7 +29,7 @@ import pytest
 import harness
 from fake_k8s_api.pods import FakePods, NodeScenario
 from fake_k8s_api.server import FakeKubeApi
-from testpaths import FIXTURES, COLLECTIONS_ROOT
+from testpaths import FIXTURES
 
 from sysfs_tree import build_host
 

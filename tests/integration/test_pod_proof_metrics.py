@@ -1,5 +1,5 @@
 """The pod proof's and the bandwidth check's metrics, with the real promtool: the textfile a node writes from its
-facts (rdma_pod_proof_node as the pod_proof role keeps it, bandwidth_check_status) passes ``promtool check metrics``,
+facts (pod_proof_node as the pod_proof role keeps it, bandwidth_check_status) passes ``promtool check metrics``,
 the alert rules pass ``promtool check rules`` and their own tests, and the alerts fire on exactly the nodes of a
 judged proof when its rendered samples are the input (tests/pod_proof_run.py: the demo hosts, real recorded outputs)."""
 
@@ -27,7 +27,7 @@ def texts(tmp_path_factory):
     views = pod_proof_node_views(localhost["pod_proof_status"], localhost["pod_proof_findings"], time=NOW - 3600)
     # v100-node-01's own bandwidth_check, in GPU memory: the DMA-BUF run's 92.38 of 100 Gb/s passes at 0.90.
     bandwidth = {"loopback": [{"port": "mlx5_0/1", "memory": "cuda", "measured_gbps": 92.38, "expected_gbps": 90.0}], "pairs": []}
-    facts = {host: {"rdma_pod_proof_node": views.get(host)} for host in DEMO_HOSTS}
+    facts = {host: {"pod_proof_node": views.get(host)} for host in DEMO_HOSTS}
     facts["v100-node-01"]["bandwidth_check_status"] = bandwidth
     return {host: render(host_facts, now=NOW) for host, host_facts in facts.items()}
 

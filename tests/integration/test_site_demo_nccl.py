@@ -98,9 +98,9 @@ def test_the_nodes_keep_their_part_and_the_next_run_writes_it_to_their_metrics(d
     """The NCCL play keeps each node's part in its facts (the fact cache); node_health writes it to the node's
     textfile in the next run, which reads the cache, with the time it was judged."""
     run, dummy = site
-    kept = run.facts("v100-node-02")["rdma_pod_proof_node"]
+    kept = run.facts("v100-node-02")["pod_proof_node"]
     assert [(n["group"], n["network"]) for n in kept["nccl"]] == [("ib-v100", "Socket")] and kept["pairs"] == []
-    assert run.facts("a100-node-01")["rdma_pod_proof_node"]["nccl"][0]["transports"] == {"net_ib": 16}
+    assert run.facts("a100-node-01")["pod_proof_node"]["nccl"][0]["transports"] == {"net_ib": 16}
     again = run_playbook("rdma.node.site", "-i", str(demo["inventory"]), "-e", "fleet_report_dir=%s/report-again" % demo["base"],
                          fact_cache=demo["base"] / "fact-cache")
     assert again.rc == 2

@@ -114,8 +114,8 @@ def node_memlock_state(host, node):
                          "pod's runtime does not use it (a RuntimeClass whose runtime has no base_runtime_spec) or the node's "
                          "containerd was not restarted since" % ((probe.get("memlock") or {}).get("soft"), (probe.get("memlock") or {}).get("hard")))
         elif result in ("mismatch", "failed"):
-            parts.append("the base runtime spec's test container %s" % ("got other limits than the spec" if result == "mismatch"
-                                                                         else "could not start: %s" % (probe.get("error") or "no message")))
+            happened = "got other limits than the spec" if result == "mismatch" else "could not start: %s" % (probe.get("error") or "no message")
+            parts.append("the base runtime spec's test container %s" % happened)
         else:
             parts.append("the base runtime spec was not probed (%s)" % (probe.get("note") or probe.get("not_run") or "no test container"))
     if status is not None:
@@ -237,8 +237,8 @@ def _report_failures(params, found, causes):
         failure = item["failure"]
         if failure["cause"] not in causes or (failure["cause"] == "memlock" and item["test"]["id"] in explained):
             continue
-        found.critical(item["test"]["id"], "%s failed on the %s side: %s" % (_pair_what(seen["tool"], item["test"]), failure["side"],
-                                                                              failure_text(failure)), "a completed test", failure["line"])
+        found.critical(item["test"]["id"], "%s failed on the %s side: %s" % (
+            _pair_what(seen["tool"], item["test"]), failure["side"], failure_text(failure)), "a completed test", failure["line"])
 
 
 @check(ROLE, "perftest_failed_gpu_memory", params=PARAMS)
@@ -331,8 +331,7 @@ def gpu_not_nearest(facts, params, found):
             found.not_checked(_host_of(state), "no GPU locality facts (rdma.locality) for %s: whether the pod's GPU %s is the nearest "
                                                "one to its HCA was not checked" % (_host_of(state), gpu["bus"]))
             continue
-        bus = ":".join(nearest.split(":")[1:3]).split(".")[0].lower() if nearest.count(":") >= 2 else nearest.lower()
-        if bus != gpu["bus"]:
+        if _gpu_memory.same_gpu(nearest, gpu["bus"]) is False:
             port = test["server_port" if side == "server" else "client_port"]["name"]
             found.warning(_host_of(state), "Pod %s got the GPU at %s, not %s, the GPU nearest %s (%s): the GPUDirect figure of this "
                                            "pair is not that of the best path; a topology-aware GPU allocation (the kubelet's "

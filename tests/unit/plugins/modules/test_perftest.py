@@ -152,8 +152,8 @@ def test_gpu_memory_that_cannot_be_registered(fake, run_module):
 @pytest.mark.parametrize("args, message", [
     ({"use_cuda_dmabuf": True}, "use_cuda_dmabuf needs use_cuda, the GPU whose memory DMA-BUF registers"),
     ({"use_cuda": -1}, "use_cuda is the CUDA index of the GPU (0 or more), got -1"),
-    ({"use_cuda": 0, "tool": "ib_write_lat"}, "use_cuda is for the bandwidth tools (ib_write_bw, ib_read_bw, ib_send_bw); "
-                                             "ib_write_lat does not test GPU memory"),
+    ({"use_cuda": 0, "tool": "ib_write_lat"},
+     "use_cuda is for the bandwidth tools (ib_write_bw, ib_read_bw, ib_send_bw); ib_write_lat does not test GPU memory"),
 ])
 def test_gpu_settings_it_cannot_use(fake, run_module, args, message):
     result = run_module(perftest, dict({"device": "mlx5_0", "port": fake.port}, **args))

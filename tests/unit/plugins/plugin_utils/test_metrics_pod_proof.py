@@ -43,7 +43,7 @@ def test_limits_pairs_and_nccl_become_samples():
 
 def test_node_data_is_escaped_in_labels():
     hostile = 'ib"v100\n} 1\nrdma_node_fake 1'
-    text = render({"rdma_pod_proof_node": {"nccl": [{"group": hostile, "transports": {"net_socket": 2}, "network": "Socket"}], "time": 5.0}},
+    text = render({"pod_proof_node": {"nccl": [{"group": hostile, "transports": {"net_socket": 2}, "network": "Socket"}], "time": 5.0}},
                   now=10)
     assert 'rdma_node_nccl_socket_fallback{group="ib\\"v100\\n} 1\\nrdma_node_fake 1"} 1' in text
     assert "\nrdma_node_fake 1" not in text

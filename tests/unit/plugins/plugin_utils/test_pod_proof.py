@@ -27,8 +27,8 @@ def test_groups_from_a_survey_text_replace_the_inventorys(views):
     planned = plan(views, GROUPS, DEMO_HOSTS, {"groups": {"ib-a100": {"rdma_resource": "rdma/old"}}, "groups_text": text,
                                                "defaults": DEFAULTS})
     assert planned["settings"]["ib-a100"]["rdma_resource"] == "rdma/rdma_a100"
-    assert [t["id"] for t in planned["tests"]] == ["a100-node-01:mlx5_1/1>a100-node-02:mlx5_1/1",
-                                                  "a100-node-01:mlx5_bond_0/1>a100-node-02:mlx5_bond_0/1"]
+    assert [t["id"] for t in planned["tests"]] == [
+        "a100-node-01:mlx5_1/1>a100-node-02:mlx5_1/1", "a100-node-01:mlx5_bond_0/1>a100-node-02:mlx5_bond_0/1"]
     # JSON is YAML too; an empty text adds nothing.
     assert groups_from_text('{"ib-v100": {"rdma_resource": "rdma/rdma_v100"}}') == {"ib-v100": {"rdma_resource": "rdma/rdma_v100"}}
     assert groups_from_text("  \n") == {}
