@@ -42,7 +42,7 @@ sys.path.insert(0, str(COLLECTIONS_ROOT))  # the working tree as ansible_collect
 import harness  # noqa: E402  (tests/)
 from fake_k8s_api.pods import FakePods, NodeScenario  # noqa: E402  (tests/)
 from fake_k8s_api.server import FakeKubeApi  # noqa: E402  (tests/)
-from sysfs_tree import build_host  # noqa: E402  (tools/)
+from pod_proof_world import gather_then_pod_proof  # noqa: E402  (tests/)
 
 SERVER_OK = str(FIXTURES / "perftest" / "ib_write_bw_s1M_server_IB_MBsec.txt")
 CLIENT_OK = str(FIXTURES / "perftest" / "ib_write_bw_s1M_client_IB_MBsec.txt")
@@ -68,19 +68,7 @@ def _k8s_node(name):
 
 def build_world(work, pairs):
     hosts = ["gpu-node-%02d" % (index + 1) for index in range(2 * pairs)]
-    inventory_hosts = {}
-    for index, host in enumerate(hosts):
-        tree = work / "sysfs" / host
-        build_host(str(tree), _node_hardware(index + 1))
-        inventory_hosts[host] = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "rdma_sysfs_root": str(tree)}
-    inventory = work / "inventory.json"
-    inventory.write_text(json.dumps({"all": {"children": {"ib-v100": {"hosts": inventory_hosts}}}}))
-    playbook = work / "pod_proof.yml"
-    playbook.write_text(
-        "- name: Gather the RDMA facts of the GPU nodes (simulated sysfs trees)\n"
-        "  hosts: ib-v100\n  gather_facts: false\n  tasks:\n"
-        "    - name: Read sysfs\n      rdma.node.ib_facts:\n        sysfs_root: \"{{ rdma_sysfs_root }}\"\n"
-        "- name: The pod proof\n  ansible.builtin.import_playbook: rdma.node.pod_proof\n")
+    inventory, playbook = gather_then_pod_proof(work, {host: _node_hardware(index + 1) for index, host in enumerate(hosts)})
     return hosts, inventory, playbook
 
 
