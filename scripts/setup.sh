@@ -29,6 +29,7 @@ APT_PACKAGES=(
   podman debootstrap uidmap  # molecule hosts: Debian containers running systemd
   chromium           # headless screenshots of the HTML report
   shellcheck         # lets ansible-test sanity check the shell scripts
+  numactl            # pins perftest to the HCA's NUMA node (bandwidth_check; taskset comes with util-linux)
   rsync util-linux systemd procps
   bsdextrautils      # column -t: the parsers are tested on aligned pastes
 )

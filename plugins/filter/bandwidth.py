@@ -40,10 +40,12 @@ def _call(name, function, *args, **kwargs):
         raise AnsibleFilterError("rdma.node.%s: %s" % (name, exc)) from None
 
 
-def bandwidth_ports(ports, link_layers=None, only=None, exclude=None, efficiency=0.9, gid_tables=None, gid_index=None):
-    """The ports of one host to test, with expected rates and RoCE GID indexes."""
+def bandwidth_ports(ports, link_layers=None, only=None, exclude=None, efficiency=0.95, gid_tables=None, gid_index=None,
+                    gpu_mode="host", efficiency_gpu=0.9, rdma=None):
+    """The ports of one host to test, with the memory of each test, expected rates and RoCE GID indexes."""
     return _call("bandwidth_ports", select_ports, ports, link_layers=link_layers, only=only, exclude=exclude,
-                 efficiency=efficiency, gid_tables=gid_tables, gid_index=gid_index)
+                 efficiency=efficiency, gid_tables=gid_tables, gid_index=gid_index, gpu_mode=gpu_mode,
+                 efficiency_gpu=efficiency_gpu, rdma=rdma)
 
 
 def bandwidth_pairs(hosts, rounds=ROUNDS_COVER):

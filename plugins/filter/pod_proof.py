@@ -100,6 +100,16 @@ def pod_proof_nccl_evidence(saved, launched, plan, groups):
     return _call("pod_proof_nccl_evidence", _pod_proof.nccl_evidence, saved, launched, plan, groups)
 
 
+def pod_proof_node_views(status, findings=None, time=None):
+    """Each inventory host's part of the pod proof (``_pod_proof.node_views``), stamped with ``time`` (now by default)."""
+    import time as clock  # the default stamp only
+
+    def build(status_, findings_, time_):
+        stamp = float(time_) if time_ is not None else clock.time()
+        return {host: dict(view, time=stamp) for host, view in _pod_proof.node_views(status_, findings_).items()}
+    return _call("pod_proof_node_views", build, status, findings, time)
+
+
 class FilterModule:
     """The pod proof's plan and pods."""
 
@@ -111,4 +121,5 @@ class FilterModule:
             "pod_proof_settled": pod_proof_settled,
             "pod_proof_nccl_files": pod_proof_nccl_files,
             "pod_proof_nccl_evidence": pod_proof_nccl_evidence,
+            "pod_proof_node_views": pod_proof_node_views,
         }

@@ -301,7 +301,8 @@ def ib_hca_entries(value):
 
 _TESTS_PARAMS = re.compile(r"nThread\s+(?P<nthread>\d+)\s+nGpus\s+(?P<ngpus>\d+)\s+minBytes\s+(?P<min>\d+)\s+maxBytes\s+(?P<max>\d+)")
 _TESTS_VERSION = re.compile(r"nccl-tests version (?P<version>\S+)")
-_TESTS_NAME = re.compile(r"Collective test starting: (?P<name>\S+)|\b(?P<binary>(?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)_perf)\b")
+_TESTS_NAME = re.compile(r"Collective test starting: (?P<name>\S+)|"
+                         r"\b(?P<binary>(?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)_perf)\b")
 _TESTS_DEVICE = re.compile(
     r"Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>.+?)\s+device\s+(?P<device>\d+)\s+"
     r"\[(?P<bus>[^\]]+)\]\s*(?P<name>.*?)\s*$"

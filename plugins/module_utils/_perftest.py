@@ -54,14 +54,25 @@ def parse_size(value):
 
 
 def build_argv(tool, device=None, ib_port=None, gid_index=None, size=None, all_sizes=False, qps=None,
-               iterations=None, report_gbits=True, extra_args=None, port=None, server=None):
-    """The perftest argv for one side; ``server`` (the address) makes it a client."""
+               iterations=None, report_gbits=True, extra_args=None, port=None, server=None, use_cuda=None,
+               use_cuda_dmabuf=False):
+    """The perftest argv for one side; ``server`` (the address) makes it a client.
+
+    ``use_cuda`` (a CUDA device index) puts the buffers in that GPU's memory (``--use_cuda=N``);
+    ``use_cuda_dmabuf`` registers them through DMA-BUF (``--use_cuda_dmabuf``, after ``--use_cuda``:
+    perftest refuses it before, linux-rdma/perftest issue 336)."""
     if tool not in TOOLS:
         raise PerftestError("tool %r is not a perftest tool this module runs: expected one of %s" % (tool, ", ".join(TOOLS)))
     if qps is not None and tool not in BW_TOOLS:
         raise PerftestError("qps is only accepted by the bandwidth tools (%s), not by %s" % (", ".join(BW_TOOLS), tool))
     if size is not None and all_sizes:
         raise PerftestError("size and all are mutually exclusive: all runs every size from 2 bytes to 8 MiB")
+    if use_cuda is not None and (isinstance(use_cuda, bool) or not isinstance(use_cuda, int) or use_cuda < 0):
+        raise PerftestError("use_cuda is the CUDA index of the GPU (0 or more), got %r" % (use_cuda,))
+    if use_cuda is not None and tool not in BW_TOOLS:
+        raise PerftestError("use_cuda is for the bandwidth tools (%s); %s does not test GPU memory" % (", ".join(BW_TOOLS), tool))
+    if use_cuda_dmabuf and use_cuda is None:
+        raise PerftestError("use_cuda_dmabuf needs use_cuda, the GPU whose memory DMA-BUF registers")
     argv = [tool]
     if device:
         argv += ["-d", device]
@@ -81,6 +92,10 @@ def build_argv(tool, device=None, ib_port=None, gid_index=None, size=None, all_s
         argv += ["-p", str(port)]
     if report_gbits and tool in BW_TOOLS:
         argv.append("--report_gbits")
+    if use_cuda is not None:
+        argv.append("--use_cuda=%d" % use_cuda)
+    if use_cuda_dmabuf:
+        argv.append("--use_cuda_dmabuf")
     argv += [str(arg) for arg in (extra_args or [])]
     if server:
         if server.strip().startswith("-"):
@@ -89,6 +104,55 @@ def build_argv(tool, device=None, ib_port=None, gid_index=None, size=None, all_s
         # "--" ends the options (perftest parses them with getopt_long): the address is never one.
         argv += ["--", server]
     return argv
+
+
+# Where Linux lists the NUMA nodes, their CPUs and which of them have memory.
+NUMA_NODES = "/sys/devices/system/node"
+# CUDA numbers the GPUs fastest first unless told otherwise; the roles count them in PCI bus order.
+CUDA_ORDER = "CUDA_DEVICE_ORDER=PCI_BUS_ID"
+
+
+def _node_list(text):
+    """The numbers of a kernel range list such as ``0-3,8``; an empty set for what is not one."""
+    numbers = set()
+    for part in (text or "").strip().split(","):
+        first, _sep, last = part.strip().partition("-")
+        if not first.isdigit() or (last and not last.isdigit()):
+            continue
+        numbers.update(range(int(first), int(last or first) + 1))
+    return numbers
+
+
+def pinning(numa_node, find_bin, nodes_dir=NUMA_NODES):
+    """How to pin a test to the HCA's NUMA node: ``{how, detail, prefix}``.
+
+    ``how`` is ``numactl`` (``--cpunodebind`` and, where the node has memory, ``--membind``), ``taskset``
+    (the node's CPUs, ``-c``; memory is not bound), or ``none``, with ``detail`` saying why: no NUMA node
+    given, a node this machine does not have, or neither tool installed. ``prefix`` goes in front of the
+    tool's argv; ``find_bin(name)`` is the path of a program or None (``module.get_bin_path``)."""
+    if numa_node is None:
+        return {"how": "none", "detail": "no NUMA node was given for the HCA", "prefix": []}
+    node = int(numa_node)
+    where = os.path.join(nodes_dir, "node%d" % node)
+    if node < 0 or not os.path.isdir(where):
+        return {"how": "none", "detail": "NUMA node %d does not exist on this machine (%s)" % (node, where), "prefix": []}
+    numactl = find_bin("numactl")
+    if numactl:
+        bind = ["--cpunodebind=%d" % node]
+        if node in _node_list(_read_text(os.path.join(nodes_dir, "has_memory"))):
+            bind.append("--membind=%d" % node)
+        return {"how": "numactl", "detail": " ".join(bind), "prefix": [numactl] + bind}
+    cpus = _read_text(os.path.join(where, "cpulist")).strip()
+    taskset = find_bin("taskset")
+    if taskset and _node_list(cpus):
+        return {"how": "taskset", "detail": "-c %s (the CPUs of NUMA node %d; numactl is not installed, so memory is not bound)"
+                % (cpus, node), "prefix": [taskset, "-c", cpus]}
+    return {"how": "none", "detail": "neither numactl nor taskset is installed (NUMA node %d)" % node, "prefix": []}
+
+
+def launch_prefix(pinned, gpu, env_bin="env"):
+    """What goes in front of the tool's argv: the CUDA device order for a GPU run (coreutils env), then the pinning."""
+    return ([env_bin, CUDA_ORDER] if gpu else []) + list(pinned["prefix"])
 
 
 def uses_rdma_cm_exchange(argv):
@@ -317,17 +381,19 @@ class _TermAsExit:
 
 
 def run_loopback(run_command, timeout_bin, server_argv, client_argv, port, timeout, workdir,
-                 popen=subprocess.Popen, grace=5.0, startup_delay=2.0, clock=time.monotonic, proc_root="/proc"):
+                 popen=subprocess.Popen, grace=5.0, startup_delay=2.0, clock=time.monotonic, proc_root="/proc", prefix=()):
     """Run a server in the background and the client against it; the server is always stopped.
 
     ``run_command(argv)`` returns ``(rc, stdout, stderr)`` (AnsibleModule.run_command). Returns a
     dict with ``server`` and ``client`` parts: ``cmd``, ``rc``, ``stdout``, ``stderr``,
     ``timed_out``, and for the server ``killed`` (still running when the client was done) and
-    ``pid``; ``client`` is None when the server failed before it listened.
+    ``pid``; ``client`` is None when the server failed before it listened. ``prefix`` goes in front
+    of both tools' argv, inside the deadline (launch_prefix()).
     """
     start = clock()
     deadline = start + timeout
-    server = BackgroundServer(with_deadline(timeout_bin, timeout, server_argv), workdir, popen=popen, proc_root=proc_root)
+    prefix = list(prefix)
+    server = BackgroundServer(with_deadline(timeout_bin, timeout, prefix + list(server_argv)), workdir, popen=popen, proc_root=proc_root)
     client = None
     readiness = None
     with _TermAsExit():
@@ -340,7 +406,7 @@ def run_loopback(run_command, timeout_bin, server_argv, client_argv, port, timeo
             if readiness == "listening":
                 remaining = max(deadline - clock(), 1.0)
                 client_started = clock()
-                rc, out, err = run_command(with_deadline(timeout_bin, remaining, client_argv))
+                rc, out, err = run_command(with_deadline(timeout_bin, remaining, prefix + list(client_argv)))
                 client = {
                     "cmd": list(client_argv),
                     "rc": rc,

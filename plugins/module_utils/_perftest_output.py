@@ -38,12 +38,18 @@ _DASHES = re.compile(r"^\s*-{10,}\s*$")
 _CUDA = re.compile(
     r"^(?:initializing CUDA|Listing all CUDA devices in system:|CUDA device \d+: PCIe address is \S+|Picking device No\. \d+|"
     r"There are \d+ devices supporting CUDA, picking first\.*|\[pid = \d+, dev = \d+\] device name = \[.*\]|"
-    r"creating CUDA Ctx|making it the current CUDA Ctx|cuMemAlloc\(\) of a \d+ bytes GPU buffer|"
-    r"allocated GPU buffer address at \S+ pointer=\S+|deallocating RX GPU buffer \S+|destroying current CUDA Ctx|"
-    r"Calling ibv_reg_dmabuf_mr\(.*\).*|using DMA-BUF for GPU buffer address at .*|"
+    r"creating CUDA Ctx|making it the current CUDA Ctx|cuMemAlloc\(\) of a \d+ bytes GPU buffer|CUDA device integrated: \w+|"
+    r"allocated GPU buffer address at \S+ pointer=\S+|allocated GPU buffer of a \d+ address at \S+ for type \w+|"
+    r"deallocating (?:RX )?GPU buffer \S+|destroying current CUDA Ctx|Finding PCIe BUS \S+|Picking GPU number \d+|"
+    r"Got PCIe address of: \S+|Starting GPU touching process|stopping CUDA gpu touch running kernel|"
+    r"Calling (?:ibv_reg_dmabuf_mr|mlx5dv_reg_dmabuf_mr|ibv_reg_mr_ex with dmabuf)\(.*\).*|using DMA-BUF for GPU buffer address at .*|"
     r"Perftest doesn't supports CUDA tests with inline messages: inline size set to 0|"
     r"Waiting for client rdma_cm QP to connect|Please run the same command with the IB/RoCE interface IP)\s*$"
 )
+# Which GPU a run used: perftest lists the CUDA devices with their PCIe bus, then the one it picked.
+_CUDA_DEVICE = re.compile(r"^CUDA device (?P<index>\d+): PCIe address is (?P<bus>[0-9A-Fa-f]+):(?P<slot>[0-9A-Fa-f]+)\s*$")
+_CUDA_PICKED = re.compile(r"^Picking (?:device No\.|GPU number) (?P<index>\d+)\s*$")
+_CUDA_FIRST = re.compile(r"^There are \d+ devices supporting CUDA, picking first")
 _STARS = re.compile(r"^\s*\*+\s*$")
 _BANNER = re.compile(r"Waiting for client to connect", re.IGNORECASE)
 _TITLE = re.compile(r"^\s*((?:[A-Za-z_]+ )+(?:BW|Latency|Lat) Test)\s*$")
@@ -63,7 +69,8 @@ _WARNING = re.compile(
     r"not recognized to implement|disabling dynamic polling",
     re.IGNORECASE,
 )
-_ERRORISH = re.compile(r"couldn'?t|unable|failed|error|not found|cannot|refused", re.IGNORECASE)
+# ERRNO: perftest's rdma_cm exchange prints strerror() on a line of its own (perftest_communication.c).
+_ERRORISH = re.compile(r"couldn'?t|unable|failed|error|not found|cannot|refused|^\s*ERRNO:", re.IGNORECASE)
 # What a paste carries besides the output: a shell prompt (``$ ib_write_bw ...``,
 # ``[root@node ~]# ...``), a ``#`` comment, the tool's command line itself.
 _PERFTEST_COMMAND = re.compile(r"^(?:sudo\s+)?(?:ib_(?:write|read|send|atomic)_(?:bw|lat)|raw_ethernet_\w+)(?:\s.*)?$")
@@ -102,14 +109,36 @@ _HINTS = {
         "running and reachable at that address and TCP port (-p, default 18515; firewalls, the pod "
         "network), and read the peer's own output - it may have failed first, for example with memlock."
     ),
+    "gpu_memory": (
+        "perftest could not use GPU memory. With --use_cuda the HCA registers the GPU's memory through the "
+        "peer-memory API: nvidia_peermem must be loaded (modprobe nvidia-peermem, or the GPU Operator's "
+        "driver.rdma.enabled) with an ib_core that has it (MLNX_OFED, or Linux's own since 5.x with the open "
+        "module's DMA-BUF instead); with --use_cuda_dmabuf the open NVIDIA kernel module and Linux 5.12 or newer. "
+        "A registration error 12 (ENOMEM) is the memlock limit instead. node_health's gpudirect finding says "
+        "which path the node lacks; a CUDA error before any registration means perftest was built without "
+        "CUDA, or the GPU index does not exist."
+    ),
     "unknown": (
         "perftest failed for a reason this collection does not recognise: read stdout/stderr, run the "
         "same command by hand, and check `ibv_devinfo` and `ulimit -l` on the node."
     ),
 }
 
-# Causes in priority order: a local failure explains the exchange failure its peer reports.
+# Causes in priority order: a local failure explains the exchange failure its peer reports. A GPU run
+# that cannot set up its GPU memory (src/cuda_memory.c, the memory type checks of
+# perftest_parameters.c) fails before anything else.
 _FAILURE_RULES = (
+    (
+        "gpu_memory",
+        re.compile(
+            r"There are no available device\(s\) that support CUDA|No such device ID \(\d+\) exists|"
+            r"Couldn'?t init GPU context|DMA-BUF is not supported on this GPU|cuInit\(0\) returned|"
+            r"cuMemAlloc(?:Host|Managed)? error|cuMemGetHandleForAddressRange error|cuCtxCreate\(\) error|"
+            r"cuDeviceGetByPCIBusId failed|CUDA DMA-BUF cannot be used without CUDA|"
+            r"DMABUF requested but not supported in this build|^\s*Unsupported memory type",
+            re.IGNORECASE,
+        ),
+    ),
     ("memlock", re.compile(r"couldn'?t allocate MR|failed to create mr|ibv_reg_mr", re.IGNORECASE)),
     (
         "device_not_found",
@@ -131,6 +160,13 @@ _FAILURE_RULES = (
         ),
     ),
 )
+
+
+# A run with its buffers in GPU memory: the lines perftest prints once it allocated one.
+_GPU_BUFFER = re.compile(r"^(?:cuMemAlloc\(\) of a|allocated GPU buffer|using DMA-BUF for GPU buffer|Calling ibv_reg_dmabuf_mr)")
+# Memory registration that failed for lack of locked memory (ENOMEM), which perftest 4.5-0.20 and later
+# print as "Couldn't allocate MR with error=12".
+_MR_ENOMEM = re.compile(r"error=12\b|Cannot allocate memory", re.IGNORECASE)
 
 
 def failure_causes():
@@ -371,9 +407,14 @@ def classify_failure(stdout, stderr="", rc=None, timed_out=False, has_results=Fa
     """
     lines = [line.strip() for line in _text_lines(stdout) + _text_lines(stderr)]
     lines = [line for line in lines if line]
+    gpu_buffer = any(_GPU_BUFFER.match(line) for line in lines)
     for cause, pattern in _FAILURE_RULES:
         for line in lines:
             if pattern.search(line):
+                if cause == "memlock" and gpu_buffer and not any(_MR_ENOMEM.search(other) for other in lines):
+                    # The buffer is GPU memory: its registration fails when the peer-memory or DMA-BUF path
+                    # is missing (EFAULT, "Bad address"), which the locked-memory limit has nothing to do with.
+                    cause = "gpu_memory"
                 return {"cause": cause, "hint": _HINTS[cause], "line": line}
     if timed_out:
         seconds = "%s s" % timeout if timeout is not None else "the timeout"
@@ -555,12 +596,34 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
         "warnings": warnings,
         "notes": notes.result(),
         "gpu_memory": bool(gpu_lines),
+        "gpu": cuda_device(gpu_lines),
     }
     result.update(_header_facts(header))
     result["failure"] = classify_failure(
         stdout, stderr, rc=rc, timed_out=timed_out, has_results=bool(rows), timeout=timeout, role=role
     )
     return result
+
+
+def cuda_device(lines):
+    """Which GPU a ``--use_cuda`` run used, from perftest's own lines: ``{cuda_index, bus, devices}`` (``bus``
+    as perftest prints it, ``bus:device`` in lower case, such as ``82:00``), or None when it printed none."""
+    devices = {}
+    picked = None
+    for line in lines or []:
+        device = _CUDA_DEVICE.match(line)
+        if device:
+            devices[int(device.group("index"))] = "%s:%s" % (device.group("bus").lower(), device.group("slot").lower())
+            continue
+        chosen = _CUDA_PICKED.match(line)
+        if chosen:
+            picked = int(chosen.group("index"))
+        elif _CUDA_FIRST.match(line):
+            picked = 0
+    if picked is None and not devices:
+        return None
+    return {"cuda_index": picked, "bus": devices.get(picked) if picked is not None else None,
+            "devices": {str(index): bus for index, bus in sorted(devices.items())}}
 
 
 def average_for(results, size=None):

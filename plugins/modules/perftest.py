@@ -16,7 +16,11 @@ description:
   - Every result row is parsed. Bandwidth is reported in Gb/s whatever unit perftest printed.
     perftest's C(MB/sec) is 2^20 bytes per second.
   - A failed run is classified into a cause an operator can act on, with a hint. The causes are
-    V(memlock), V(port_down), V(device_not_found), V(remote_unreachable) and V(unknown).
+    V(gpu_memory), V(memlock), V(port_down), V(device_not_found), V(remote_unreachable) and V(unknown).
+  - With O(use_cuda) the buffers are in a GPU's memory (GPUDirect RDMA), registered through the
+    peer-memory API (nvidia_peermem), or through DMA-BUF with O(use_cuda_dmabuf). With O(numa_node) the
+    tools run on that NUMA node's CPUs (C(numactl), else C(taskset), where installed; RV(pinning) says
+    which, or why neither).
   - Every run has a deadline, O(timeout). Each process runs under coreutils C(timeout) in a process
     group of its own, which ends the whole group at the deadline even if this module itself is killed.
     In loopback mode, the background server is stopped as soon as the client is done or has failed,
@@ -99,6 +103,28 @@ options:
   port:
     description: The TCP port of the exchange of connection data (C(-p)); perftest's default is V(18515).
     type: int
+  use_cuda:
+    description:
+      - Put the test's buffers in the memory of the GPU with this CUDA index (C(--use_cuda=N)), to test
+        GPUDirect RDMA. perftest must be built with CUDA.
+      - The tools run with C(CUDA_DEVICE_ORDER=PCI_BUS_ID), so the index counts the node's GPUs in PCI
+        address order (as C(nvidia-smi) lists them), whatever CUDA's own order; a C(CUDA_VISIBLE_DEVICES)
+        in the environment would renumber them.
+      - Only the bandwidth tools take it.
+    type: int
+  use_cuda_dmabuf:
+    description:
+      - Register the GPU memory through the kernel's DMA-BUF (C(--use_cuda_dmabuf)) instead of the
+        peer-memory API, which needs the open NVIDIA kernel module and Linux 5.12 or newer. Needs O(use_cuda).
+    type: bool
+    default: false
+  numa_node:
+    description:
+      - Run the tools on the CPUs of this NUMA node, the HCA's (its C(numa_node) in the facts of
+        M(rdma.node.ib_facts)), with C(numactl --cpunodebind=N) and C(--membind=N) where the node has memory,
+        else C(taskset -c) with the node's CPUs. Where neither tool is installed, or the node does not exist
+        on the machine, the test runs unpinned and RV(pinning) says so.
+    type: int
   timeout:
     description:
       - The longest the test may run, in seconds. In loopback mode, this covers the server's start-up
@@ -161,6 +187,16 @@ EXAMPLES = r"""
     fail_on_error: false
   register: perftest_client
 
+- name: GPUDirect RDMA loopback from the memory of GPU 1, on the HCA's NUMA node
+  rdma.node.perftest:
+    mode: loopback
+    device: mlx5_2
+    size: 1M
+    use_cuda: 1
+    use_cuda_dmabuf: "{{ ansible_facts.rdma.gpudirect.dma_buf_ready }}"
+    numa_node: "{{ ansible_facts.rdma.devices.mlx5_2.numa_node }}"
+  register: gpudirect
+
 - name: Tell the operator what to do
   ansible.builtin.debug:
     msg: "{{ perftest_client.failure.cause }}: {{ perftest_client.failure.hint }}"
@@ -222,7 +258,10 @@ failure:
   type: dict
   contains:
     cause:
-      description: One of V(memlock), V(port_down), V(device_not_found), V(remote_unreachable), V(unknown).
+      description:
+        - One of V(gpu_memory), V(memlock), V(port_down), V(device_not_found), V(remote_unreachable), V(unknown).
+        - V(gpu_memory) is a CUDA error, or memory registration that failed after perftest placed its buffer
+          in GPU memory without the errno of the locked-memory limit (12), so no peer memory or DMA-BUF path.
       type: str
       sample: memlock
     hint:
@@ -240,6 +279,21 @@ failure:
     line: Port number 1 state is Down
     side: server
     hint: "The port is not ACTIVE (see `ibstat`, State and Physical state): ..."
+pinning:
+  description:
+    - How the tools were pinned to O(numa_node). The module runs them as C(timeout ... [env CUDA_DEVICE_ORDER=PCI_BUS_ID]
+      [PINNING] TOOL ...).
+    - V(null) in check mode.
+  returned: always
+  type: dict
+  contains:
+    how:
+      description: V(numactl), V(taskset) or V(none).
+      type: str
+    detail:
+      description: The pinning's arguments, or why there is none.
+      type: str
+  sample: {how: numactl, detail: "--cpunodebind=1 --membind=1"}
 parsed:
   description:
     - What else the output says. Keys include V(test) (such as V(RDMA_Write BW Test)), V(kind)
@@ -248,8 +302,9 @@ parsed:
       V(Gb/sec) or V(MB/sec)), V(units_printed), V(sides), V(sides_agree), V(warnings) (such as
       C(Conflicting CPU frequency)), V(notes) (what the parser decided and the output lines it could
       not place, each with V(line), V(text) and V(reason), as the P(rdma.node.parse_perftest#filter)
-      filter returns them; each unplaced line is also a warning of the task), V(local_addresses) and
-      V(remote_addresses).
+      filter returns them; each unplaced line is also a warning of the task), V(local_addresses),
+      V(remote_addresses), V(gpu_memory) (the output shows a GPU buffer) and V(gpu) (the GPU perftest used,
+      with V(cuda_index), V(bus) as it prints it, such as V(82:00), and V(devices); or V(null)).
   returned: always
   type: dict
 server:
@@ -282,7 +337,9 @@ from ansible_collections.rdma.node.plugins.module_utils._perftest import (
     TOOLS,
     PerftestError,
     build_argv,
+    launch_prefix,
     parse_size,
+    pinning,
     run_loopback,
     timed_out_status,
     with_deadline,
@@ -321,8 +378,8 @@ def _side_failure(failure, side):
     return failure
 
 
-def _run_single(module, timeout_bin, argv, timeout, role):
-    rc, out, err = module.run_command(with_deadline(timeout_bin, timeout, argv))
+def _run_single(module, timeout_bin, argv, timeout, role, prefix):
+    rc, out, err = module.run_command(with_deadline(timeout_bin, timeout, prefix + argv))
     timed_out = timed_out_status(rc)
     parsed = parse_perftest(out, err, rc=rc, timed_out=timed_out, timeout=timeout, role=role)
     _warn_unplaced(module, parsed, role)
@@ -339,11 +396,11 @@ def _run_single(module, timeout_bin, argv, timeout, role):
     }
 
 
-def _run_loopback(module, timeout_bin, server_argv, client_argv, port, timeout):
+def _run_loopback(module, timeout_bin, server_argv, client_argv, port, timeout, prefix):
     workdir = tempfile.mkdtemp(prefix="perftest-", dir=module.tmpdir)
     run = None
     try:
-        run = run_loopback(module.run_command, timeout_bin, server_argv, client_argv, port, timeout, workdir)
+        run = run_loopback(module.run_command, timeout_bin, server_argv, client_argv, port, timeout, workdir, prefix=prefix)
     except OSError as exc:
         module.fail_json(msg="could not start the background server %s: %s" % (" ".join(server_argv), exc))
     finally:
@@ -432,6 +489,9 @@ def main():
             report_gbits=dict(type="bool", default=True),
             extra_args=dict(type="list", elements="str", default=[]),
             port=dict(type="int"),
+            use_cuda=dict(type="int"),
+            use_cuda_dmabuf=dict(type="bool", default=False),
+            numa_node=dict(type="int"),
             timeout=dict(type="int", default=120),
             fail_on_error=dict(type="bool", default=True),
         ),
@@ -456,6 +516,7 @@ def main():
             device=params["device"], ib_port=params["ib_port"], gid_index=params["gid_index"], size=size,
             all_sizes=params["all"], qps=params["qps"], iterations=params["iterations"],
             report_gbits=params["report_gbits"], extra_args=params["extra_args"], port=params["port"],
+            use_cuda=params["use_cuda"], use_cuda_dmabuf=params["use_cuda_dmabuf"],
         )
         server_argv = build_argv(tool, **common)
         client_argv = build_argv(tool, server=params["server"] if mode == "client" else LOOPBACK_ADDRESS, **common)
@@ -465,7 +526,7 @@ def main():
     main_argv = server_argv if mode == "server" else client_argv
     result = dict(
         changed=False, cmd=main_argv, rc=None, stdout="", stderr="", timed_out=False, results=[],
-        bw_average_gbps=None, failure=None, parsed={},
+        bw_average_gbps=None, failure=None, parsed={}, pinning=None,
     )
     if mode == "loopback":
         result["sides_agree"] = None
@@ -482,12 +543,15 @@ def main():
     # Run the binary that was found (PATH, then the sbin directories), and show that one in cmd.
     server_argv[0] = client_argv[0] = tool_path
     main_argv = server_argv if mode == "server" else client_argv
+    pinned = pinning(params["numa_node"], module.get_bin_path)
+    result["pinning"] = {"how": pinned["how"], "detail": pinned["detail"]}
+    prefix = launch_prefix(pinned, params["use_cuda"] is not None, module.get_bin_path("env", required=True))
 
     if mode == "loopback":
         run = _run_loopback(module, timeout_bin, server_argv, client_argv, params["port"] or DEFAULT_TCP_PORT,
-                            params["timeout"])
+                            params["timeout"], prefix)
     else:
-        run = _run_single(module, timeout_bin, main_argv, params["timeout"], mode)
+        run = _run_single(module, timeout_bin, main_argv, params["timeout"], mode, prefix)
     result.update(run)
     result["bw_average_gbps"] = average_for(result["results"], size)
 

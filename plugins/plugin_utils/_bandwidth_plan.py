@@ -22,6 +22,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
+from ansible_collections.rdma.node.plugins.plugin_utils import _gpu_memory
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import port_key
 
@@ -39,6 +40,9 @@ _ZERO_GID = re.compile(r"^[0:]*$")
 _IPV4_MAPPED = "0000:0000:0000:0000:0000:ffff:"
 _GID_LINE = re.compile(r"/(gids|gid_attrs/types|gid_attrs/ndevs)/(\d+):(.*)$")
 _PORT_NAME = re.compile(r"^[^/\s]+/\d+$")
+# The role's settings, as messages name them.
+VARIABLES = {"efficiency": "bandwidth_check_efficiency", "efficiency_gpu": "bandwidth_check_efficiency_gpu",
+             "gpu_mode": "bandwidth_check_gpu_mode"}
 # A failure on this side only says that the other side went away (or nothing clear): the peer's
 # own cause, when it has one, explains more.
 _VAGUE_CAUSES = ("remote_unreachable", "unknown")
@@ -132,16 +136,27 @@ def gid_texts(value):
     return texts
 
 
-def select_ports(ports, link_layers=None, only=None, exclude=None, efficiency=0.9, gid_tables=None, gid_index=None):
+def select_ports(ports, link_layers=None, only=None, exclude=None, efficiency=0.95, gid_tables=None, gid_index=None,
+                 gpu_mode="host", efficiency_gpu=0.9, rdma=None, variables=None):
     """The ports of one host to test, from ``ansible_facts.rdma.ports``.
 
-    Returns ``{"ports": [...], "skipped": [...], "efficiency": float}``. A tested port has ``name``
-    (``mlx5_0/1``), ``device``, ``port``, ``link_layer``, ``rate_gbps``, ``expected_gbps``,
-    ``netdevs``, ``gid_index`` and ``gid_source`` (``sysfs``: the RoCE v2 GID of the port's netdev;
-    ``variable``: ``gid_index`` given; ``none``: perftest's default). Skipped ports say why.
-    ``gid_tables`` holds the ``grep -r -H . gids gid_attrs`` output of the RoCE ports (see gid_texts()).
+    Returns ``{"ports": [...], "skipped": [...], "efficiency": float, "efficiency_gpu": float}``. A tested
+    port has ``name`` (``mlx5_0/1``), ``device``, ``port``, ``link_layer``, ``rate_gbps``,
+    ``expected_gbps``, ``netdevs``, ``gid_index`` and ``gid_source`` (``sysfs``: the RoCE v2 GID of the
+    port's netdev; ``variable``: ``gid_index`` given; ``none``: perftest's default), and the memory its
+    test uses for ``gpu_mode`` (``_gpu_memory.port_memory`` over the node's ``rdma`` facts with their
+    gpudirect and locality subsets): ``memory`` (host, cuda, dmabuf), ``memory_reason``, ``gpu`` (the GPU
+    nearest the HCA), ``cuda_index``, ``dmabuf``, ``numa_node`` (the HCA's) and ``efficiency``: the rate a
+    test must reach is the link rate x ``efficiency`` with host memory, x ``efficiency_gpu`` with GPU
+    memory. Skipped ports say why. ``gid_tables`` holds the ``grep -r -H . gids gid_attrs`` output of the
+    RoCE ports (see gid_texts()). ``variables`` names the settings in messages (keys ``efficiency``,
+    ``efficiency_gpu``, ``gpu_mode``; the role's variables by default).
     """
-    efficiency = _efficiency(efficiency)
+    names = dict(VARIABLES, **(variables or {}))
+    efficiency = _efficiency(efficiency, names["efficiency"])
+    efficiency_gpu = _efficiency(efficiency_gpu, names["efficiency_gpu"])
+    if gpu_mode not in _gpu_memory.CHOICES:
+        raise BandwidthPlanError("%s: expected one of %s, got %r" % (names["gpu_mode"], ", ".join(_gpu_memory.CHOICES), gpu_mode))
     layers = _names(link_layers, "bandwidth_check_link_layers") or list(LINK_LAYERS)
     for layer in layers:
         if layer not in LINK_LAYERS:
@@ -186,13 +201,17 @@ def select_ports(ports, link_layers=None, only=None, exclude=None, efficiency=0.
             elif index is None:
                 source = "none"
         rate = entry.get("rate_gbps")
+        memory = _gpu_memory.port_memory(rdma, entry["device"], gpu_mode)
+        share = efficiency if memory["mode"] == "host" else efficiency_gpu
         tested.append({
             "name": name, "device": entry["device"], "port": int(entry["port"]), "link_layer": entry.get("link_layer"),
-            "rate_gbps": rate, "expected_gbps": expected_gbps(rate, efficiency), "netdevs": netdevs,
-            "gid_index": index, "gid_source": source,
+            "rate_gbps": rate, "expected_gbps": expected_gbps(rate, share), "netdevs": netdevs,
+            "gid_index": index, "gid_source": source, "memory": memory["mode"], "memory_reason": memory["reason"],
+            "gpu": memory["gpu"], "cuda_index": memory["cuda_index"], "dmabuf": memory["dmabuf"], "numa_node": memory["numa_node"],
+            "efficiency": share,
         })
     tested.sort(key=lambda p: (LINK_LAYERS.index(p["link_layer"]), p["device"], p["port"]))
-    return {"ports": tested, "skipped": skipped, "efficiency": efficiency}
+    return {"ports": tested, "skipped": skipped, "efficiency": efficiency, "efficiency_gpu": efficiency_gpu}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -282,8 +301,16 @@ def _min_known(values):
     return min(known) if known else None
 
 
+_MEMORY_KEYS = ("memory", "memory_reason", "gpu", "cuda_index", "dmabuf", "numa_node", "efficiency")
+
+
 def _port_ref(port):
-    return {"name": port["name"], "device": port["device"], "port": port["port"], "gid_index": port["gid_index"]}
+    """What one side of a pair test needs of its port: the device, the GID, and the memory its test uses."""
+    ref = {"name": port["name"], "device": port["device"], "port": port["port"], "gid_index": port["gid_index"]}
+    ref.update((key, port.get(key)) for key in _MEMORY_KEYS)
+    ref.setdefault("memory", "host")
+    ref["memory"] = ref["memory"] or "host"
+    return ref
 
 
 def _tcp_port(base, offset, what):
@@ -450,9 +477,12 @@ def _outcome(result):
     """What one perftest task result says: ``{ran, measured_gbps, cause, line, side, hint, msg, cmd}``."""
     if not isinstance(result, Mapping) or not result:
         return {"ran": False, "measured_gbps": None, "cause": None, "line": None, "side": None, "hint": None,
-                "msg": None, "cmd": None}
+                "msg": None, "cmd": None, "gpu_used": None, "pinning": None, "warnings": []}
+    parsed = result.get("parsed") if isinstance(result.get("parsed"), Mapping) else {}
     outcome = {"ran": True, "measured_gbps": result.get("bw_average_gbps"), "cause": None, "line": None,
-               "side": None, "hint": None, "msg": result.get("msg"), "cmd": result.get("cmd")}
+               "side": None, "hint": None, "msg": result.get("msg"), "cmd": result.get("cmd"),
+               "gpu_used": parsed.get("gpu"), "pinning": result.get("pinning"),
+               "warnings": [w for w in parsed.get("warnings") or [] if isinstance(w, str)]}
     if result.get("skipped"):
         outcome["ran"] = False
         return outcome
@@ -491,6 +521,7 @@ def _loopback_verdict(entry, result):
         "cause": outcome["cause"], "line": outcome["line"], "hint": outcome["hint"], "gid_index": entry["gid_index"],
         "gid_source": entry["gid_source"], "tcp_port": entry["tcp_port"], "cmd": outcome["cmd"],
     }
+    status.update(_memory_status(entry, outcome))
     if not outcome["ran"]:
         status["verdict"] = "not_run"
         return status, "not_run", None
@@ -502,6 +533,15 @@ def _loopback_verdict(entry, result):
         status["cause"] = "unknown"
         return status, "no_result", None
     return status, status["verdict"], None
+
+
+def _memory_status(port, outcome):
+    """What a test's status says of its memory: the mode, the nearest GPU and the one perftest used, the pinning."""
+    gpu = port.get("gpu") if isinstance(port.get("gpu"), Mapping) else None
+    return {"memory": port.get("memory") or "host", "memory_reason": port.get("memory_reason"),
+            "efficiency": port.get("efficiency"), "gpu": (gpu or {}).get("pci_address"),
+            "gpu_used": (outcome["gpu_used"] or {}).get("bus"), "pinning": outcome["pinning"],
+            "warnings": outcome["warnings"]}
 
 
 def _records(pair_runs):
@@ -528,6 +568,11 @@ def _pair_verdict(host, test, records):
         "measured_gbps": None, "verdict": None, "cause": None, "side": None, "line": None, "hint": None,
         "tcp_port": test["tcp_port"], "server_stopped_by": server_record.get("stopped_by"),
     }
+    mine, theirs = (server, client) if role == "server" else (client, server)
+    status.update(_memory_status(test["server_port"] if role == "server" else test["client_port"], mine))
+    status["peer_memory"] = (test["client_port"] if role == "server" else test["server_port"]).get("memory") or "host"
+    # perftest's CPU frequency warning is printed by either side; a figure below expectation is read with it.
+    status["warnings"] = list(dict.fromkeys(mine["warnings"] + theirs["warnings"]))
     if not server_record and not client_record:
         status["verdict"] = "not_run"
         return status, "not_run", None
@@ -604,7 +649,8 @@ def verdicts(plan, host, loopback_results=None, pair_runs=None, check_mode=False
             group = entry["name"]
     return {
         "host": host, "tool": plan["tool"], "check_mode": bool(check_mode), "group": group,
-        "efficiency": (selection or {}).get("efficiency"), "skipped": (selection or {}).get("skipped") or [],
+        "efficiency": (selection or {}).get("efficiency"), "efficiency_gpu": (selection or {}).get("efficiency_gpu"),
+        "skipped": (selection or {}).get("skipped") or [],
         "no_active_port": host in plan["ports"] and not plan["ports"][host],
         "loopback": loopback, "pairs": pairs,
         "notes": [n["note"] for n in plan.get("notes") or [] if host in n["hosts"]],

@@ -27,6 +27,7 @@ from ansible_collections.rdma.node.plugins.plugin_utils._checks.fleet import ROL
 from ansible_collections.rdma.node.plugins.plugin_utils._findings import tally
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report_physical import views_of
+from ansible_collections.rdma.node.plugins.plugin_utils._pod_proof import node_views
 
 # The version of the report's JSON shape; a consumer checks it before reading the rest.
 SCHEMA_VERSION = 3
@@ -80,13 +81,42 @@ def cluster_sections(hosts_vars, sources):
     return [clusters[name] for name in sorted(clusters)]
 
 
+def pair_hosts(subject):
+    """The two hosts of a pair test's id ``SERVER:PORT>CLIENT:PORT`` (``a:mlx5_0/1>b:mlx5_0/1``), or None
+    for any other subject. A port name has no colon, so a host name may (an IPv6 address)."""
+    server, sep, client = str(subject or "").partition(">")
+    if not sep or ">" in client:
+        return None
+    hosts = [side.rpartition(":")[0] for side in (server, client)]
+    return hosts if all(hosts) else None
+
+
 def _node_findings(clusters):
-    """Cluster findings by the node they concern (their subject), to show on that host too."""
+    """Cluster findings by the node they concern (their subject), to show on that host too; a pair test's
+    finding (``SERVER:PORT>CLIENT:PORT``) on both of its hosts, since neither node is proven."""
     by_node = {}
     for cluster in clusters:
         for item in cluster["findings"]:
-            by_node.setdefault(str(item.get("subject")), []).append(item)
+            hosts = pair_hosts(item.get("subject")) or [str(item.get("subject"))]
+            for host in dict.fromkeys(hosts):
+                by_node.setdefault(host, []).append(item)
     return by_node
+
+
+def pod_proof_by_host(clusters):
+    """``{host: {"pairs", "pods", "nccl", "memlock_capped"}}`` from the pod proof's status in the cluster section
+    (``_pod_proof.node_views``): each host's side of its pod pairs, what its pods printed, its groups' NCCL."""
+    by_host = {}
+    for cluster in clusters:
+        status = cluster["roles"].get("pod_proof")
+        if isinstance(status, dict):
+            findings = [f for f in cluster["findings"] if f.get("role") == "pod_proof"]
+            for host, view in node_views(status, findings).items():
+                merged = by_host.setdefault(host, {"pairs": [], "pods": [], "nccl": [], "memlock_capped": False})
+                for key in ("pairs", "pods", "nccl"):
+                    merged[key].extend(view[key])
+                merged["memlock_capped"] = merged["memlock_capped"] or view["memlock_capped"]
+    return by_host
 
 
 def _pcie(device, pcie_facts, name):
@@ -193,8 +223,9 @@ def counter_rises(node_health, rdma):
     return {"source": _text(source), "interval_seconds": interval, "rates": rising}
 
 
-def host_entry(name, host_vars, sources, node_findings=None, removed=False):
-    """Everything the report shows about one host; ``removed``: Ansible took it out of the play."""
+def host_entry(name, host_vars, sources, node_findings=None, removed=False, pod_proof=None):
+    """Everything the report shows about one host; ``removed``: Ansible took it out of the play;
+    ``pod_proof``: its part of the pod proof (pod_proof_by_host())."""
     findings = []
     statuses = {}
     for source in sources:
@@ -240,6 +271,8 @@ def host_entry(name, host_vars, sources, node_findings=None, removed=False):
         "driver": statuses.get("driver_verify"),
         # Each loopback and pair test: port, peer (pairs), measured and expected Gb/s, verdict, cause.
         "bandwidth": (bandwidth.get("loopback") or []) + (bandwidth.get("pairs") or []),
+        # Its side of each pod pair of the pod proof, what its pods printed, its groups' NCCL transport.
+        "pod_proof": (pod_proof or {}).get(name) or (pod_proof or {}).get(name.split(".")[0]),
         "counter_rises": counter_rises(statuses.get("node_health"), rdma),
         # Temperatures, AER totals, BER and RoCE QoS, compact (None where no physical subset was gathered).
         "physical": views_of(host_vars.get("ansible_facts")).get("physical"),
@@ -308,7 +341,8 @@ def build_report(hosts, sources, title="RDMA fleet report", generated_at=None, c
     for name, items in fleet_findings(hosts, sources).items():
         by_node.setdefault(name, []).extend(items)
     removed = set(removed)
-    entries = [host_entry(name, host_vars or {}, sources, by_node, name in removed) for name, host_vars in hosts.items()]
+    proofs = pod_proof_by_host(clusters)
+    entries = [host_entry(name, host_vars or {}, sources, by_node, name in removed, proofs) for name, host_vars in hosts.items()]
     entries.sort(key=lambda h: (STATUS_ORDER[h["status"]], -h["critical"], -h["warning"], h["name"]))
     groups = {}
     for entry in entries:

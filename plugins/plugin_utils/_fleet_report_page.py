@@ -19,6 +19,9 @@ BANDWIDTH_KEYS = ("port", "peer", "measured_gbps", "expected_gbps", "verdict", "
 FINDING_KEYS = ("severity", "role", "check", "subject", "message")
 NOT_CHECKED_KEYS = ("role", "check", "subject", "reason")
 DRIVER_KEYS = ("kernel", "next_boot_kernel", "ofed_version", "missing_kernels")
+POD_PAIR_KEYS = ("port", "peer", "memory", "measured_gbps", "expected_gbps", "verdict", "cause")
+POD_KEYS = ("side", "memlock", "ipc_lock", "stuck")
+NCCL_KEYS = ("group", "network", "transports")
 
 # In a <script> element the HTML parser ends the element at "</script" and treats "<!--" specially,
 # whatever the JSON means: spelling these characters as JSON escapes keeps the text inert.
@@ -50,10 +53,20 @@ def page_host(entry):
         "not_checked": [_pick(n, NOT_CHECKED_KEYS) for n in entry.get("not_checked") or []],
         "counter_rises": entry.get("counter_rises"),
         "physical": entry.get("physical"),
+        "pod_proof": _pod_proof(entry.get("pod_proof")),
     }
     host.update(_pick(driver, DRIVER_KEYS))
     host["missing_kernels"] = list(host["missing_kernels"] or [])
     return host
+
+
+def _pod_proof(proof):
+    """What the page shows of a host's part in the pod proof, or None where it took none."""
+    if not isinstance(proof, dict):
+        return None
+    return {"pairs": [_pick(t, POD_PAIR_KEYS) for t in proof.get("pairs") or []],
+            "pods": [_pick(p, POD_KEYS) for p in proof.get("pods") or []],
+            "nccl": [_pick(n, NCCL_KEYS) for n in proof.get("nccl") or []]}
 
 
 def page_data(report):

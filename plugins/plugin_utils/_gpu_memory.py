@@ -31,6 +31,8 @@ CHOICES = MODES + ("auto",)
 # Nearest first, as ib_facts' locality names them (nvidia-smi topo: PIX/PXB, -, PHB, NODE, SYS).
 RELATIONS = ("same_pcie_switch", "same_root_port", "same_host_bridge", "same_numa_node", "cross_numa", "unknown")
 DEFAULT_EFFICIENCY = {"host": 0.95, "gpu": 0.90}
+# What a failure with GPU memory says where the facts found the path ready (or were not gathered to say otherwise).
+READY = "the node's GPUDirect facts show that path ready, or were not gathered: check perftest's CUDA build and the GPU (nvidia-smi)"
 
 
 class GpuMemoryError(CheckError):
@@ -122,14 +124,16 @@ def hca_numa_node(rdma, device):
 
 
 def port_memory(rdma, device, wanted):
-    """What a test of the port of ``device`` uses: ``{mode, reason, gpu, numa_node, perftest_args}``.
+    """What a test of the port of ``device`` uses: ``{mode, reason, gpu, cuda_index, dmabuf, numa_node}``.
 
-    ``perftest_args`` are the arguments to add: ``--use_cuda=<index>`` (and ``--use_cuda_dmabuf``) for
-    a GPU mode with a known nearest GPU; without one, ``--use_cuda=0`` and the reason says so.
+    ``cuda_index`` is the GPU for ``--use_cuda`` (``dmabuf``: with ``--use_cuda_dmabuf``) in a GPU mode:
+    the GPU nearest the HCA; without locality facts, index 0, and the reason says so. ``numa_node`` is
+    the HCA's, to pin the test to, in every mode.
     """
     gpudirect = (rdma or {}).get("gpudirect") if isinstance(rdma, Mapping) else None
     mode, reason = choose_mode(wanted, gpudirect)
-    entry = {"mode": mode, "reason": reason, "gpu": None, "numa_node": hca_numa_node(rdma, device), "perftest_args": []}
+    entry = {"mode": mode, "reason": reason, "gpu": None, "cuda_index": None, "dmabuf": mode == "dmabuf",
+             "numa_node": hca_numa_node(rdma, device)}
     if mode == "host":
         return entry
     gpu = nearest_gpu(rdma, device)
@@ -139,5 +143,21 @@ def port_memory(rdma, device, wanted):
         index = 0
         note = "no GPU locality facts for %s (rdma.locality): the first GPU (CUDA index 0) is used" % device
         entry["reason"] = "%s; %s" % (reason, note) if reason else note
-    entry["perftest_args"] = ["--use_cuda=%d" % index] + (["--use_cuda_dmabuf"] if mode == "dmabuf" else [])
+    entry["cuda_index"] = index
     return entry
+
+
+def memory_text(mode, gpu=None):
+    """``host memory``, or ``GPU memory (cuda, GPU 0000:1b:00.0)`` as the findings say it."""
+    if mode == "host":
+        return "host memory"
+    where = (gpu or {}).get("pci_address") if isinstance(gpu, Mapping) else None
+    return "GPU memory (%s%s)" % (mode, ", GPU %s" % where if where else "")
+
+
+def same_gpu(pci_address, bus):
+    """Whether perftest's ``bus`` (``1b:00``, as it prints the PCIe address) is the GPU at ``pci_address`` (``0000:1b:00.0``)."""
+    if not pci_address or not bus:
+        return None
+    parts = str(pci_address).lower().split(":")
+    return ":".join(parts[-2:]).split(".", maxsplit=1)[0] == str(bus).lower() if len(parts) >= 2 else None

@@ -4,8 +4,9 @@
 """A host's RDMA health as Prometheus text format, for node_exporter's textfile collector.
 
 Input is the host's ``ansible_facts`` (``rdma`` from ib_facts, every ``<role>_findings``, the
-``node_health_status``, and on the controller that ran it the ``k8s_quarantine_status``); output is
-the content of one ``.prom`` file. Every metric is ``rdma_node_*``
+``node_health_status``, the ``bandwidth_check_status`` and ``pod_proof_node``, the host's part of
+the pod proof that the pod_proof role keeps in its facts, and on the controller that ran it the
+``k8s_quarantine_status``); output is the content of one ``.prom`` file. Every metric is ``rdma_node_*``
 with ``# HELP`` and ``# TYPE`` lines, label values escaped as the exposition format says (backslash,
 double quote, newline), samples sorted so that two runs on the same facts write the same text.
 The file is written by ``rdma.node.evaluate``'s node writer (a temporary file renamed into place), so
@@ -158,6 +159,83 @@ def _down_families(rdma):
     return [periods, longest]
 
 
+def _bytes(value):
+    """A limit as ``/proc`` prints it (``unlimited`` or bytes) as a sample value: +Inf for unlimited, None when unreadable."""
+    text = str(value if value is not None else "").strip()
+    if text == "unlimited":
+        return float("inf")
+    return int(text) if text.isdigit() else None
+
+
+def bandwidth_families(status):
+    """The measured and expected Gb/s of every bandwidth_check test of the host, labelled with the memory it used."""
+    measured = _Family("bandwidth_gbps", "gauge", "Bandwidth a bandwidth_check test (ib_write_bw loopback or pair) measured, in Gb/s, "
+                       "by the memory it used (host, cuda, dmabuf).")
+    expected = _Family("bandwidth_expected_gbps", "gauge", "Bandwidth that bandwidth_check test must reach: the link rate x the "
+                       "efficiency of its memory (0.95 host, 0.90 GPU by default), in Gb/s.")
+    status = status if isinstance(status, dict) else {}
+    for test, kind in [(t, "loopback") for t in status.get("loopback") or []] + [(t, "pair") for t in status.get("pairs") or []]:
+        if not isinstance(test, dict):
+            continue
+        labels = {"test": kind, "port": test.get("port") or "", "peer": ("%s:%s" % (test.get("peer"), test.get("peer_port"))) if kind == "pair" else "",
+                  "memory": test.get("memory") or "host"}
+        measured.add(labels, test.get("measured_gbps"))
+        expected.add(labels, test.get("expected_gbps"))
+    return [measured, expected]
+
+
+def pod_proof_families(view):
+    """The host's part of the pod proof (``pod_proof_node``, kept by the pod_proof role): its pods' memlock,
+    each of its pod pairs' Gb/s by memory, and the NCCL transport of its groups."""
+    memlock = _Family("pod_memlock_bytes", "gauge", "RLIMIT_MEMLOCK of a pod of the pod proof on this node (what the pod's /proc/self/limits "
+                      "said; +Inf for unlimited), by side and limit (soft, hard).")
+    ipc_lock = _Family("pod_ipc_lock", "gauge", "1 when CAP_IPC_LOCK was effective in that pod, else 0.")
+    capped = _Family("pod_memlock_capped", "gauge", "1 when a pod of the pod proof on this node ran with a capped memlock and no "
+                     "CAP_IPC_LOCK (the pod_memlock_capped finding), else 0.")
+    measured = _Family("pod_bandwidth_gbps", "gauge", "Bandwidth an ib_write_bw test between pods measured, in Gb/s, by this node's "
+                       "role in the pair, its peer, and the memory of this node's pod (host, cuda, dmabuf).")
+    expected = _Family("pod_bandwidth_expected_gbps", "gauge", "Bandwidth that pod pair must reach: the link rate x the efficiency of its "
+                       "memory, in Gb/s.")
+    channels = _Family("nccl_channels", "gauge", "Channel lines of the NCCL log of a group of this node, by transport (net_ib, net_socket, "
+                       "p2p, shm, ...).")
+    gdrdma = _Family("nccl_gdrdma_channels", "gauge", "Channels of that NCCL log over IB with GPUDirect RDMA (/GDRDMA).")
+    fallback = _Family("nccl_socket_fallback", "gauge", "1 when NCCL in that group's log carried inter-node traffic over sockets "
+                       "(NET/Socket, Using network Socket), else 0.")
+    busbw = _Family("nccl_busbw_gigabytes_per_second", "gauge", "nccl-tests' bus bandwidth at its largest size in that group's output, in GB/s.")
+    view = view if isinstance(view, dict) else {}
+    for pod in view.get("pods") or []:
+        if not isinstance(pod, dict):
+            continue
+        side = pod.get("side") or ""
+        limits = pod.get("memlock") if isinstance(pod.get("memlock"), dict) else {}
+        for limit in ("soft", "hard"):
+            memlock.add({"side": side, "limit": limit}, _bytes(limits.get(limit)))
+        if pod.get("ipc_lock") is not None:
+            ipc_lock.add({"side": side}, bool(pod["ipc_lock"]))
+    if view.get("pods"):
+        capped.add({}, bool(view.get("memlock_capped")))
+    for pair in view.get("pairs") or []:
+        if not isinstance(pair, dict):
+            continue
+        labels = {"role": pair.get("role") or "", "port": pair.get("port") or "", "peer": "%s:%s" % (pair.get("peer"), pair.get("peer_port")),
+                  "memory": pair.get("memory_mode") or "host"}
+        measured.add(labels, pair.get("measured_gbps"))
+        expected.add(labels, pair.get("expected_gbps"))
+    for nccl in view.get("nccl") or []:
+        if not isinstance(nccl, dict):
+            continue
+        group = {"group": nccl.get("group") or ""}
+        transports = nccl.get("transports") if isinstance(nccl.get("transports"), dict) else None
+        if transports is None and nccl.get("network") is None:
+            continue  # nothing of NCCL's transport was read: not a zero
+        for kind, count in sorted((transports or {}).items()):
+            channels.add(dict(group, transport=kind), count)
+        gdrdma.add(group, nccl.get("gdrdma_channels"))
+        fallback.add(group, bool((transports or {}).get("net_socket")) or nccl.get("network") == "Socket")
+        busbw.add(group, nccl.get("busbw_at_largest"))
+    return [memlock, ipc_lock, capped, measured, expected, channels, gdrdma, fallback, busbw]
+
+
 def physical_families(rdma):
     """The metric families of the physical-layer facts (AER, PCIe path, RoCE QoS, link quality, link downtime)."""
     families = []
@@ -241,8 +319,13 @@ def render(facts, now=None):
                     unjudged.add({"role": role, "check": entry.get("check") or "?", "subject": entry.get("subject") or ""}, 1)
     quarantine = _quarantine_families(facts.get("k8s_quarantine_status"))
     last_run.add({}, float(now if now is not None else time.time()))
+    proof = facts.get("pod_proof_node") if isinstance(facts.get("pod_proof_node"), dict) else {}
+    proof_time = _Family("pod_proof_timestamp_seconds", "gauge", "When the pod proof (or the main job's NCCL judgement) last judged this "
+                         "node's pods and its groups' NCCL logs (seconds since the epoch): the pod_* and nccl_* samples are that old.")
+    proof_time.add({}, proof.get("time") if isinstance(proof.get("time"), (int, float)) and not isinstance(proof.get("time"), bool) else None)
     lines = []
     for family in (state, active, rate, counter, counter_rate, saturated, temperature, temperature_crit, *physical_families(rdma),
+                   *bandwidth_families(facts.get("bandwidth_check_status")), *pod_proof_families(proof), proof_time,
                    findings, skipped, unjudged, *quarantine, last_run):
         lines.extend(family.lines())
     return "\n".join(lines) + "\n"

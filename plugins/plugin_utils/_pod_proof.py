@@ -115,8 +115,9 @@ def group_settings(name, raw, defaults):
     else:
         merged["nccl_min_busbw"] = None
     for key in ("nccl_log", "nccl_tests_output"):
-        if merged[key] is not None and not isinstance(merged[key], str):
-            raise PodProofError("pod_proof_groups.%s.%s: expected the path of a saved file, got %r" % (name, key, merged[key]))
+        if merged[key] is not None and not (isinstance(merged[key], str) and merged[key].startswith("/")):
+            raise PodProofError("pod_proof_groups.%s.%s: expected the absolute path of a saved file on the controller, got %r"
+                                % (name, key, merged[key]))
     return merged
 
 
@@ -141,13 +142,17 @@ def plan(hostvars, groups, hosts, options):
     """The whole proof: ``{groups, tests, batches, hosts, notes}``.
 
     ``hosts`` are the inventory hosts in scope, ``groups`` Ansible's group map, ``hostvars`` their
-    variables (facts included). ``options``: ``groups`` (group -> settings), ``defaults`` (the role's
-    default settings), ``rounds``, ``max_pairs``, ``tool``, ``tcp_port``. A host is paired within the
-    first of its groups that has settings; a host without RDMA facts is left out with a note.
+    variables (facts included). ``options``: ``groups`` (group -> settings), ``groups_text`` (more groups
+    as YAML or JSON text, as an AWX survey gives them: a group there replaces the same group of
+    ``groups``), ``defaults`` (the role's default settings), ``rounds``, ``max_pairs``, ``tool``,
+    ``tcp_port``, ``run_pods`` (false: the pairs are planned and shown, nothing is run or judged of them).
+    A host is paired within the first of its groups that has settings; a host without RDMA facts is
+    left out with a note.
     """
     settings_raw = options.get("groups") or {}
     if not isinstance(settings_raw, Mapping):
         raise PodProofError("pod_proof_groups: expected a mapping of inventory group to settings, got %r" % (settings_raw,))
+    settings_raw = dict(settings_raw, **groups_from_text(options.get("groups_text")))
     defaults = options.get("defaults") or {}
     max_pairs = _int(options.get("max_pairs", 4), "pod_proof_max_pairs_in_flight", 1)
     tcp_port = _int(options.get("tcp_port", 18515), "pod_proof_tcp_port", 1)
@@ -175,17 +180,15 @@ def plan(hostvars, groups, hosts, options):
                                                                    "first or read a fact cache; its pods were not planned." % host})
             continue
         setting = settings[group]
-        per_port = {}
-        selection = _bandwidth_plan.select_ports(rdma["ports"], link_layers=defaults.get("link_layers"),
-                                                 only=defaults.get("ports"), exclude=defaults.get("exclude_ports"),
-                                                 efficiency=setting["efficiency_host"], gid_index=defaults.get("gid_index"))
-        for port in selection["ports"]:
-            used = _gpu_memory.port_memory(rdma, port["device"], setting["gpu_mode"])
-            efficiency = _gpu_memory.efficiency_for(used["mode"], setting["efficiency_host"], setting["efficiency_gpu"])
-            port["expected_gbps"] = _bandwidth_plan.expected_gbps(port["rate_gbps"], efficiency)
-            port["memory"] = used["mode"]
-            per_port[port["name"]] = dict(used, efficiency=efficiency)
-        memory[host] = per_port
+        selection = _bandwidth_plan.select_ports(
+            rdma["ports"], link_layers=defaults.get("link_layers"), only=defaults.get("ports"), exclude=defaults.get("exclude_ports"),
+            efficiency=setting["efficiency_host"], gid_index=defaults.get("gid_index"), gpu_mode=setting["gpu_mode"],
+            efficiency_gpu=setting["efficiency_gpu"], rdma=rdma,
+            variables={"efficiency": "pod_proof_groups.%s.efficiency_host" % group, "efficiency_gpu": "pod_proof_groups.%s.efficiency_gpu" % group,
+                       "gpu_mode": "pod_proof_groups.%s.gpu_mode" % group})
+        memory[host] = {port["name"]: {"mode": port["memory"], "reason": port["memory_reason"], "gpu": port["gpu"],
+                                       "cuda_index": port["cuda_index"], "dmabuf": port["dmabuf"], "numa_node": port["numa_node"],
+                                       "efficiency": port["efficiency"]} for port in selection["ports"]}
         described[host] = {"group": group, "address": node_name(hostvars, host), "ports": selection["ports"],
                            "efficiency": setting["efficiency_host"]}
     built = _bandwidth_plan.build_plan(described, order=order, tcp_port_base=tcp_port, rounds=options.get("rounds"),
@@ -211,7 +214,27 @@ def plan(hostvars, groups, hosts, options):
         "tool": built["tool"], "groups": built["groups"], "settings": settings, "hosts": order, "group_of": group_of,
         "nodes": {host: node_name(hostvars, host) for host in order}, "tests": tests, "batches": batches,
         "notes": notes, "bandwidth_plan": built, "max_pairs": max_pairs, "tcp_port": tcp_port,
+        "run_pods": bool(options.get("run_pods", True)),
     }
+
+
+def groups_from_text(text):
+    """``pod_proof_groups_text``: the groups and their settings as YAML or JSON text (a survey's textarea), or {}."""
+    if text is None or not str(text).strip():
+        return {}
+    import yaml  # on the controller only (plugin_utils), where Ansible brings PyYAML
+
+    try:
+        value = yaml.safe_load(str(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = " at line %d, column %d" % (mark.line + 1, mark.column + 1) if mark is not None else ""
+        raise PodProofError("pod_proof_groups_text: not YAML or JSON%s (%s); expected a mapping such as "
+                            "{ib-a100: {rdma_resource: rdma/rdma_a100, gpus: 1}}" % (where, getattr(exc, "problem", None) or exc)) from None
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise PodProofError("pod_proof_groups_text: expected a mapping of inventory group to settings such as "
+                            "{ib-a100: {rdma_resource: rdma/rdma_a100, gpus: 1}}, got %s" % type(value).__name__)
+    return dict(value)
 
 
 # ------------------------------------------------------------------------------------------ pods
@@ -265,8 +288,9 @@ def perftest_argv(test, side, options, server_address=None):
         argv = build_argv(options.get("tool") or "ib_write_bw", device=port["device"], ib_port=port["port"],
                           gid_index=port.get("gid_index"), size=parse_size(size) if not options.get("all_sizes") else None,
                           all_sizes=bool(options.get("all_sizes")), qps=options.get("qps"), iterations=options.get("iterations"),
-                          report_gbits=True, extra_args=list(options.get("extra_args") or []) + list(memory["perftest_args"]),
-                          port=test["tcp_port"], server=server_address if side == "client" else None)
+                          report_gbits=True, extra_args=options.get("extra_args"), port=test["tcp_port"],
+                          server=server_address if side == "client" else None, use_cuda=memory.get("cuda_index"),
+                          use_cuda_dmabuf=bool(memory.get("dmabuf")))
     except PerftestError as exc:
         raise PodProofError("pod_proof: %s" % exc) from None
     return argv
@@ -319,7 +343,8 @@ def pod_manifest(test, side, options, run_id, batch, server_address=None):
     spec = {
         "restartPolicy": "Never",
         "terminationGracePeriodSeconds": 5,
-        "activeDeadlineSeconds": _int(options.get("timeout", 120), "pod_proof_timeout", 1) + _int(options.get("start_timeout", 120), "pod_proof_start_timeout", 1),
+        "activeDeadlineSeconds": (_int(options.get("timeout", 120), "pod_proof_timeout", 1)
+                                  + _int(options.get("start_timeout", 120), "pod_proof_start_timeout", 1)),
         "securityContext": {"runAsNonRoot": True, "runAsUser": user, "runAsGroup": user, "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container],
     }
@@ -515,20 +540,12 @@ def nccl_files(plan_):
     return files
 
 
-def _decoded(result):
-    import base64  # only here: the evidence is the one place that reads slurp's answer
-
-    try:
-        return base64.b64decode(result.get("content") or "").decode("utf-8", "replace")
-    except (ValueError, TypeError):
-        return None
-
-
 def nccl_evidence(saved, launched, plan_, groups):
     """Each group's NCCL evidence for the checks: ``[{group, source, log, tests, read_error, min_busbw, rdma_resource, hosts}]``.
 
-    ``saved``: the results of reading ``nccl_files()`` (``ansible.builtin.slurp``, each with its
-    ``item``); ``launched``: the results of the groups' all-reduce launchers (each ``item`` a
+    ``saved``: what was read of ``nccl_files()`` on the controller, ``{item, text, msg}`` each (``text``
+    None, or empty for a file that could not be read, with ``msg`` saying why where it is known);
+    ``launched``: the results of the groups' all-reduce launchers (each ``item`` a
     ``{key: group, value: argv}``)."""
     entries = []
 
@@ -548,11 +565,12 @@ def nccl_evidence(saved, launched, plan_, groups):
         if entry is None:
             entry = by_source[key] = base(item["group"], "the saved file %s" % item["path"])
             entries.append(entry)
-        text = None if result.get("failed") else _decoded(result)
-        if text is None:
-            entry["read_error"] = "could not read %s: %s" % (item["path"], " ".join(str(result.get("msg") or "no message").split()))
+        text = result.get("text")
+        if not text:
+            why = result.get("msg") or ("it is empty, or the controller may not read it" if text == "" else "no message")
+            entry["read_error"] = "could not read %s: %s" % (item["path"], " ".join(str(why).split()))
         else:
-            entry[item["kind"]] = text
+            entry[item["kind"]] = str(text)
     for result in launched or []:
         item = result.get("item") if isinstance(result, Mapping) else None
         if not isinstance(item, Mapping) or result.get("skipped"):
@@ -564,3 +582,45 @@ def nccl_evidence(saved, launched, plan_, groups):
         entry["log"] = entry["tests"] = output or None
         entries.append(entry)
     return entries
+
+
+# ------------------------------------------------------------------------------------------ by node
+
+# What a node's part of the proof keeps: its side of each pod pair, what its pods printed, its groups' NCCL.
+NODE_PAIR_KEYS = ("id", "group", "port", "peer_port", "memory", "rate_gbps", "expected_gbps", "measured_gbps", "verdict", "cause")
+NODE_POD_KEYS = ("name", "side", "phase", "stuck", "uid", "memlock", "ipc_lock", "pinning", "gpu")
+NODE_NCCL_KEYS = ("group", "source", "network", "transports", "hcas_used", "gdrdma_channels", "busbw_at_largest", "min_busbw")
+
+
+def node_views(status, findings=None):
+    """``{host: {"pairs", "pods", "nccl", "memlock_capped"}}``: each inventory host's part of a pod proof's status
+    (``pod_proof_status``): its side of each pod pair (``role``, ``peer``, and ``memory_mode``, its own side's
+    memory), what its pods printed, the NCCL evidence of its groups, and whether one of its pods had its memlock
+    capped (a ``pod_memlock_capped`` finding about it)."""
+    status = status if isinstance(status, Mapping) else {}
+    views = {}
+
+    def slot(host):
+        return views.setdefault(str(host), {"pairs": [], "pods": [], "nccl": [], "memlock_capped": False})
+    for pair in status.get("pairs") or []:
+        if not isinstance(pair, Mapping):
+            continue
+        for role, peer in (("server", "client"), ("client", "server")):
+            if not pair.get(role):
+                continue
+            entry = {key: pair.get(key) for key in NODE_PAIR_KEYS}
+            entry.update(role=role, peer=pair.get(peer), memory_mode=pair.get(role + "_memory") or "host")
+            if role == "client":
+                entry["port"], entry["peer_port"] = pair.get("peer_port"), pair.get("port")
+            slot(pair[role])["pairs"].append(entry)
+    for pod in status.get("pods") or []:
+        if isinstance(pod, Mapping) and pod.get("host"):
+            slot(pod["host"])["pods"].append({key: pod.get(key) for key in NODE_POD_KEYS})
+    for nccl in status.get("nccl") or []:
+        if isinstance(nccl, Mapping):
+            for host in nccl.get("hosts") or []:
+                slot(host)["nccl"].append({key: nccl.get(key) for key in NODE_NCCL_KEYS})
+    for item in findings or []:
+        if isinstance(item, Mapping) and item.get("check") == "pod_memlock_capped" and item.get("subject"):
+            slot(item["subject"])["memlock_capped"] = True
+    return views

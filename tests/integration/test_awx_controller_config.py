@@ -35,8 +35,9 @@ EXTRA_VARS = {
     "rdma_awx_machine_credential": MACHINE,
     "rdma_awx_kubernetes_credential": KUBERNETES,
 }
-PLAYBOOKS = ["site", "ib_inventory", "driver_verify", "node_remediation", "bandwidth_check", "k8s_rdma", "quarantine", "fleet_report"]
-# Parent, edge, child: the workflow of the issue (checks, approval, remediation, bandwidth, report on every path).
+PLAYBOOKS = ["site", "ib_inventory", "driver_verify", "node_remediation", "bandwidth_check", "k8s_rdma", "quarantine", "pod_proof", "fleet_report"]
+# Parent, edge, child: the workflow of the issue (checks, approval, remediation, bandwidth, the pod proof after both,
+# report on every path).
 EDGES = {
     ("inventory_check", "always_nodes", "driver_check"),
     ("driver_check", "success_nodes", "approve_remediation"),
@@ -45,7 +46,8 @@ EDGES = {
     ("approve_remediation", "failure_nodes", "fleet_report"),
     ("remediation", "success_nodes", "bandwidth"),
     ("remediation", "failure_nodes", "fleet_report"),
-    ("bandwidth", "always_nodes", "fleet_report"),
+    ("bandwidth", "always_nodes", "pod_proof"),
+    ("pod_proof", "always_nodes", "fleet_report"),
 }
 
 
@@ -152,7 +154,8 @@ def test_one_job_template_per_playbook_with_its_survey(api, first):
         assert template["name"] == name
         assert (template["project"], template["inventory"], template["execution_environment"]) == (project, inventory, ee)
         assert template["use_fact_cache"] is True and template["survey_enabled"] is True and template["job_type"] == "run"
-        expected_credentials = [kubernetes] if name in ("rdma.node k8s_rdma", "rdma.node quarantine") else [machine]
+        # The cluster-side jobs (from the controller, on localhost) talk to the API server only.
+        expected_credentials = [kubernetes] if name in ("rdma.node k8s_rdma", "rdma.node quarantine", "rdma.node pod_proof") else [machine]
         assert api.associated("job_templates", template["id"], "credentials") == expected_credentials
         # Slicing only for the per-node checks; remediation batches, bandwidth pairs and the report need one job.
         slices = 4 if name in ("rdma.node ib_inventory", "rdma.node driver_verify") else 1
@@ -181,7 +184,7 @@ def test_workflow_nodes_edges_and_approval(api, first):
     assert {i: (templates.get(n["unified_job_template"]) or n["unified_job_template"]) for i, n in nodes.items()} == {
         "inventory_check": "rdma.node ib_inventory", "driver_check": "rdma.node driver_verify",
         "approve_remediation": approval["id"], "remediation": "rdma.node node_remediation",
-        "bandwidth": "rdma.node bandwidth_check", "fleet_report": "rdma.node fleet_report"}
+        "bandwidth": "rdma.node bandwidth_check", "pod_proof": "rdma.node pod_proof", "fleet_report": "rdma.node fleet_report"}
     by_id = {n["id"]: i for i, n in nodes.items()}
     edges = {(identifier, edge, by_id[child]) for identifier, node in nodes.items()
              for edge in ("success_nodes", "failure_nodes", "always_nodes")
@@ -190,6 +193,7 @@ def test_workflow_nodes_edges_and_approval(api, first):
     # The checks run report-only inside the workflow; the report decides.
     assert nodes["inventory_check"]["extra_data"] == {"ib_inventory_fail_on_findings": False}
     assert nodes["bandwidth"]["extra_data"] == {"bandwidth_check_fail_on_findings": False}
+    assert nodes["pod_proof"]["extra_data"] == {"pod_proof_fail_on_findings": False}
 
 
 def test_quarantine_workflow_plans_then_asks_then_applies(api, first):
@@ -239,14 +243,14 @@ def test_every_path_ends_in_the_report(api, first):
         return paths
 
     root = next(n["id"] for n in nodes if n["identifier"] == "inventory_check")
-    assert walk(root, []) == 10  # every combination of outcomes, each ending at the report
+    assert walk(root, []) == 14  # every combination of outcomes, each ending at the report
 
 
 def test_second_apply_changes_nothing(second):
     assert second["run"].rc == 0, second["run"].stderr
     changes = task_changes(second["run"])
     # assert, EE/project/inventory/source, job templates, workflows, nodes of both, nodes with edges.
-    assert len(changes) == 1 + 4 + 8 + 2 + (6 + 5) + (5 + 4)
+    assert len(changes) == 1 + 4 + 9 + 2 + (7 + 5) + (6 + 4)
     assert not [k for k, changed in changes.items() if changed]
     assert not [r for r in second["requests"] if r["changed"]]
     assert second["after"] == second["before"]

@@ -181,12 +181,16 @@ def test_the_markdown_keeps_its_structure(hostile):
     assert not [t.type for t in tokens if t.type.startswith("html")]
     assert not [c.type for t in tokens for c in t.children or [] if c.type.startswith(("html", "link", "image"))]
     found = headings(tokens)
+    # The demo's NCCL play (site.yml) adds the cluster section and each host's NCCL transport (Pod proof).
     assert [text for level, text in found if level <= 2] == [
-        "RDMA fleet report", "Changes since the last report", "Findings by check", "Groups", "Hosts, worst first", "Ports and HCAs", "Findings"]
+        "RDMA fleet report", "Changes since the last report", "Findings by check", "Groups", "Cluster", "Hosts, worst first", "Ports and HCAs",
+        "Pod proof", "Findings"]
     names = [h["name"] for h in hostile["report"]["hosts"]]
     labels = {h["name"]: h["status"].upper().replace("_", " ") for h in hostile["report"]["hosts"]}
+    clusters = ["%s: %d critical, %d warning, %d info" % (c["subject"], c["critical"], c["warning"], c["info"]) for c in hostile["report"]["clusters"]]
     assert [text for level, text in found if level == 3] == (
-        [n for n in names if any(h["name"] == n and (h["ports"] or h["hcas"]) for h in hostile["report"]["hosts"])]
+        clusters + [n for n in names if any(h["name"] == n and (h["ports"] or h["hcas"]) for h in hostile["report"]["hosts"])]
+        + [n for n in names if any(h["name"] == n and h["pod_proof"] for h in hostile["report"]["hosts"])]
         + ["%s (%s)" % (n, labels[n]) for n in names])
     hosts = table_after(tokens, "Hosts, worst first")
     assert [row[0] for row in hosts[1:]] == names and all(len(row) == len(hosts[0]) for row in hosts)

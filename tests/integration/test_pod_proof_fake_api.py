@@ -21,7 +21,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -29,9 +28,8 @@ import pytest
 import harness
 from fake_k8s_api.pods import FakePods, NodeScenario
 from fake_k8s_api.server import FakeKubeApi
+from pod_proof_world import gather_then_pod_proof
 from testpaths import FIXTURES
-
-from sysfs_tree import build_host
 
 PERFTEST = FIXTURES / "perftest"
 NCCL = FIXTURES / "nccl"
@@ -84,24 +82,7 @@ def cluster(without_resource=()):
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pod-proof")
-    trees = {}
-    for host, spec in HARDWARE.items():
-        trees[host] = tmp / "sysfs" / host
-        build_host(str(trees[host]), spec)
-    hosts = {}
-    for host in HARDWARE:
-        host_vars = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "rdma_sysfs_root": str(trees[host])}
-        if host == "v100-node-02":
-            host_vars["node_remediation_status"] = NODE_02_REMEDIATION
-        hosts[host] = host_vars
-    inventory = tmp / "inventory.json"
-    inventory.write_text(json.dumps({"all": {"children": {"ib-v100": {"hosts": hosts}}}}))
-    playbook = tmp / "gather_then_pod_proof.yml"
-    playbook.write_text(
-        "- name: Gather the RDMA facts of the GPU nodes (simulated sysfs trees)\n"
-        "  hosts: ib-v100\n  gather_facts: false\n  tasks:\n"
-        "    - name: Read sysfs\n      rdma.node.ib_facts:\n        sysfs_root: \"{{ rdma_sysfs_root }}\"\n"
-        "- name: The pod proof\n  ansible.builtin.import_playbook: rdma.node.pod_proof\n")
+    inventory, playbook = gather_then_pod_proof(tmp, HARDWARE, {"v100-node-02": {"node_remediation_status": NODE_02_REMEDIATION}})
     yield {"tmp": tmp, "inventory": inventory, "playbook": playbook}
     shutil.rmtree(str(tmp), ignore_errors=True)
 

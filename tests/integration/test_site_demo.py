@@ -256,13 +256,15 @@ def test_ib_inventory_fail_switch(demo):
 def test_report_job_reads_the_fact_cache_alone(demo, site_run):
     """A separate job, no gathering, no checks: the same report from the jsonfile cache."""
     cache = demo["base"] / "fact-cache"
-    assert FactCache(cache).hosts() == ALL_HOSTS
+    # localhost keeps the cluster-scope results (the NCCL play's pod_proof status and findings).
+    assert FactCache(cache).hosts() == sorted(ALL_HOSTS + ["localhost"])
     run = run_playbook("playbooks/fleet_report.yml", "-i", str(demo["inventory"]), "-e", "fleet_report_dir=%s/cached-report" % demo["base"],
                        fact_cache=cache)
     assert run.rc == 0, run.stderr
     cached = json.loads((demo["base"] / "cached-report/fleet-report.json").read_text())
     assert findings_of(cached) == findings_of(site_run[1])
     assert [h["ports"] for h in cached["hosts"]] == [h["ports"] for h in site_run[1]["hosts"]]
+    assert cached["clusters"] == site_run[1]["clusters"]
 
 
 def test_markdown_report(demo, site_run):

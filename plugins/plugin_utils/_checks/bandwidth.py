@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ansible_collections.rdma.node.plugins.plugin_utils import _registry
 from ansible_collections.rdma.node.plugins.plugin_utils._bandwidth_plan import ROLE, failure_text, verdicts
+from ansible_collections.rdma.node.plugins.plugin_utils._gpu_memory import READY, memory_text, same_gpu
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import check, summary
 from ansible_collections.rdma.node.plugins.module_utils._perftest_output import failure_causes
 
@@ -84,13 +85,30 @@ def loopback_not_run(facts, params, found):
             found.warning(item["entry"]["name"], "The %s loopback test of %s did not run on %s." % (host["tool"], item["entry"]["name"], host["host"]))
 
 
+def _memory_of(status):
+    """``with GPU memory (cuda, GPU 0000:5f:00.0)`` / ``with host memory`` of a test, both sides of a pair."""
+    mine = memory_text(status.get("memory") or "host", {"pci_address": status.get("gpu")})
+    peer = status.get("peer_memory")
+    if peer is None or peer == (status.get("memory") or "host"):
+        return "with " + mine
+    return "with %s here and %s on the peer" % (mine, memory_text(peer))
+
+
+def _cpu_warning(status):
+    """perftest's own warning that the CPU ran below its maximum frequency, which lowers its figures."""
+    said = [w for w in status.get("warnings") or [] if "cpu frequency" in w.lower()]
+    return (" perftest warned \"%s\": a CPU below its maximum frequency lowers the figure; set the governor to performance "
+            "(-F only hides the warning)." % said[0].rstrip(".")) if said else ""
+
+
 @check(ROLE, "bandwidth_below_expected", params=PARAMS)
 def bandwidth_below_expected(facts, params, found):
-    """A loopback or pair test reached less than its expected rate (the link rate x the efficiency threshold)."""
+    """A loopback or pair test reached less than its expected rate: the link rate x the efficiency of its memory
+    (bandwidth_check_efficiency with host memory, bandwidth_check_efficiency_gpu with GPU memory)."""
     for subject, what, status, dummy, dummy2 in _tests(params, "below_expected"):
-        found.critical(subject, "%s reached %s Gb/s, below the expected %s Gb/s (%s x the %s Gb/s link rate)." % (
-            what, status["measured_gbps"], status["expected_gbps"], _ratio(status["expected_gbps"], status["rate_gbps"]),
-            _number(status["rate_gbps"])), status["expected_gbps"], status["measured_gbps"])
+        found.critical(subject, "%s reached %s Gb/s %s, below the expected %s Gb/s (%s x the %s Gb/s link rate).%s" % (
+            what, status["measured_gbps"], _memory_of(status), status["expected_gbps"], _ratio(status["expected_gbps"], status["rate_gbps"]),
+            _number(status["rate_gbps"]), _cpu_warning(status)), status["expected_gbps"], status["measured_gbps"])
 
 
 def _report_failures(params, found, causes):
@@ -98,7 +116,17 @@ def _report_failures(params, found, causes):
         if failure["cause"] not in causes:
             continue
         where = " on the %s side" % failure["side"] if pair is not None else ""
-        found.critical(subject, "%s failed%s: %s" % (what, where, failure_text(failure)), "a completed test", failure["line"])
+        said = ""
+        if failure["cause"] == "gpu_memory":
+            said = " The test used %s; %s." % (
+                memory_text(status.get("memory") or "host", {"pci_address": status.get("gpu")}), status.get("memory_reason") or READY)
+        found.critical(subject, "%s failed%s: %s%s" % (what, where, failure_text(failure), said), "a completed test", failure["line"])
+
+
+@check(ROLE, "perftest_failed_gpu_memory", params=PARAMS)
+def perftest_failed_gpu_memory(facts, params, found):
+    """perftest could not use GPU memory (a CUDA error, or registration without a peer-memory or DMA-BUF path)."""
+    _report_failures(params, found, ("gpu_memory",))
 
 
 @check(ROLE, "perftest_failed_memlock", params=PARAMS)
@@ -170,9 +198,26 @@ def perftest_server_stopped(facts, params, found):
             "ended by itself", stopped_by)
 
 
+@check(ROLE, "gpu_not_nearest", params=PARAMS)
+def gpu_not_nearest(facts, params, found):
+    """A GPU-memory test ran on another GPU than the one nearest its HCA (perftest names the one it picked):
+    the CUDA numbering differs from the PCI order the role counts in (CUDA_VISIBLE_DEVICES in the environment)."""
+    for subject, what, status, dummy, dummy2 in _tests(params, "pass") + _tests(params, "below_expected"):
+        if (status.get("memory") or "host") == "host" or not status.get("gpu"):
+            continue
+        if not status.get("gpu_used"):
+            found.not_checked(subject, "%s did not name the GPU it used (no 'CUDA device N: PCIe address' line), so whether it was "
+                                       "%s, the GPU nearest %s, was not checked" % (what, status["gpu"], status["port"]))
+            continue
+        if same_gpu(status["gpu"], status["gpu_used"]) is False:
+            found.warning(subject, "%s used the GPU at %s, not %s, the GPU nearest %s: its figure is not that of the nearest path "
+                                   "(is CUDA_VISIBLE_DEVICES set in bandwidth_check_environment?)." % (
+                                       what, status["gpu_used"], status["gpu"], status["port"]), status["gpu"], status["gpu_used"])
+
+
 def _measured(status, loopback):
-    text = "%s %s: %s" % (status["port"], "loopback" if loopback else "%s of %s:%s" % (status["role"], status["peer"], status["peer_port"]),
-                          status["verdict"])
+    text = "%s %s%s: %s" % (status["port"], "loopback" if loopback else "%s of %s:%s" % (status["role"], status["peer"], status["peer_port"]),
+                            "" if (status.get("memory") or "host") == "host" else " (%s)" % status["memory"], status["verdict"])
     if status["measured_gbps"] is not None:
         text += " %s Gb/s" % round(status["measured_gbps"], 2)
     if status["expected_gbps"] is not None:
@@ -191,6 +236,7 @@ def bandwidth_summary(facts, params, findings):
     tested = loopback + pairs
     return {
         "check_mode": host["check_mode"], "tool": host["tool"], "group": host["group"], "efficiency": host["efficiency"],
+        "efficiency_gpu": host["efficiency_gpu"],
         "loopback": loopback, "pairs": pairs,
         "verdicts": {
             "tests": len(tested),

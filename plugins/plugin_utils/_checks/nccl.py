@@ -135,7 +135,8 @@ def nccl_socket_fallback(facts, params, found):
         reasons = fallback_reasons(item, params.get("nodes"))
         what = ("%d channel(s) go over NET/Socket" % sockets) if sockets else "NCCL chose the Socket network (Using network Socket)"
         found.critical(item["group"], "NCCL fell back to TCP sockets in %s (group %s): %s%s. %s." % (
-            item["source"], item["group"], what, (" via %s" % ", ".join(i["name"] for i in log["socket_interfaces"])) if log["socket_interfaces"] else "",
+            item["source"], item["group"], what,
+            (" via %s" % ", ".join(dict.fromkeys(i["name"] for i in log["socket_interfaces"]))) if log["socket_interfaces"] else "",
             ("The failed precondition: " + "; ".join(reasons)) if reasons else
             "None of the known preconditions (the RDMA resource, NCCL_IB_HCA, NCCL_IB_DISABLE, libibverbs, memlock) is visibly broken in "
             "the log or the facts; run the pod proof on the group's nodes"), "NET/IB", "NET/Socket")
@@ -216,5 +217,5 @@ def views(params):
                     "transports": log.get("transports"), "hcas_used": log.get("hcas_used"), "gdrdma_channels": log.get("gdrdma_channels"),
                     "nccl_ib_hca": (log.get("env") or {}).get("NCCL_IB_HCA"), "busbw_at_largest": tests.get("busbw_at_largest"),
                     "largest_size": (tests.get("largest") or {}).get("size"), "avg_busbw": tests.get("avg_busbw"),
-                    "min_busbw": item["entry"].get("min_busbw")})
+                    "min_busbw": item["entry"].get("min_busbw"), "hosts": list(item["entry"].get("hosts") or [])})
     return out

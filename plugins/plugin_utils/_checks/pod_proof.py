@@ -22,7 +22,7 @@ on both hosts. Findings about one node's pod have the inventory host as subject.
 
 from __future__ import annotations
 
-from ansible_collections.rdma.node.plugins.plugin_utils import _pod_proof
+from ansible_collections.rdma.node.plugins.plugin_utils import _gpu_memory, _pod_proof
 from ansible_collections.rdma.node.plugins.plugin_utils._bandwidth_plan import failure_text, verdicts
 from ansible_collections.rdma.node.plugins.plugin_utils._checks import nccl
 from ansible_collections.rdma.node.plugins.plugin_utils._checks.bandwidth import KNOWN_CAUSES
@@ -114,8 +114,8 @@ def node_memlock_state(host, node):
                          "pod's runtime does not use it (a RuntimeClass whose runtime has no base_runtime_spec) or the node's "
                          "containerd was not restarted since" % ((probe.get("memlock") or {}).get("soft"), (probe.get("memlock") or {}).get("hard")))
         elif result in ("mismatch", "failed"):
-            parts.append("the base runtime spec's test container %s" % ("got other limits than the spec" if result == "mismatch"
-                                                                         else "could not start: %s" % (probe.get("error") or "no message")))
+            happened = "got other limits than the spec" if result == "mismatch" else "could not start: %s" % (probe.get("error") or "no message")
+            parts.append("the base runtime spec's test container %s" % happened)
         else:
             parts.append("the base runtime spec was not probed (%s)" % (probe.get("note") or probe.get("not_run") or "no test container"))
     if status is not None:
@@ -237,8 +237,23 @@ def _report_failures(params, found, causes):
         failure = item["failure"]
         if failure["cause"] not in causes or (failure["cause"] == "memlock" and item["test"]["id"] in explained):
             continue
-        found.critical(item["test"]["id"], "%s failed on the %s side: %s" % (_pair_what(seen["tool"], item["test"]), failure["side"],
-                                                                              failure_text(failure)), "a completed test", failure["line"])
+        found.critical(item["test"]["id"], "%s failed on the %s side: %s" % (
+            _pair_what(seen["tool"], item["test"]), failure["side"], failure_text(failure)), "a completed test", failure["line"])
+
+
+@check(ROLE, "perftest_failed_gpu_memory", params=PARAMS)
+def perftest_failed_gpu_memory(facts, params, found):
+    """perftest in a pod could not use GPU memory: a CUDA error, or registration without peer memory or DMA-BUF on the node."""
+    seen = judged(params)
+    for item in _tests(params, ("failed",)):
+        failure, test = item["failure"], item["test"]
+        if failure["cause"] != "gpu_memory":
+            continue
+        memory = test["server_memory" if failure.get("side") == "server" else "client_memory"]
+        found.critical(test["id"], "%s failed on the %s side: %s The pod used %s; %s." % (
+            _pair_what(seen["tool"], test), failure["side"], failure_text(failure),
+            _gpu_memory.memory_text(memory["mode"], memory.get("gpu")), memory.get("reason") or _gpu_memory.READY),
+            "a completed test", failure["line"])
 
 
 @check(ROLE, "perftest_failed_memlock", params=NODE_PARAMS)
@@ -277,9 +292,15 @@ def perftest_failed_unknown(facts, params, found):
 
 @check(ROLE, "pair_not_run", params=PARAMS)
 def pair_not_run(facts, params, found):
-    """A planned pod pair left no result (its pods never started, see pod_not_started, or the run stopped)."""
+    """A planned pod pair left no result (its pods never started, see pod_not_started, or the run stopped);
+    with pod_proof_run_pods false no pair runs, which is said once (not checked), never counted as passed."""
     seen = judged(params)
     if seen["check_mode"]:
+        return
+    if not seen["plan"].get("run_pods", True):
+        if seen["plan"]["tests"]:
+            found.not_checked("pods", "pod_proof_run_pods is false: the %d planned pod pair(s) were not run (%s); only the groups' NCCL "
+                                      "evidence was judged" % (len(seen["plan"]["tests"]), ", ".join(t["id"] for t in seen["plan"]["tests"])))
         return
     for item in _tests(params, ("not_run",)):
         found.warning(item["test"]["id"], "%s did not run." % _pair_what(seen["tool"], item["test"]))
@@ -310,8 +331,7 @@ def gpu_not_nearest(facts, params, found):
             found.not_checked(_host_of(state), "no GPU locality facts (rdma.locality) for %s: whether the pod's GPU %s is the nearest "
                                                "one to its HCA was not checked" % (_host_of(state), gpu["bus"]))
             continue
-        bus = ":".join(nearest.split(":")[1:3]).split(".")[0].lower() if nearest.count(":") >= 2 else nearest.lower()
-        if bus != gpu["bus"]:
+        if _gpu_memory.same_gpu(nearest, gpu["bus"]) is False:
             port = test["server_port" if side == "server" else "client_port"]["name"]
             found.warning(_host_of(state), "Pod %s got the GPU at %s, not %s, the GPU nearest %s (%s): the GPUDirect figure of this "
                                            "pair is not that of the best path; a topology-aware GPU allocation (the kubelet's "
@@ -347,19 +367,22 @@ def _pod_view(state, read):
 
 @summary(ROLE, params=PARAMS + ("nccl", "nodes"))
 def pod_proof_summary(facts, params, findings):
-    """Every pair with its verdict, every pod with what it printed, and the counts; nccl's per group."""
+    """Every pair with its verdict, every pod with what it printed, and the counts; nccl's per group. Without
+    pods (pod_proof_run_pods false) there is no pair to show: the not-checked entry of pair_not_run says so."""
     seen = judged(params)
+    run_pods = seen["plan"].get("run_pods", True)
     pairs = []
-    for test_id, item in sorted(seen["tests"].items()):
+    for test_id, item in sorted(seen["tests"].items() if run_pods else ()):
         status, test = item["status"], item["test"]
         pairs.append({"id": test_id, "group": test["group"], "server": test["server"], "client": test["client"],
                       "server_node": test["server_node"], "client_node": test["client_node"], "port": test["server_port"]["name"],
-                      "peer_port": test["client_port"]["name"], "memory": _memory_text(test), "rate_gbps": status["rate_gbps"],
+                      "peer_port": test["client_port"]["name"], "memory": _memory_text(test), "server_memory": test["server_memory"]["mode"],
+                      "client_memory": test["client_memory"]["mode"], "rate_gbps": status["rate_gbps"],
                       "expected_gbps": status["expected_gbps"], "measured_gbps": status["measured_gbps"], "verdict": status["verdict"],
                       "cause": status["cause"], "side": status["side"], "line": status["line"]})
     counts = {verdict: sum(1 for p in pairs if p["verdict"] == verdict) for verdict in ("pass", "below_expected", "failed", "not_run")}
     return {
-        "check_mode": seen["check_mode"], "tool": seen["tool"], "groups": [g["name"] for g in seen["plan"]["groups"]],
+        "check_mode": seen["check_mode"], "run_pods": run_pods, "tool": seen["tool"], "groups": [g["name"] for g in seen["plan"]["groups"]],
         "pairs": pairs, "verdicts": dict(counts, tests=len(pairs)),
         "pods": [_pod_view(s, seen["reads"].get(s["name"]) or {}) for s in seen["states"]],
         "batches": len(seen["plan"]["batches"]), "max_pairs": seen["plan"]["max_pairs"],

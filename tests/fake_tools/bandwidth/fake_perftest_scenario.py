@@ -22,7 +22,7 @@ FAKE_PERFTEST_<KEY> for the keys the fake reads for both roles (CHILD, PIDFILE, 
 OUTPUT paths are taken from the scenario file's directory. No matching rule: exit 2 with a message.
 
 Every invocation is appended as one JSON line to FAKE_BANDWIDTH_LOG when it is set (host, kind, role,
-device, port, pid, argv).
+device, port, pid, argv, the CPUs it may run on and CUDA_DEVICE_ORDER).
 
 Install it under the perftest tool names (sh wrappers):  python fake_perftest_scenario.py --fake-install BIN_DIR
 """
@@ -76,7 +76,8 @@ def main(argv):
     }
     if os.environ.get("FAKE_BANDWIDTH_LOG"):
         with open(os.environ["FAKE_BANDWIDTH_LOG"], "a") as log:
-            log.write(json.dumps(dict(facts, port=port, pid=os.getpid(), job=job, argv=argv)) + "\n")
+            log.write(json.dumps(dict(facts, port=port, pid=os.getpid(), job=job, argv=argv, cpus=sorted(os.sched_getaffinity(0)),
+                                      cuda_device_order=os.environ.get("CUDA_DEVICE_ORDER"))) + "\n")
     scenario_path = os.environ.get("FAKE_BANDWIDTH_SCENARIO")
     if not scenario_path:
         sys.stderr.write("FAKE perftest: set FAKE_BANDWIDTH_SCENARIO to a scenario file\n")

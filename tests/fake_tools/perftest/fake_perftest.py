@@ -33,7 +33,8 @@ Environment (ROLE is SERVER or CLIENT):
     FAKE_PERFTEST_CHILD        1: start a child process (sleep) in the same process group, to prove
                                that the whole group is stopped
     FAKE_PERFTEST_PIDFILE      append "ROLE PID CHILD_PID" once started
-    FAKE_PERFTEST_ARGV_LOG     append the argv as one JSON line
+    FAKE_PERFTEST_ARGV_LOG     append the argv as one JSON line, with the CPUs the process may run on
+                               (its affinity, as numactl or taskset left it) and CUDA_DEVICE_ORDER
     FAKE_PERFTEST_BIND         address the server listens on (default 127.0.0.1)
     FAKE_PERFTEST_TOOL         tool name when not called under it (set by the installed wrappers)
 
@@ -131,7 +132,8 @@ def main(argv):
     role = "CLIENT" if host else "SERVER"
     if os.environ.get("FAKE_PERFTEST_ARGV_LOG"):
         with open(os.environ["FAKE_PERFTEST_ARGV_LOG"], "a") as log:
-            log.write(json.dumps({"tool": tool, "role": role.lower(), "argv": argv}) + "\n")
+            log.write(json.dumps({"tool": tool, "role": role.lower(), "argv": argv, "cpus": sorted(os.sched_getaffinity(0)),
+                                  "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER")}) + "\n")
     output = _env(role, "OUTPUT")
     if not output:
         sys.stderr.write("FAKE %s: set FAKE_PERFTEST_%s_OUTPUT to a captured output file\n" % (tool, role))

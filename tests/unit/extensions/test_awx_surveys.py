@@ -194,7 +194,7 @@ def test_the_checker_catches_a_mismatch():
     """The rules above are not vacuous: a survey that disagrees with the roles is caught."""
     roles, defaults = playbook_scope("playbooks/bandwidth_check.yml")
     where, kind, default, choices = definition("bandwidth_check_efficiency", roles, defaults)
-    assert (where, kind, default) == ("role bandwidth_check", "float", 0.9)
+    assert (where, kind, default) == ("role bandwidth_check", "float", 0.95)
     assert not type_fits({"type": "integer"}, kind, choices)
     assert definition("bandwidth_check_typo", roles, defaults) is None
     _roles, site_defaults = playbook_scope("playbooks/site.yml")

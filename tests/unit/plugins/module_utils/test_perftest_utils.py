@@ -45,6 +45,11 @@ EXPECTED = {
     "ib_write_bw_use_cuda_roce_rdma_cm_t4_pod_server.txt": [(65536, 10.42)],
     "ib_write_bw_use_cuda_roce_rdma_cm_t4_pod_client.txt": [(65536, 10.42)],
     "ib_write_bw_use_cuda_dmabuf_a_roce_pod_client_rst_indented.txt": [(2 ** n, None) for n in range(1, 24)],
+    # GPU memory that could not be registered (no peer memory): "Couldn't allocate MR" after a GPU buffer is
+    # not the memlock limit; perftest 4.5-0.20 and later add the errno (14, EFAULT).
+    "err_ib_write_bw_use_cuda_client_couldnt_allocate_MR_bad_address_pod_terminal_with_prompts_issue126.txt": ("gpu_memory", "Couldn't allocate MR"),
+    "err_ib_write_bw_use_cuda_server_couldnt_allocate_MR_k80_issue31.txt": ("gpu_memory", "Couldn't allocate MR"),
+    "err_use_cuda_couldnt_allocate_MR_error14_snippet_issue346.txt": ("gpu_memory", "Couldn't allocate MR with error=14"),
 }
 
 
@@ -69,6 +74,41 @@ def test_fixture_parses_or_classifies(name):
         for row, (size, average) in zip(parsed["results"], expected):
             if average is not None:
                 assert row["bw_average_gbps"] == pytest.approx(average)
+
+
+@pytest.mark.parametrize("name, gpu", [
+    ("ib_write_bw_use_cuda_roce_rdma_cm_t4_pod_client.txt", {"cuda_index": 0, "bus": "82:00", "devices": {"0": "82:00"}}),
+    ("err_ib_write_bw_use_cuda_client_couldnt_allocate_MR_bad_address_pod_terminal_with_prompts_issue126.txt",
+     {"cuda_index": 0, "bus": "02:00", "devices": {"0": "02:00"}}),
+    # perftest before 4.5 named no PCIe address: "There are 2 devices supporting CUDA, picking first..."
+    ("err_ib_write_bw_use_cuda_server_couldnt_allocate_MR_k80_issue31.txt", {"cuda_index": 0, "bus": None, "devices": {}}),
+    ("err_use_cuda_couldnt_allocate_MR_error14_snippet_issue346.txt", None),
+    ("ib_write_bw_s1M_client_IB_MBsec.txt", None),
+])
+def test_the_gpu_a_run_used(name, gpu):
+    parsed = pto.parse_perftest(fixture(name))
+    assert parsed["gpu"] == gpu
+    assert parsed["gpu_memory"] is (name != "ib_write_bw_s1M_client_IB_MBsec.txt")
+
+
+def test_gpu_memory_registration_is_memlock_only_with_enomem():
+    """The same failure with errno 12 (ENOMEM, what perftest prints when the locked-memory limit refuses the
+    registration) is memlock; the sample of issue 346 with its errno changed from 14 to 12."""
+    text = fixture("err_use_cuda_couldnt_allocate_MR_error14_snippet_issue346.txt").replace("error=14", "error=12")
+    failure = pto.parse_perftest(text)["failure"]
+    assert (failure["cause"], failure["line"]) == ("memlock", "Couldn't allocate MR with error=12")
+    gpu = pto.parse_perftest(fixture("err_ib_write_bw_use_cuda_client_couldnt_allocate_MR_bad_address_pod_terminal_with_prompts_issue126.txt"))["failure"]
+    assert "nvidia_peermem" in gpu["hint"] and "--use_cuda_dmabuf" in gpu["hint"]
+
+
+@pytest.mark.parametrize("line", [
+    "No such device ID (3) exists in system", "DMA-BUF is not supported on this GPU", " Unsupported memory type",
+    "CUDA DMA-BUF cannot be used without CUDA", "There are no available device(s) that support CUDA",
+])
+def test_cuda_errors_before_any_registration_are_gpu_memory(line):
+    # perftest's own messages (src/cuda_memory.c, perftest_parameters.c), each followed by its exit.
+    failure = pto.classify_failure("initializing CUDA\n" + line + "\n", rc=1)
+    assert (failure["cause"], failure["line"]) == ("gpu_memory", line.strip())
 
 
 def test_memlock_hint_names_the_remediation():
@@ -267,7 +307,7 @@ def test_classification_priority_and_fallbacks():
     assert pto.classify_failure(fixture("ib_write_bw_s1M_client_IB_MBsec.txt"), rc=0, has_results=True) is None
     assert pto.classify_failure("Couldn't connect to 10.0.0.1:18515\n Unable to init the socket connection\n")["cause"] \
         == "remote_unreachable"
-    assert pto.failure_causes() == ("memlock", "device_not_found", "port_down", "remote_unreachable", "unknown")
+    assert pto.failure_causes() == ("gpu_memory", "memlock", "device_not_found", "port_down", "remote_unreachable", "unknown")
 
 
 def test_results_and_failure_together():
@@ -482,3 +522,39 @@ def test_a_process_directory_named_with_a_unicode_digit_is_not_a_process(tmp_pat
     (proc / "\u00b2").mkdir()
     (proc / "\u00b2" / "stat").write_text("2 (x) S 1 100 100 0 -1\n")
     assert in_child(lambda: sorted(pt.group_pids(100, str(proc)))) == [100, 101]
+
+def _numa_tree(root, nodes, with_memory):
+    for node, cpus in nodes.items():
+        (root / ("node%d" % node)).mkdir(parents=True)
+        (root / ("node%d" % node) / "cpulist").write_text(cpus + "\n")
+    (root / "has_memory").write_text(with_memory + "\n")
+    return str(root)
+
+
+@pytest.mark.parametrize("tools, node, expected", [
+    ({"numactl": "/usr/bin/numactl", "taskset": "/usr/bin/taskset"}, 1,
+     {"how": "numactl", "detail": "--cpunodebind=1 --membind=1", "prefix": ["/usr/bin/numactl", "--cpunodebind=1", "--membind=1"]}),
+    # A node without memory of its own (CPU-only nodes of some AMD and CXL systems): CPUs only.
+    ({"numactl": "/usr/bin/numactl"}, 2, {"how": "numactl", "detail": "--cpunodebind=2", "prefix": ["/usr/bin/numactl", "--cpunodebind=2"]}),
+    ({"taskset": "/usr/bin/taskset"}, 1,
+     {"how": "taskset", "detail": "-c 24-47,72-95 (the CPUs of NUMA node 1; numactl is not installed, so memory is not bound)",
+      "prefix": ["/usr/bin/taskset", "-c", "24-47,72-95"]}),
+    ({}, 1, {"how": "none", "detail": "neither numactl nor taskset is installed (NUMA node 1)", "prefix": []}),
+    ({"numactl": "/usr/bin/numactl"}, None, {"how": "none", "detail": "no NUMA node was given for the HCA", "prefix": []}),
+])
+def test_pinning_to_the_hca_numa_node(tmp_path, tools, node, expected):
+    nodes = _numa_tree(tmp_path / "node", {0: "0-23,48-71", 1: "24-47,72-95", 2: "96-99"}, "0-1")
+    assert pt.pinning(node, tools.get, nodes) == expected
+
+
+def test_pinning_to_a_node_the_machine_lacks(tmp_path):
+    nodes = _numa_tree(tmp_path / "node", {0: "0-3"}, "0")
+    assert pt.pinning(1, {"numactl": "/usr/bin/numactl"}.get, nodes) == {
+        "how": "none", "detail": "NUMA node 1 does not exist on this machine (%s/node1)" % nodes, "prefix": []}
+    assert pt.launch_prefix(pt.pinning(0, {"numactl": "numactl"}.get, nodes), gpu=True) == [
+        "env", "CUDA_DEVICE_ORDER=PCI_BUS_ID", "numactl", "--cpunodebind=0", "--membind=0"]
+
+
+def test_gpu_arguments_follow_the_order_perftest_needs():
+    argv = pt.build_argv("ib_write_bw", device="mlx5_2", size=1048576, use_cuda=3, use_cuda_dmabuf=True, extra_args=["-F"], server="10.0.0.2")
+    assert argv == ["ib_write_bw", "-d", "mlx5_2", "-s", "1048576", "--report_gbits", "--use_cuda=3", "--use_cuda_dmabuf", "-F", "10.0.0.2"]

@@ -109,6 +109,66 @@ def test_loopback_success(fake, run_module):
     assert fake.alive_after() == []
 
 
+def test_gpu_memory_on_the_hca_numa_node(fake, run_module):
+    """A GPUDirect loopback: --use_cuda and --use_cuda_dmabuf on both sides, CUDA's devices in PCI bus order,
+    both tools pinned to NUMA node 0 by the real numactl (or taskset), the GPU perftest names read back."""
+    fake.outputs(server="ib_write_bw_use_cuda_roce_rdma_cm_t4_pod_server.txt", client="ib_write_bw_use_cuda_roce_rdma_cm_t4_pod_client.txt")
+    result = run_module(perftest, {"device": "mlx5_0", "size": "64K", "port": fake.port, "timeout": 30,
+                                   "use_cuda": 0, "use_cuda_dmabuf": True, "numa_node": 0})
+    assert not result.failed, result.get("msg")
+    assert result["cmd"][-4:] == ["--report_gbits", "--use_cuda=0", "--use_cuda_dmabuf", "127.0.0.1"]
+    calls = fake.calls()
+    assert [c["role"] for c in calls] == ["server", "client"]
+    assert all(c["cuda_device_order"] == "PCI_BUS_ID" for c in calls)
+    node0 = _cpu_list(Path("/sys/devices/system/node/node0/cpulist").read_text())
+    assert all(c["cpus"] == node0 for c in calls)
+    assert result["pinning"]["how"] in ("numactl", "taskset")
+    if result["pinning"]["how"] == "numactl":
+        assert result["pinning"]["detail"].startswith("--cpunodebind=0")
+    assert result["bw_average_gbps"] == pytest.approx(10.42)
+    assert result["parsed"]["gpu"] == {"cuda_index": 0, "bus": "82:00", "devices": {"0": "82:00"}}
+    assert fake.alive_after() == []
+
+
+def test_a_numa_node_the_machine_lacks_runs_unpinned_and_says_so(fake, run_module):
+    fake.outputs(server="ib_write_bw_s1M_server_IB_MBsec.txt", client="ib_write_bw_s1M_client_IB_MBsec.txt")
+    result = run_module(perftest, {"device": "mlx5_0", "size": "1M", "port": fake.port, "timeout": 30, "numa_node": 4095})
+    assert not result.failed, result.get("msg")
+    assert result["pinning"] == {"how": "none", "detail": "NUMA node 4095 does not exist on this machine "
+                                                          "(/sys/devices/system/node/node4095)"}
+    assert all(c["cuda_device_order"] is None for c in fake.calls())
+
+
+def test_gpu_memory_that_cannot_be_registered(fake, run_module):
+    """The client of perftest issue 126: "Couldn't allocate MR" after its GPU buffer is no peer memory, not memlock."""
+    fake.outputs(server="seed_err_ib_read_bw_server_ethernet_read_keys.txt",
+                 client="err_ib_write_bw_use_cuda_client_couldnt_allocate_MR_bad_address_pod_terminal_with_prompts_issue126.txt")
+    result = run_module(perftest, {"device": "mlx5_0", "port": fake.port, "use_cuda": 0, "fail_on_error": False})
+    assert result["failure"]["cause"] == "gpu_memory" and result["failure"]["side"] == "client"
+    assert result["msg"] == "ib_write_bw on mlx5_0 failed: gpu_memory - Couldn't allocate MR"
+    assert fake.alive_after() == []
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"use_cuda_dmabuf": True}, "use_cuda_dmabuf needs use_cuda, the GPU whose memory DMA-BUF registers"),
+    ({"use_cuda": -1}, "use_cuda is the CUDA index of the GPU (0 or more), got -1"),
+    ({"use_cuda": 0, "tool": "ib_write_lat"},
+     "use_cuda is for the bandwidth tools (ib_write_bw, ib_read_bw, ib_send_bw); ib_write_lat does not test GPU memory"),
+])
+def test_gpu_settings_it_cannot_use(fake, run_module, args, message):
+    result = run_module(perftest, dict({"device": "mlx5_0", "port": fake.port}, **args))
+    assert result.failed and result["msg"] == message
+    assert fake.calls() == []
+
+
+def _cpu_list(text):
+    cpus = []
+    for part in text.strip().split(","):
+        first, _sep, last = part.partition("-")
+        cpus.extend(range(int(first), int(last or first) + 1))
+    return cpus
+
+
 def test_loopback_memlock_is_classified(fake, run_module):
     # The write-up's failure: the client cannot register memory, its server loses the client.
     fake.outputs(server="seed_err_ib_read_bw_server_ethernet_read_keys.txt",

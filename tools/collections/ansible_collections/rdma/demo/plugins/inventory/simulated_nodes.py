@@ -20,6 +20,9 @@ description:
   - Each host gets C(rdma_demo_node_root), the path of its node root, C(rdma_simulated_containerd), the path of
     this collection's C(scripts/simulated_containerd.py), which restarts the node's own containerd (the demo's
     C(node_remediation_restart_command)), and C(rdma_simulated_containerd_address), that containerd's socket.
+  - The group C(all) gets C(rdma_demo_inventory_dir), the directory of this file, so that the controller's own
+    plays (the implicit C(localhost) has no C(inventory_dir)) find what the demo keeps beside it, such as the
+    groups' saved NCCL logs.
   - A development collection of rdma.node's source checkout (C(tools/collections)), for its demo, tests and
     benchmarks; it is not part of the rdma.node collection that users install.
 options:
@@ -126,6 +129,7 @@ class InventoryModule(BaseFileInventoryPlugin):
             self.inventory.add_group(group)
             for member in members:
                 self.inventory.add_child(group, str(member))
+        self.inventory.set_variable("all", "rdma_demo_inventory_dir", os.path.dirname(os.path.abspath(path)))
 
 
 def _plain(value):
