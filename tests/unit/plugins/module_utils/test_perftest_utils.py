@@ -557,4 +557,4 @@ def test_pinning_to_a_node_the_machine_lacks(tmp_path):
 
 def test_gpu_arguments_follow_the_order_perftest_needs():
     argv = pt.build_argv("ib_write_bw", device="mlx5_2", size=1048576, use_cuda=3, use_cuda_dmabuf=True, extra_args=["-F"], server="10.0.0.2")
-    assert argv == ["ib_write_bw", "-d", "mlx5_2", "-s", "1048576", "--report_gbits", "--use_cuda=3", "--use_cuda_dmabuf", "-F", "10.0.0.2"]
+    assert argv == ["ib_write_bw", "-d", "mlx5_2", "-s", "1048576", "--report_gbits", "--use_cuda=3", "--use_cuda_dmabuf", "-F", "--", "10.0.0.2"]

@@ -116,7 +116,7 @@ def test_gpu_memory_on_the_hca_numa_node(fake, run_module):
     result = run_module(perftest, {"device": "mlx5_0", "size": "64K", "port": fake.port, "timeout": 30,
                                    "use_cuda": 0, "use_cuda_dmabuf": True, "numa_node": 0})
     assert not result.failed, result.get("msg")
-    assert result["cmd"][-4:] == ["--report_gbits", "--use_cuda=0", "--use_cuda_dmabuf", "127.0.0.1"]
+    assert result["cmd"][-5:] == ["--report_gbits", "--use_cuda=0", "--use_cuda_dmabuf", "--", "127.0.0.1"]  # the address after --
     calls = fake.calls()
     assert [c["role"] for c in calls] == ["server", "client"]
     assert all(c["cuda_device_order"] == "PCI_BUS_ID" for c in calls)
