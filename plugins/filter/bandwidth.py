@@ -18,32 +18,18 @@ from ansible_collections.rdma.node.plugins.plugin_utils._bandwidth_plan import (
     pairs_as_lists,
     select_ports,
 )
-from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import call, plain_data
 from ansible_collections.rdma.node.plugins.plugin_utils._checks.bandwidth import evaluate
 
 
-def _plain(value):
-    """Ansible's containers (hostvars, tagged values) as plain dicts, lists and scalars."""
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
-        return [_plain(item) for item in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
 
 
-def _call(name, function, *args, **kwargs):
-    try:
-        return function(*[_plain(a) for a in args], **{k: _plain(v) for k, v in kwargs.items()})
-    except CheckError as exc:  # BandwidthPlanError too
-        raise AnsibleFilterError("rdma.node.%s: %s" % (name, exc)) from None
 
 
 def bandwidth_ports(ports, link_layers=None, only=None, exclude=None, efficiency=0.95, gid_tables=None, gid_index=None,
                     gpu_mode="host", efficiency_gpu=0.9, rdma=None):
     """The ports of one host to test, with the memory of each test, expected rates and RoCE GID indexes."""
-    return _call("bandwidth_ports", select_ports, ports, link_layers=link_layers, only=only, exclude=exclude,
+    return call("bandwidth_ports", select_ports, ports, link_layers=link_layers, only=only, exclude=exclude,
                  efficiency=efficiency, gid_tables=gid_tables, gid_index=gid_index, gpu_mode=gpu_mode,
                  efficiency_gpu=efficiency_gpu, rdma=rdma)
 
@@ -52,19 +38,19 @@ def bandwidth_pairs(hosts, rounds=ROUNDS_COVER):
     """Rounds of pairs of ``hosts``: every host in at most one pair per round."""
     if isinstance(hosts, (str, Mapping)) or not isinstance(hosts, Sequence):
         raise AnsibleFilterError("rdma.node.bandwidth_pairs: expected a list of host names, got %r" % (hosts,))
-    return _call("bandwidth_pairs", lambda h, r: pairs_as_lists(pair_rounds(h, r)), list(hosts), rounds)
+    return call("bandwidth_pairs", lambda h, r: pairs_as_lists(pair_rounds(h, r)), list(hosts), rounds)
 
 
 def bandwidth_plan(hosts, order=None, tcp_port_base=DEFAULT_TCP_PORT_BASE, rounds=ROUNDS_COVER, tool="ib_write_bw",
                    loopback=True, pairs=True):
     """The loopback and pair tests of a set of hosts."""
-    return _call("bandwidth_plan", build_plan, hosts, order=order, tcp_port_base=tcp_port_base, rounds=rounds,
+    return call("bandwidth_plan", build_plan, hosts, order=order, tcp_port_base=tcp_port_base, rounds=rounds,
                  tool=tool, loopback=bool(loopback), pairs=bool(pairs))
 
 
 def bandwidth_verdicts(plan, host, loopback_results=None, pair_runs=None, check_mode=False, info=None):
     """Findings and status of one host after its tests ran: the role's registered checks, as rdma.node.evaluate runs them."""
-    return _call("bandwidth_verdicts", evaluate, plan, host, loopback_results=loopback_results, pair_runs=pair_runs,
+    return call("bandwidth_verdicts", evaluate, plan, host, loopback_results=loopback_results, pair_runs=pair_runs,
                  check_mode=bool(check_mode), selection=info)
 
 
@@ -74,7 +60,7 @@ def bandwidth_job_processes(ps_output, job):
         ps_output = ps_output.get("stdout", "")
     if not isinstance(ps_output, str):
         raise AnsibleFilterError("rdma.node.bandwidth_job_processes: expected ps output as text, got %r" % (ps_output,))
-    return _call("bandwidth_job_processes", job_processes, ps_output, job)
+    return call("bandwidth_job_processes", job_processes, ps_output, job)
 
 
 class FilterModule:

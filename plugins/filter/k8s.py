@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import call, plain_data
 from ansible_collections.rdma.node.plugins.plugin_utils._checks.cluster import mofed_wait_findings, resource_findings
 from ansible_collections.rdma.node.plugins.plugin_utils._k8s_rdma import (
     MOFED_WAIT_LABEL,
@@ -25,26 +25,8 @@ from ansible_collections.rdma.node.plugins.plugin_utils._k8s_rdma import (
 )
 
 
-def _plain(value):
-    """Ansible's (possibly lazy, tagged) containers and strings as plain JSON types."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, (int, float)):
-        return value
-    return value
 
 
-def _call(name, func, *args, **kwargs):
-    try:
-        return func(*args, **kwargs)
-    except CheckError as exc:  # K8sRdmaError too
-        raise AnsibleFilterError("rdma.node.%s: %s" % (name, exc)) from None
 
 
 def _host_facts(hostvars, host):
@@ -52,7 +34,7 @@ def _host_facts(hostvars, host):
     host_vars = hostvars.get(host) if isinstance(hostvars, Mapping) else None
     facts = (host_vars or {}).get("ansible_facts") or {}
     rdma = facts.get("rdma") if isinstance(facts, Mapping) else None
-    return _plain(rdma) if rdma is not None else None
+    return plain_data(rdma) if rdma is not None else None
 
 
 def rdma_shared_device_plugin_config(data, resources, groups=None, rdma_hca_max=63, current_config=None, strict=True):
@@ -64,7 +46,7 @@ def rdma_shared_device_plugin_config(data, resources, groups=None, rdma_hca_max=
     if not isinstance(data, Mapping):
         raise AnsibleFilterError("rdma.node.%s: expected hostvars (with groups) or a mapping of group to a list of "
                                  "ansible_facts.rdma as input, got %s" % (name, type(data).__name__))
-    resources = _plain(resources)
+    resources = plain_data(resources)
     if not isinstance(resources, dict):
         raise AnsibleFilterError("rdma.node.%s: expected a mapping of inventory group to resource name, got %r" % (name, resources))
     group_hosts = {}
@@ -81,11 +63,11 @@ def rdma_shared_device_plugin_config(data, resources, groups=None, rdma_hca_max=
             members = data[group]
             if not isinstance(members, (list, tuple)):
                 raise AnsibleFilterError("rdma.node.%s: input[%s] must be a list of ansible_facts.rdma, got %r" % (name, group, members))
-            group_hosts[group] = [("%s[%d]" % (group, i), None if f is None else _plain(f)) for i, f in enumerate(members)]
-    result = _call(name, device_plugin_config, group_hosts, resources, rdma_hca_max=rdma_hca_max, strict=strict)
+            group_hosts[group] = [("%s[%d]" % (group, i), None if f is None else plain_data(f)) for i, f in enumerate(members)]
+    result = call(name, device_plugin_config, group_hosts, resources, rdma_hca_max=rdma_hca_max, strict=strict)
     if current_config is not None:
         try:
-            merged = merge_device_plugin_config(_plain(current_config), result["configList"])
+            merged = merge_device_plugin_config(plain_data(current_config), result["configList"])
         except K8sRdmaError as exc:
             if strict:
                 raise AnsibleFilterError("rdma.node.%s: %s" % (name, exc)) from None
@@ -97,15 +79,15 @@ def rdma_shared_device_plugin_config(data, resources, groups=None, rdma_hca_max=
 
 def k8s_tolerations_merge(existing, wanted):
     """Merge wanted tolerations into a policy's existing ones without duplicates."""
-    return _call("k8s_tolerations_merge", merge_tolerations, _plain(existing), _plain(wanted))
+    return call("k8s_tolerations_merge", merge_tolerations, plain_data(existing), plain_data(wanted))
 
 
 def k8s_mofed_wait_findings(nodes, tolerations, planned_tolerations=None, policy_name="nic-cluster-policy",
                             label=MOFED_WAIT_LABEL, waited_seconds=None, previously_stuck=None, check_mode=False):
     """Why nodes are stuck at network.nvidia.com/operator.mofed.wait=true."""
-    return _call("k8s_mofed_wait_findings", mofed_wait_findings, _plain(nodes), _plain(tolerations or []),
-                 planned_tolerations=_plain(planned_tolerations), policy_name=str(policy_name), label=str(label),
-                 waited_seconds=waited_seconds, previously_stuck=_plain(previously_stuck), check_mode=bool(check_mode))
+    return call("k8s_mofed_wait_findings", mofed_wait_findings, plain_data(nodes), plain_data(tolerations or []),
+                 planned_tolerations=plain_data(planned_tolerations), policy_name=str(policy_name), label=str(label),
+                 waited_seconds=waited_seconds, previously_stuck=plain_data(previously_stuck), check_mode=bool(check_mode))
 
 
 def k8s_node_resource_findings(nodes, resources, groups, hostvars=None, prefix="rdma", expected_count=0, mofed_label=None):
@@ -123,13 +105,13 @@ def k8s_node_resource_findings(nodes, resources, groups, hostvars=None, prefix="
             value = (hostvars.get(host) or {}).get("k8s_node_name")
             if value:
                 node_names[host] = str(value)
-    return _call(name, resource_findings, _plain(nodes), _plain(resources), inventory_groups, node_names, prefix=str(prefix),
+    return call(name, resource_findings, plain_data(nodes), plain_data(resources), inventory_groups, node_names, prefix=str(prefix),
                  expected_count=expected_count, mofed_label=str(mofed_label) if mofed_label else None)
 
 
 def k8s_stale_resource_patches(nodes, names, node_names=None):
     """JSON patches removing stale extended resources from the nodes' status, where present."""
-    return _call("k8s_stale_resource_patches", stale_resource_patches, _plain(nodes), _plain(names), _plain(node_names))
+    return call("k8s_stale_resource_patches", stale_resource_patches, plain_data(nodes), plain_data(names), plain_data(node_names))
 
 
 class FilterModule:

@@ -8,32 +8,19 @@ this one."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.rdma.node.plugins.plugin_utils import _pod_proof
-from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import call, plain_data
 
 # What the proof reads of an inventory host: its node name and the facts its messages use.
 HOST_KEYS = ("rdma", "rdma_memlock", "node_remediation_status")
 
 
-def _plain(value):
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
-        return [_plain(item) for item in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
 
 
-def _call(name, function, *args, **kwargs):
-    try:
-        return function(*[_plain(a) for a in args], **{k: _plain(v) for k, v in kwargs.items()})
-    except CheckError as exc:
-        raise AnsibleFilterError("rdma.node.%s: %s" % (name, exc)) from None
 
 
 def pod_proof_host_view(host_vars):
@@ -47,7 +34,7 @@ def pod_proof_host_view(host_vars):
     for key in HOST_KEYS:
         value = facts.get(key, host_vars.get(key))
         if value is not None:
-            picked[key] = _plain(value)
+            picked[key] = plain_data(value)
     view = {"ansible_facts": picked}
     if host_vars.get("k8s_node_name"):
         view["k8s_node_name"] = str(host_vars["k8s_node_name"])
@@ -56,7 +43,7 @@ def pod_proof_host_view(host_vars):
 
 def pod_proof_plan(host_views, groups, hosts, options):
     """The pairs of each group, their pods' batches and notes (``_pod_proof.plan``)."""
-    return _call("pod_proof_plan", _pod_proof.plan, host_views, groups, hosts, options)
+    return call("pod_proof_plan", _pod_proof.plan, host_views, groups, hosts, options)
 
 
 def pod_proof_manifests(plan, batch, side, options, run_id, pods=None):
@@ -80,24 +67,24 @@ def pod_proof_manifests(plan, batch, side, options, run_id, pods=None):
             if server and server["ready"] and server["ip"] and not server["ended"]:
                 manifests.append(_pod_proof.pod_manifest(test, "client", options_, run_id_, batch_, server["ip"]))
         return manifests
-    return _call("pod_proof_manifests", build, plan, batch, side, options, run_id, pods)
+    return call("pod_proof_manifests", build, plan, batch, side, options, run_id, pods)
 
 
 def pod_proof_settled(pods, sides, want="ready"):
     """Whether every pod of ``sides`` is ready (``want=ready``: or ended, or stuck) or ended (``want=ended``: or stuck)."""
     if want not in ("ready", "ended"):
         raise AnsibleFilterError("rdma.node.pod_proof_settled: want must be ready or ended, got %r" % (want,))
-    return _call("pod_proof_settled", _pod_proof.batch_settled, pods, sides, want)
+    return call("pod_proof_settled", _pod_proof.batch_settled, pods, sides, want)
 
 
 def pod_proof_nccl_files(plan):
     """The saved NCCL logs and nccl-tests outputs the groups' settings name."""
-    return _call("pod_proof_nccl_files", _pod_proof.nccl_files, plan)
+    return call("pod_proof_nccl_files", _pod_proof.nccl_files, plan)
 
 
 def pod_proof_nccl_evidence(saved, launched, plan, groups):
     """Each group's NCCL evidence (saved files read, launcher outputs) for the NCCL checks."""
-    return _call("pod_proof_nccl_evidence", _pod_proof.nccl_evidence, saved, launched, plan, groups)
+    return call("pod_proof_nccl_evidence", _pod_proof.nccl_evidence, saved, launched, plan, groups)
 
 
 def pod_proof_node_views(status, findings=None, time=None):
@@ -107,7 +94,7 @@ def pod_proof_node_views(status, findings=None, time=None):
     def build(status_, findings_, time_):
         stamp = float(time_) if time_ is not None else clock.time()
         return {host: dict(view, time=stamp) for host, view in _pod_proof.node_views(status_, findings_).items()}
-    return _call("pod_proof_node_views", build, status, findings, time)
+    return call("pod_proof_node_views", build, status, findings, time)
 
 
 class FilterModule:
