@@ -11,6 +11,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import yaml
+
 COLLECTION_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = COLLECTION_ROOT / "tests" / "fixtures"
 TOOLS = COLLECTION_ROOT / "tools"
@@ -52,8 +54,6 @@ def containerd_config_copy(tmp_path: Path, name: str, mode: int = 0o640) -> Path
 
 def demo_hosts() -> list:
     """The demo inventory's host names, sorted, as its description lists them in node_groups."""
-    import yaml  # pylint: disable=import-outside-toplevel  (only the tests that ask need it)
-
     groups = yaml.safe_load((DEMO_INVENTORY / "demo.simulated_nodes.yml").read_text())["node_groups"]
     return sorted(host for members in groups.values() for host in members)
 

@@ -18,20 +18,16 @@ from ansible_collections.rdma.node.plugins.plugin_utils._bandwidth_plan import (
     pairs_as_lists,
     select_ports,
 )
-from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import call, plain_data
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import call
 from ansible_collections.rdma.node.plugins.plugin_utils._checks.bandwidth import evaluate
-
-
-
-
 
 
 def bandwidth_ports(ports, link_layers=None, only=None, exclude=None, efficiency=0.95, gid_tables=None, gid_index=None,
                     gpu_mode="host", efficiency_gpu=0.9, rdma=None):
     """The ports of one host to test, with the memory of each test, expected rates and RoCE GID indexes."""
     return call("bandwidth_ports", select_ports, ports, link_layers=link_layers, only=only, exclude=exclude,
-                 efficiency=efficiency, gid_tables=gid_tables, gid_index=gid_index, gpu_mode=gpu_mode,
-                 efficiency_gpu=efficiency_gpu, rdma=rdma)
+                efficiency=efficiency, gid_tables=gid_tables, gid_index=gid_index, gpu_mode=gpu_mode,
+                efficiency_gpu=efficiency_gpu, rdma=rdma)
 
 
 def bandwidth_pairs(hosts, rounds=ROUNDS_COVER):
@@ -45,13 +41,13 @@ def bandwidth_plan(hosts, order=None, tcp_port_base=DEFAULT_TCP_PORT_BASE, round
                    loopback=True, pairs=True):
     """The loopback and pair tests of a set of hosts."""
     return call("bandwidth_plan", build_plan, hosts, order=order, tcp_port_base=tcp_port_base, rounds=rounds,
-                 tool=tool, loopback=bool(loopback), pairs=bool(pairs))
+                tool=tool, loopback=bool(loopback), pairs=bool(pairs))
 
 
 def bandwidth_verdicts(plan, host, loopback_results=None, pair_runs=None, check_mode=False, info=None):
     """Findings and status of one host after its tests ran: the role's registered checks, as rdma.node.evaluate runs them."""
     return call("bandwidth_verdicts", evaluate, plan, host, loopback_results=loopback_results, pair_runs=pair_runs,
-                 check_mode=bool(check_mode), selection=info)
+                check_mode=bool(check_mode), selection=info)
 
 
 def bandwidth_job_processes(ps_output, job):

@@ -25,10 +25,6 @@ from ansible_collections.rdma.node.plugins.plugin_utils._k8s_rdma import (
 )
 
 
-
-
-
-
 def _host_facts(hostvars, host):
     """``hostvars[host].ansible_facts.rdma`` (live or from a fact cache), or None."""
     host_vars = hostvars.get(host) if isinstance(hostvars, Mapping) else None
@@ -86,8 +82,8 @@ def k8s_mofed_wait_findings(nodes, tolerations, planned_tolerations=None, policy
                             label=MOFED_WAIT_LABEL, waited_seconds=None, previously_stuck=None, check_mode=False):
     """Why nodes are stuck at network.nvidia.com/operator.mofed.wait=true."""
     return call("k8s_mofed_wait_findings", mofed_wait_findings, plain_data(nodes), plain_data(tolerations or []),
-                 planned_tolerations=plain_data(planned_tolerations), policy_name=str(policy_name), label=str(label),
-                 waited_seconds=waited_seconds, previously_stuck=plain_data(previously_stuck), check_mode=bool(check_mode))
+                planned_tolerations=plain_data(planned_tolerations), policy_name=str(policy_name), label=str(label),
+                waited_seconds=waited_seconds, previously_stuck=plain_data(previously_stuck), check_mode=bool(check_mode))
 
 
 def k8s_node_resource_findings(nodes, resources, groups, hostvars=None, prefix="rdma", expected_count=0, mofed_label=None):
@@ -106,7 +102,7 @@ def k8s_node_resource_findings(nodes, resources, groups, hostvars=None, prefix="
             if value:
                 node_names[host] = str(value)
     return call(name, resource_findings, plain_data(nodes), plain_data(resources), inventory_groups, node_names, prefix=str(prefix),
-                 expected_count=expected_count, mofed_label=str(mofed_label) if mofed_label else None)
+                expected_count=expected_count, mofed_label=str(mofed_label) if mofed_label else None)
 
 
 def k8s_stale_resource_patches(nodes, names, node_names=None):

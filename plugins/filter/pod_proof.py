@@ -19,10 +19,6 @@ from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import cal
 HOST_KEYS = ("rdma", "rdma_memlock", "node_remediation_status")
 
 
-
-
-
-
 def pod_proof_host_view(host_vars):
     """One host's variables -> ``{k8s_node_name, ansible_facts: {rdma, rdma_memlock, node_remediation_status}}``.
 

@@ -523,6 +523,7 @@ def test_a_process_directory_named_with_a_unicode_digit_is_not_a_process(tmp_pat
     (proc / "\u00b2" / "stat").write_text("2 (x) S 1 100 100 0 -1\n")
     assert in_child(lambda: sorted(pt.group_pids(100, str(proc)))) == [100, 101]
 
+
 def _numa_tree(root, nodes, with_memory):
     for node, cpus in nodes.items():
         (root / ("node%d" % node)).mkdir(parents=True)
