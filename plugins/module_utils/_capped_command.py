@@ -33,7 +33,8 @@ def run_capped(argv, max_bytes, timeout):
     be started raises OSError.
     """
     with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
+        # Not run_command: it keeps all of the output and waits for the end, which is what this avoids.
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,  # pylint: disable=ansible-bad-function
                                 close_fds=True)
         out = bytearray()
         cut = timed_out = False
