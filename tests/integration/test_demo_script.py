@@ -44,9 +44,12 @@ def test_the_demo_prints_a_summary_and_calls_its_planted_faults_intended(tmp_pat
         "(ansible-playbook exit code 2).")
     assert "  - critical node_health/pcie_degraded (planted): The PCIe link of mlx5_0, mlx5_1 (0000:5e:00)" in run.stdout
     assert "NOT PLANTED" not in run.stdout
+    # The groups' saved NCCL logs, judged in the report's cluster section, are shown under their group.
+    assert ("What the groups' jobs show (the report's cluster section; no host fails for these):\nib-v100\n"
+            "  - critical pod_proof/nccl_socket_fallback (planted): NCCL fell back to TCP sockets") in run.stdout
     # The hosts still fail, in Ansible's own output: the demo only reads it for the person.
     log = (tmp_path / "report/ansible-playbook.log").read_text()
-    assert log.count("fatal: [") == 4 and "Fail the host for its critical findings" in log
+    assert log.count("fatal: [") == 7 and "Fail the host for its critical findings" in log
 
 
 def test_a_finding_that_is_not_planted_is_a_real_failure(tmp_path):

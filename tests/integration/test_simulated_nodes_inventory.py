@@ -41,6 +41,7 @@ def everything_planted(base):
 def project(tmp_path):
     """A project holding the demo inventory and a reports directory, beside a neighbouring project."""
     inventory = demo_inventory_copy(tmp_path / "project" / "inventory")
+    (tmp_path / "copied.txt").write_text("\n".join(sorted(p.name for p in inventory.iterdir())))
     plant(tmp_path / "project" / "inventory" / "reports")
     plant(tmp_path / "project" / "inventory" / "reports-2024")
     plant(tmp_path / "project" / "docs")
@@ -75,7 +76,10 @@ def test_a_nodes_dir_of_someone_else_is_refused_and_nothing_is_removed(project, 
     assert listed.returncode != 0
     assert "%s: " % description in listed.stderr and refusal in listed.stderr, listed.stderr
     assert everything_planted(base) == PLANTED
-    assert sorted(p.name for p in description.parent.iterdir()) == ["demo.simulated_nodes.yml", "group_vars", "reports", "reports-2024"]
+    # The inventory's directory holds what was copied and planted, and no build of node roots.
+    copied = (base / "copied.txt").read_text().split("\n")
+    assert "demo.simulated_nodes.yml" in copied and not [name for name in copied if name.startswith(".nodes")]
+    assert sorted(p.name for p in description.parent.iterdir()) == sorted(copied + ["reports", "reports-2024"])
 
 
 @pytest.mark.parametrize("host", ["../escape", "a/b", ".."])

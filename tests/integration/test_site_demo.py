@@ -87,17 +87,23 @@ def test_every_expected_finding_and_no_other(site_run):
     assert [h["name"] for h in report["hosts"]] == ["a100-node-01", "a100-node-03", "v100-node-02", "a100-node-02", "v100-node-03",
                                                     "v100-node-04", "v100-node-01", "a100-node-04"]
     assert report["totals"] == {"hosts": 8, "critical": 7, "unreachable": 0, "no_data": 0, "warning": 1, "ok": 0, "findings": 23,
-                                "cluster_findings": 0, "hosts_not_fully_checked": 8}
+                                "cluster_findings": 2, "hosts_not_fully_checked": 8}
     assert report["schema_version"] == 3
+    # site's NCCL play judges each group's saved NCCL log (inventories/demo/group_vars/all.yml): ib-v100's job fell back
+    # to sockets, ib-a100's used IB without GPUDirect RDMA. They fail no host, and are the cluster section's only findings.
+    assert [(f["role"], f["check"], f["severity"], f["subject"]) for c in report["clusters"] for f in c["findings"]] == [
+        ("pod_proof", "nccl_socket_fallback", "critical", "ib-v100"), ("pod_proof", "nccl_no_gpudirect", "warning", "ib-a100")]
     assert {(h["name"], n["role"], n["check"], n["subject"]) for h in report["hosts"] for n in h["not_checked"]} == NOT_CHECKED
     assert [(c["role"], c["check"], c["critical"], c["warning"], c["info"], c["hosts"]) for c in report["findings_by_check"]] == [
         ("node_health", "counter_rising", 2, 0, 0, 2), ("node_health", "gpudirect", 1, 0, 7, 8),
         ("driver_verify", "dkms_missing_next_boot", 1, 0, 0, 1), ("ib_inventory", "port_down", 1, 0, 0, 1),
         ("node_health", "link_ber", 1, 0, 0, 1), ("node_health", "link_flapping", 1, 0, 0, 1),
         ("node_health", "pcie_aer", 1, 0, 0, 1), ("node_health", "pcie_degraded", 1, 0, 0, 1), ("node_health", "roce_qos", 1, 0, 0, 1),
-        ("driver_verify", "dkms_error", 0, 1, 0, 1), ("fleet_consistency", "firmware_drift", 0, 1, 0, 1),
+        ("pod_proof", "nccl_socket_fallback", 1, 0, 0, 0), ("driver_verify", "dkms_error", 0, 1, 0, 1), ("fleet_consistency", "firmware_drift", 0, 1, 0, 1),
         ("fleet_consistency", "group_consensus", 0, 1, 0, 1), ("node_health", "hca_temperature", 0, 1, 0, 1),
-        ("node_health", "link_down_duration", 0, 1, 0, 1), ("node_health", "pcie_p2p_redirect", 0, 1, 0, 1)]
+        ("node_health", "link_down_duration", 0, 1, 0, 1), ("node_health", "pcie_p2p_redirect", 0, 1, 0, 1),
+        # the cluster section's findings are counted by check too, on no host
+        ("pod_proof", "nccl_no_gpudirect", 0, 1, 0, 0)]
 
 
 def test_planted_faults_say_what_the_readme_says(site_run):
@@ -270,7 +276,7 @@ def test_report_job_reads_the_fact_cache_alone(demo, site_run):
 def test_markdown_report(demo, site_run):
     text = (demo["base"] / "report/fleet-report.md").read_text()
     assert ("**8 hosts**: 7 critical, 0 unreachable, 0 without data, 1 with warnings, 0 ok (8 of them with checks that could not run, "
-            "listed as not checked); 23 findings.") in text
+            "listed as not checked); 23 findings; 2 cluster findings.") in text
     assert re.search(r"^\| a100-node-02 \| ib-a100 \| CRITICAL, 2 not checked \| 2/3 \| 200 Gb/s \| 6\.1\.0-27-amd64 / \*\*6\.1\.0-28-amd64\*\* \(differs\) \| "
                      r"MLNX_OFED_LINUX-23\.10-1\.1\.9\.0 \| - \| this node loses RDMA at its next reboot into 6\.1\.0-28-amd64", text, re.M)
     assert ("| v100-node-01 | ib-v100 | CRITICAL, 1 not checked | 2/2 | 100 Gb/s | 6.1.0-27-amd64 / 6.1.0-27-amd64 | MLNX_OFED_LINUX-23.10-1.1.9.0 | - | "

@@ -42,29 +42,34 @@ def _cause(report, host):
                      if (f["role"], f["check"]) in (("ib_inventory", "port_down"), ("node_health", "link_flapping"))).rstrip(".")
 
 
+def quarantine_findings(cluster):
+    """The quarantine's findings of the cluster section (site's NCCL play reports there too, on the groups)."""
+    return [f for f in cluster["findings"] if f["role"] == "k8s_quarantine"]
+
+
 def test_report_mode_shows_what_would_be_quarantined(demo):
     run, report = site(demo, "report", "-e", "rdma_quarantine=report")
     assert run.rc == 2, "the faulty hosts still fail at the end"
     (cluster,) = report["clusters"]
-    assert cluster["subject"] == "cluster/kubernetes" and list(cluster["roles"]) == ["k8s_quarantine"]
-    assert sorted((f["check"], f["severity"], f["subject"]) for f in cluster["findings"]) == [
+    assert cluster["subject"] == "cluster/kubernetes" and sorted(cluster["roles"]) == ["k8s_quarantine", "pod_proof"]
+    assert sorted((f["check"], f["severity"], f["subject"]) for f in quarantine_findings(cluster)) == [
         ("cluster_not_read", "info", "cluster/kubernetes"), ("toleration_missing", "info", "cluster/kubernetes"),
         ("would_quarantine", "warning", "v100-node-02")]
-    (would,) = [f for f in cluster["findings"] if f["check"] == "would_quarantine"]
+    (would,) = [f for f in quarantine_findings(cluster) if f["check"] == "would_quarantine"]
     assert would["message"] == "Would cordon and taint rdma.node/quarantine=rdma-fault:NoSchedule node v100-node-02 for %s." % _cause(
         report, "v100-node-02")
-    (not_read,) = [f for f in cluster["findings"] if f["check"] == "cluster_not_read"]
+    (not_read,) = [f for f in quarantine_findings(cluster) if f["check"] == "cluster_not_read"]
     assert not_read["message"].startswith("The cluster was not read (k8s_quarantine_read_cluster is false), so the plan comes from the findings alone")
     on_hosts = {h["name"]: [f["check"] for f in h["findings"] if f["role"] == "k8s_quarantine"] for h in report["hosts"]}
     assert on_hosts == dict(dict.fromkeys(HOSTS, []), **{"v100-node-02": ["would_quarantine"]})
     assert run.custom_stats["k8s_quarantine_approved_nodes"] == ["v100-node-02"]
     status = run.custom_stats["rdma_k8s_quarantine"]["cluster/kubernetes"]["status"]
-    assert (status["mode"], status["cluster_read"], status["eligible_nodes"], status["limit"]) == ("report", False, 4, 1)
+    assert (status["mode"], status["cluster_read"], status["eligible_nodes"], status["limit"]) == ("report", False, len(HOSTS), 1)
 
 
 def test_without_the_option_there_is_no_quarantine_step(demo):
     run, report = site(demo, "plain")
-    assert report["clusters"] == [] and "rdma_k8s_quarantine" not in run.custom_stats
+    assert [list(c["roles"]) for c in report["clusters"]] == [["pod_proof"]] and "rdma_k8s_quarantine" not in run.custom_stats
 
 
 def test_apply_against_the_fake_api_quarantines_the_node(demo):
@@ -87,7 +92,7 @@ def test_apply_against_the_fake_api_quarantines_the_node(demo):
                       ("PATCH", "/api/v1/namespaces/kube-system/configmaps/rdma-node-quarantine"),
                       ("PATCH", "/api/v1/nodes/v100-node-02")]
     (cluster,) = report["clusters"]
-    assert sorted((f["check"], f["subject"]) for f in cluster["findings"]) == [
+    assert sorted((f["check"], f["subject"]) for f in quarantine_findings(cluster)) == [
         ("quarantined", "v100-node-02"), ("toleration_added", "nic-cluster-policy")]
     (entry,) = [h for h in report["hosts"] if h["name"] == "v100-node-02"]
     assert ("k8s_quarantine", "quarantined", "warning") in [(f["role"], f["check"], f["severity"]) for f in entry["findings"]]

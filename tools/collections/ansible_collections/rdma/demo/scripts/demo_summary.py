@@ -78,6 +78,10 @@ def judge(report: dict, planted: dict, failures: list, rc: int) -> list:
             check = "%s/%s" % (finding.get("role"), finding.get("check"))
             if finding.get("severity") == "critical" and check not in planted.get(host.get("name"), set()):
                 unplanted.setdefault(host.get("name"), []).append(finding)
+    for finding in cluster_findings(report):
+        check = "%s/%s" % (finding.get("role"), finding.get("check"))
+        if finding.get("severity") == "critical" and check not in planted.get(finding.get("subject"), set()):
+            unplanted.setdefault(finding.get("subject"), []).append(finding)
     for host, findings in sorted(unplanted.items()):
         for finding in findings:
             real.append("%s: critical finding %s/%s is not a planted fault: %s" % (
@@ -94,6 +98,17 @@ def judge(report: dict, planted: dict, failures: list, rc: int) -> list:
     return real
 
 
+def cluster_findings(report: dict) -> list:
+    """The findings of the report's cluster section (their subject: a group, a pair, the cluster)."""
+    return [finding for cluster in report.get("clusters") or [] for finding in cluster.get("findings") or []]
+
+
+def finding_line(finding: dict, planted: set) -> str:
+    check = "%s/%s" % (finding.get("role"), finding.get("check"))
+    mark = "planted" if check in planted else "NOT PLANTED"
+    return "  - %-8s %s (%s): %s" % (finding.get("severity"), printable(check), mark, printable(finding.get("message")))
+
+
 def summary_lines(report: dict, planted: dict) -> list:
     lines = []
     for host in report.get("hosts", []):
@@ -105,11 +120,16 @@ def summary_lines(report: dict, planted: dict) -> list:
         for finding in findings:
             if finding.get("severity") == "info":
                 continue
-            check = "%s/%s" % (finding.get("role"), finding.get("check"))
-            mark = "planted" if check in planted.get(name, set()) else "NOT PLANTED"
-            lines.append("  - %-8s %s (%s): %s" % (finding.get("severity"), printable(check), mark, printable(finding.get("message"))))
+            lines.append(finding_line(finding, planted.get(name, set())))
         if counts["info"]:
             lines.append("  - and %d info finding%s (in the report)" % (counts["info"], "" if counts["info"] == 1 else "s"))
+    shared = [finding for finding in cluster_findings(report) if finding.get("severity") != "info"]
+    if shared:
+        lines.append("")
+        lines.append("What the groups' jobs show (the report's cluster section; no host fails for these):")
+        for finding in shared:
+            lines.append("%s" % printable(finding.get("subject")))
+            lines.append(finding_line(finding, planted.get(finding.get("subject"), set())))
     return lines
 
 

@@ -45,6 +45,8 @@ options:
     description:
       - Host name to the checks (C(role/check)) that find the faults its description plants. Each host gets the list as
         C(rdma_demo_planted_faults); C(scripts/demo.sh) of the source checkout tells these findings from a real failure.
+      - A group of O(node_groups) names the checks of the faults planted in what the group shares (its saved NCCL log),
+        that is the findings of the report's cluster section whose subject is that group.
     type: dict
     default: {}
   nodes_dir:
@@ -107,10 +109,11 @@ class InventoryModule(BaseFileInventoryPlugin):
             if not isinstance(members, list) or any(str(member) not in hosts for member in members):
                 raise AnsibleParserError("%s: node_groups.%s must be a list of hosts of hardware, got %r." % (path, group, members))
         planted = self.get_option("planted_faults") or {}
-        for host, checks in planted.items():
-            if str(host) not in hosts or not isinstance(checks, list) or not all(isinstance(c, str) and c.count("/") == 1 for c in checks):
-                raise AnsibleParserError("%s: planted_faults.%s must be a list of role/check names of a host of hardware, got %r."
-                                         % (path, host, checks))
+        for subject, checks in planted.items():
+            if str(subject) not in hosts and str(subject) not in groups or not isinstance(checks, list) \
+                    or not all(isinstance(c, str) and c.count("/") == 1 for c in checks):
+                raise AnsibleParserError("%s: planted_faults.%s must be a list of role/check names of a host of hardware or a group "
+                                         "of node_groups, got %r." % (path, subject, checks))
         nodes = None
         try:
             nodes = node_roots_link(os.path.dirname(os.path.abspath(path)), self.get_option("nodes_dir"))
