@@ -9,7 +9,9 @@ share the machine's noise, for each ``gather_subset`` of ib_facts:
 * ``gather``: what ib_facts does for the subset (``_ib_collect.read_ib_facts``: the ports, then each
   subset's declared reader);
 * ``floor``: the same system calls and nothing else: every file gather opened (opened, read, closed),
-  every directory it listed and every link it read, recorded from a gather run.
+  every directory it listed and every link it read, recorded from a gather run;
+* ``checked floor``: the floor with the system calls a safe read of a node's file needs (the file's
+  kind checked before and after ``open``, read to its end), as ``_files.read_bytes`` makes them.
 
 Prints the median of each and their ratio, per subset (``ports`` is ib_facts' default). Usage:
 ``python benchmarks/bench_ib_facts.py [--rounds N] [--json FILE]``
@@ -165,6 +167,36 @@ def read_floor(calls):
             os.close(fd)
 
 
+def read_checked_floor(calls):
+    """The same files read as the collection's bounded reader must read them (``_files.read_bytes``): the
+    kind checked before ``open`` (a FIFO or a device is never opened) and after it (against a swap), and
+    read to its end (a short read of procfs is not the end), doing nothing with what they hold."""
+    opened, listed, links = calls
+    for path in listed:
+        try:
+            os.listdir(path)
+        except OSError:
+            pass
+    for path in links:
+        try:
+            os.readlink(path)
+        except OSError:
+            pass
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    for path in opened:
+        try:
+            os.stat(path)
+            fd = os.open(path, flags)
+        except OSError:
+            continue
+        try:
+            os.fstat(fd)
+            while os.read(fd, 65536):
+                pass
+        finally:
+            os.close(fd)
+
+
 def timed(function, *args):
     start = time.perf_counter()
     function(*args)
@@ -177,21 +209,25 @@ def measure(root, subsets, rounds):
         facts, warnings = gather_subset(root, subsets)
     calls = (recorder.opened, recorder.listed, recorder.links)
     assert not warnings and facts["summary"]["port_count"] == HCAS * 2 + VFS
-    gather_times, floor_times = [], []
-    for _warm_up in range(3):  # warm the dentry and page caches for both
+    gather_times, floor_times, checked_times = [], [], []
+    for _warm_up in range(3):  # warm the dentry and page caches for all three
         gather_subset(root, subsets)
         read_floor(calls)
+        read_checked_floor(calls)
     for _round in range(rounds):
         gather_times.append(timed(gather_subset, root, subsets))
         floor_times.append(timed(read_floor, calls))
+        checked_times.append(timed(read_checked_floor, calls))
     result = {
         "files_opened": len(recorder.opened),
         "dirs_listed": len(recorder.listed),
         "links_read": len(recorder.links),
         "gather_median_ms": round(statistics.median(gather_times) * 1000, 2),
         "floor_median_ms": round(statistics.median(floor_times) * 1000, 2),
+        "checked_floor_median_ms": round(statistics.median(checked_times) * 1000, 2),
     }
     result["ratio"] = round(result["gather_median_ms"] / result["floor_median_ms"], 2)
+    result["ratio_checked"] = round(result["gather_median_ms"] / result["checked_floor_median_ms"], 2)
     return facts, result
 
 
@@ -221,14 +257,17 @@ def main(argv=None):
         "gather_median_ms": ports["gather_median_ms"],
         "floor_median_ms": ports["floor_median_ms"],
         "ratio": ports["ratio"],
+        "checked_floor_median_ms": ports["checked_floor_median_ms"],
+        "ratio_checked": ports["ratio_checked"],
     }
     for key, value in result.items():
         print("%-18s %s" % (key, value))
-    print("\n%-10s %8s %8s %8s %10s %9s %6s" % ("subset", "opened", "listed", "links", "gather_ms", "floor_ms", "ratio"))
+    print("\n%-12s %8s %8s %8s %10s %9s %6s %11s %7s" % (
+        "subset", "opened", "listed", "links", "gather_ms", "floor_ms", "ratio", "checked_ms", "ratio"))
     for name, numbers in subsets.items():
-        print("%-10s %8d %8d %8d %10.2f %9.2f %6.2f" % (
-            name, numbers["files_opened"], numbers["dirs_listed"], numbers["links_read"],
-            numbers["gather_median_ms"], numbers["floor_median_ms"], numbers["ratio"]))
+        print("%-12s %8d %8d %8d %10.2f %9.2f %6.2f %11.2f %7.2f" % (
+            name, numbers["files_opened"], numbers["dirs_listed"], numbers["links_read"], numbers["gather_median_ms"],
+            numbers["floor_median_ms"], numbers["ratio"], numbers["checked_floor_median_ms"], numbers["ratio_checked"]))
     result["subsets"] = subsets
     if options.json:
         with open(options.json, "w", encoding="utf-8") as handle:

@@ -289,15 +289,25 @@ def parse_mlnx_qos(text):
 # ------------------------------------------------------------------------------------ collection
 
 
-def bond_slaves(sysfs_root, netdev):
-    """The netdevs whose ``master`` link names ``netdev`` (a bond's slaves), sorted; [] for any other."""
+def bond_slaves(sysfs_root):
+    """``{bond: [its slaves, sorted]}``: the netdevs whose ``master`` link names another netdev.
+
+    One listing of ``class/net`` for the whole node (a bond is found by its slaves' ``master`` links).
+    """
     net = os.path.join(sysfs_root, "class", "net")
     try:
         names = sorted(os.listdir(net))
     except OSError:
-        return []
-    return [name for name in names if name != netdev and os.path.islink(os.path.join(net, name, "master"))
-            and os.path.basename(os.readlink(os.path.join(net, name, "master"))) == netdev]
+        return {}
+    slaves = {}
+    for name in names:
+        master = os.path.join(net, name, "master")
+        if os.path.islink(master):
+            try:
+                slaves.setdefault(os.path.basename(os.readlink(master)), []).append(name)
+            except OSError:
+                continue
+    return slaves
 
 
 def roce_netdevs(facts_so_far, sysfs_root=None):
@@ -308,10 +318,11 @@ def roce_netdevs(facts_so_far, sysfs_root=None):
     for its slaves (each with ``bond`` naming it); without, or for any other netdev, ``bond`` is None.
     """
     found = {}
+    slaves_of = bond_slaves(sysfs_root) if sysfs_root else {}
     for port in (facts_so_far or {}).get("ports") or []:
         if port.get("link_layer") == "Ethernet":
             for netdev in port.get("netdevs") or []:
-                slaves = bond_slaves(sysfs_root, netdev) if sysfs_root else []
+                slaves = [name for name in slaves_of.get(netdev, []) if name != netdev]
                 for name in slaves or [netdev]:
                     found.setdefault(name, (port.get("device"), port.get("port"), netdev if slaves else None))
     return found
