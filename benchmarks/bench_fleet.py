@@ -1,7 +1,7 @@
 """What the main job costs at fleet scale, against merely reaching the hosts.
 
 Builds an inventory of N simulated GPU nodes on this machine (local connection), shaped like the demo
-inventory: the demo's four hardware profiles (inventories/demo/demo.simulated_nodes.yml) are built once as node
+inventory: the demo's eight hardware profiles (inventories/demo/demo.simulated_nodes.yml) are built once as node
 roots, and every simulated host's node root is a symlink to the root of its profile. Then, for each N
 and forks setting, it times side by side, alternating in rounds so that they share the machine's noise:
 
@@ -113,6 +113,9 @@ def build_fleet(base, host_counts):
         shutil.copytree(DEMO / "group_vars", directory / "group_vars")
         all_vars = yaml.safe_load((directory / "group_vars/all.yml").read_text())
         all_vars["ansible_python_interpreter"] = sys.executable  # the venv's, without templating per host
+        # Where the demo's groups keep their saved NCCL logs (site's NCCL play reads them), as the demo's
+        # inventory plugin says it.
+        all_vars["rdma_demo_inventory_dir"] = str(DEMO)
         # The demo waits 1 s per host between two counter samples to show a rise within one run; a fleet
         # compares with the previous run's sample in the fact cache instead. A wait is not overhead.
         all_vars["node_health_counters_interval"] = 0

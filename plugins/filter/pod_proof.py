@@ -17,6 +17,11 @@ from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import cal
 
 # What the proof reads of an inventory host: its node name and the facts its messages use.
 HOST_KEYS = ("rdma", "rdma_memlock", "node_remediation_status")
+# Of the RDMA facts, what the plan (ports, the GPU nearest each HCA, its NUMA node) and the checks'
+# messages (GPUDirect readiness, locality) read. The rest (counters' time, PCIe paths, AER, optics, the
+# kernel log...) is left where it is: copying it for every host of a large fleet was most of the
+# NCCL play's time in the main job.
+RDMA_KEYS = ("ports", "devices", "gpus", "locality", "gpudirect")
 
 
 def pod_proof_host_view(host_vars):
@@ -29,6 +34,8 @@ def pod_proof_host_view(host_vars):
     picked = {}
     for key in HOST_KEYS:
         value = facts.get(key, host_vars.get(key))
+        if key == "rdma" and isinstance(value, Mapping):
+            value = {name: value[name] for name in RDMA_KEYS if name in value}
         if value is not None:
             picked[key] = plain_data(value)
     view = {"ansible_facts": picked}
