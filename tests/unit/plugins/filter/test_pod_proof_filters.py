@@ -1,0 +1,45 @@
+"""rdma.node.pod_proof_host_views: what the pod proof reads of each host, from hostvars read raw."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.rdma.node.plugins.filter.pod_proof import pod_proof_host_views
+
+
+class RawHostvars(dict):
+    """Like Ansible's hostvars: raw_get gives a host's variables unrendered; a plain lookup would render them."""
+
+    def __getitem__(self, name):
+        raise AssertionError("the filter must read hostvars raw")
+
+    def raw_get(self, name):
+        return dict.__getitem__(self, name) if name in self else None
+
+
+def test_only_the_rdma_facts_the_proof_reads_are_taken():
+    rdma = {"ports": [{"device": "mlx5_0", "port": 1}], "devices": {"mlx5_0": {}}, "gpus": [], "locality": {}, "gpudirect": {"ready": True},
+            "aer": {"mlx5_0": {"fatal": {}}}, "pcie_path": {"paths": []}, "link_quality": {}, "counters_time": 1.0}
+    hostvars = RawHostvars({"gpu-01": {"ansible_facts": {"rdma": rdma, "rdma_memlock": {"soft": "unlimited"}}, "k8s_node_name": "node-a",
+                                       "rdma": {"ports": "a stale top-level copy, not read"}}})
+    views = pod_proof_host_views(hostvars, ["gpu-01"])
+    assert views == {"gpu-01": {"k8s_node_name": "node-a", "ansible_facts": {
+        "rdma": {"ports": [{"device": "mlx5_0", "port": 1}], "devices": {"mlx5_0": {}}, "gpus": [], "locality": {}, "gpudirect": {"ready": True}},
+        "rdma_memlock": {"soft": "unlimited"}}}}
+
+
+def test_injected_facts_and_unknown_hosts():
+    hostvars = RawHostvars({"gpu-02": {"rdma": {"ports": [], "kernel_log": {}}}})
+    assert pod_proof_host_views(hostvars, ["gpu-02", "not-in-inventory"]) == {
+        "gpu-02": {"ansible_facts": {"rdma": {"ports": []}}}, "not-in-inventory": {"ansible_facts": {}}}
+
+
+@pytest.mark.parametrize("hostvars, hosts, said", [
+    (None, ["a"], "expected hostvars, got NoneType"),
+    (RawHostvars(), "gpu-01", "expected a list of inventory hosts, got str"),
+])
+def test_bad_input_is_one_sentence(hostvars, hosts, said):
+    with pytest.raises(AnsibleFilterError, match=said):
+        pod_proof_host_views(hostvars, hosts)
