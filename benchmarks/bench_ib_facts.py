@@ -143,9 +143,8 @@ class Recorder:
         os.open, os.listdir, os.readlink = self._saved
 
 
-def read_floor(calls):
-    """The same system calls as gather, doing nothing with what they return."""
-    opened, listed, links = calls
+def list_and_read_links(listed, links):
+    """The directories gather listed and the links it read, doing nothing with them."""
     for path in listed:
         try:
             os.listdir(path)
@@ -156,6 +155,12 @@ def read_floor(calls):
             os.readlink(path)
         except OSError:
             pass
+
+
+def read_floor(calls):
+    """The same system calls as gather, doing nothing with what they return."""
+    opened, listed, links = calls
+    list_and_read_links(listed, links)
     for path in opened:
         try:
             fd = os.open(path, os.O_RDONLY)
@@ -172,16 +177,7 @@ def read_checked_floor(calls):
     kind checked before ``open`` (a FIFO or a device is never opened) and after it (against a swap), and
     read to its end (a short read of procfs is not the end), doing nothing with what they hold."""
     opened, listed, links = calls
-    for path in listed:
-        try:
-            os.listdir(path)
-        except OSError:
-            pass
-    for path in links:
-        try:
-            os.readlink(path)
-        except OSError:
-            pass
+    list_and_read_links(listed, links)
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
     for path in opened:
         try:
