@@ -31,7 +31,7 @@ def _host_view(host_vars):
     facts = host_vars.get("ansible_facts") if isinstance(host_vars.get("ansible_facts"), Mapping) else {}
     picked = {}
     for key in HOST_KEYS:
-        # The top level only where ansible_facts lacks the key: reading a variable templates it whole.
+        # The top level only where ansible_facts lacks the key (facts injected as variables).
         value = facts[key] if key in facts else host_vars.get(key)
         if key == "rdma" and isinstance(value, Mapping):
             value = {name: value[name] for name in RDMA_KEYS if name in value}
