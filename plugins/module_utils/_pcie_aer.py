@@ -105,7 +105,9 @@ def read_function_aer(directory):
     """The three AER files of one PCI function directory.
 
     Returns ``{kind: {type: count, ..., "total": n} or None}`` plus ``unreadable`` (kind -> reason)
-    and ``notes``; a kind whose file does not exist is None and not unreadable.
+    and ``notes``; a kind whose file does not exist is None and not unreadable. Only the error types
+    that counted are kept (a type not named counted none): a healthy function is three totals of 0,
+    not some forty zeros, which every host's facts would carry through the run and the fact cache.
     """
     entry = {"unreadable": {}, "notes": []}
     for kind in KINDS:
@@ -122,7 +124,8 @@ def read_function_aer(directory):
         except AerTextError as exc:
             entry["unreadable"][kind] = "%s: %s" % (path, exc)
             continue
-        entry[kind] = dict(parsed["counts"], total=parsed["total"])
+        entry[kind] = {name: count for name, count in parsed["counts"].items() if count}
+        entry[kind]["total"] = parsed["total"]
         entry["notes"].extend("%s: %s" % (path, note) for note in parsed["notes"])
     return entry
 

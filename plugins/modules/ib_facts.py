@@ -300,8 +300,9 @@ ansible_facts:
               port above the HCA.
             - C(available) and C(reason) say whether the kernel exposes them; C(time) is when they were
               read. Each function has C(role) (V(hca) or V(bridge)), C(device) (the RDMA device of an HCA
-              function), C(devices_below), C(root_port), and C(correctable), C(nonfatal), C(fatal) (each
-              error type's count by its short kernel name and C(total), or V(null)), C(unreadable) and
+              function), C(devices_below), C(root_port), and C(correctable), C(nonfatal), C(fatal) (the count
+              of each error type that counted, by its short kernel name, and C(total); V(null) where the
+              kernel has no such file), C(unreadable) and
               C(notes).
             - When the call reads the counters twice (O(counters_interval)), the AER counters are read again
               with them (from O(counters_resample_root) when given); C(earlier) then holds the first read's

@@ -27,7 +27,11 @@ def registered_roles():
 
 def evaluate_role(role, facts, params=None, subject="host", only=None, skip=None, custom_checks=None, unavailable=None):
     """``_registry.evaluate`` with the operators' JMESPath ``custom_checks``."""
-    from ansible_collections.rdma.node.plugins.plugin_utils._checks.custom import build_checks  # needs jmespath: only when used
+    extra = ()
+    if custom_checks:
+        # Only when used: it needs jmespath, and looking for a library that is not installed searches
+        # every path there is, on every host.
+        from ansible_collections.rdma.node.plugins.plugin_utils._checks.custom import build_checks
 
-    extra = build_checks(role, custom_checks) if custom_checks else ()
+        extra = build_checks(role, custom_checks)
     return _registry.evaluate(role, facts, params, subject, only, skip, extra, unavailable)

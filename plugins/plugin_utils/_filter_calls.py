@@ -13,8 +13,20 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
 
 
+_SCALARS = (int, float, bool, type(None))
+
+
 def plain_data(value):
     """Ansible's containers (hostvars, lazy and tagged values) as plain dicts, lists and scalars."""
+    # Exact types first: the filters take every host's facts (the NCCL play, 200 hosts of RDMA facts
+    # several times), and the abstract-class tests below cost several times these.
+    kind = type(value)
+    if kind is dict:
+        return {key if type(key) is str else str(key): plain_data(item) for key, item in value.items()}
+    if kind is list:
+        return [plain_data(item) for item in value]
+    if kind is str or kind in _SCALARS:
+        return value
     if isinstance(value, Mapping):
         return {str(key): plain_data(item) for key, item in value.items()}
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):

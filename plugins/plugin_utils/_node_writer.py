@@ -15,9 +15,12 @@ elsewhere, so the command
 * renames it over the target (``rename(2)`` replaces a link, never follows one);
 * removes the temporary file when writing or renaming fails (a full disk leaves nothing behind).
 
-The text reaches the command on its standard input where the connection sends modules that way
-(pipelining is enabled, which Ansible allows only where no tty is needed for become); otherwise it
-is transferred to Ansible's temporary directory on the node first and read from there.
+The text reaches the command on its standard input where that is sure to work: the connection can
+send a command's standard input (``has_pipelining``) and either nothing is run through become, or
+pipelining is enabled, which Ansible allows only with a become method that needs no tty (a sudo with
+``requiretty`` or ``su`` reads its terminal, not the data). Otherwise the text is transferred to
+Ansible's temporary directory on the node first and read from there, which costs four more round
+trips to the node (making and removing the directory, the transfer, the permissions).
 """
 
 from __future__ import annotations
@@ -61,6 +64,15 @@ STDIN = "standard input"
 TRANSFERRED = "a transferred file"
 
 
+def stdin_reaches_the_command(connection):
+    """Whether a command run through ``connection`` surely reads the data given as its standard input."""
+    if not connection.has_pipelining:
+        return False
+    # Without become the command reads the connection's standard input itself; with become, only where
+    # Ansible would pipeline modules through it (the become method needs no tty).
+    return connection.become is None or connection.is_pipelining_enabled()
+
+
 def write_metrics(action, path, text):
     """Write ``text`` to ``path`` on the action's host; ``(written, note, via)``: the note says why not,
     ``via`` how the text reached the node (STDIN or TRANSFERRED).
@@ -68,7 +80,7 @@ def write_metrics(action, path, text):
     A directory that does not exist is a note, not a failure (the node is still reported). Like the
     fleet report's files, the metrics are an output of the run, not managed state: never a change."""
     data = text.encode("utf-8")
-    via = STDIN if action._connection.is_pipelining_enabled() else TRANSFERRED
+    via = STDIN if stdin_reaches_the_command(action._connection) else TRANSFERRED
     try:
         if via == STDIN:
             done = action._low_level_execute_command(write_command(path), in_data=data, sudoable=True)

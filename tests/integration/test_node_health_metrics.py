@@ -201,11 +201,15 @@ def test_a_connection_without_standard_input_gets_the_metrics_through_a_file(dem
     assert 'rdma_node_findings{check="counter_rising",role="node_health",severity="critical"} 1' in written.read_text().splitlines()
 
 
-@pytest.mark.parametrize("pipelining, via", [("true", "standard input"), ("false", "a transferred file")])
-def test_the_text_goes_on_standard_input_only_where_pipelining_is_enabled(demo, pipelining, via):
-    """Ansible feeds a module on standard input only with pipelining, which it allows only where become
-    needs no tty; without it (sudo with requiretty, su) the metrics are transferred first, as modules are."""
-    run = run_playbook("playbooks/node_health.yml", *demo["args"], "--limit", "a100-node-02", "-e", "ansible_pipelining=%s" % pipelining,
+@pytest.mark.parametrize("settings, via", [
+    (["-e", "ansible_pipelining=true"], "standard input"),
+    # Without become the command reads the connection's standard input, pipelining or not.
+    (["-e", "ansible_pipelining=false"], "standard input"),
+    # su reads its terminal (Ansible never pipelines through it): the text is transferred, as modules are.
+    (["-e", "ansible_pipelining=true", "-e", "ansible_become=true", "-e", "ansible_become_method=su"], "a transferred file"),
+])
+def test_the_text_goes_on_standard_input_only_where_the_command_surely_reads_it(demo, settings, via):
+    run = run_playbook("playbooks/node_health.yml", *demo["args"], "--limit", "a100-node-02", *settings,
                        env={"ANSIBLE_CACHE_PLUGIN": "memory"})
     assert run.rc == 0, run.stderr
     evaluated = run.task_results(EVALUATE)["a100-node-02"]

@@ -70,6 +70,11 @@ def test_reader_gives_the_hca_and_every_bridge_on_its_path(tmp_path):
     root = functions["0000:3a:00.0"]
     assert (root["role"], root["root_port"], root["devices_below"]) == ("bridge", True, ["mlx5_0"])
     assert (root["correctable"]["total"], root["nonfatal"], root["fatal"]) == (9, None, None)
+    # Only the types that counted are kept; the total is the kernel's. A quiet function is its totals.
+    assert {kind: functions["0000:3d:00.0"][kind] for kind in ("correctable", "nonfatal", "fatal")} == {
+        "correctable": {"total": 0}, "nonfatal": {"total": 0}, "fatal": {"total": 0}}
+    assert root["correctable"] == {"RxErr": 1, "BadTLP": 2, "BadDLLP": 3, "Rollover": 4, "Timeout": 5, "NonFatalErr": 6,
+                                   "CorrIntErr": 7, "HeaderOF": 8, "total": 9}
     # The switch's upstream port has no AER files: nothing read, nothing claimed.
     assert {k: functions["0000:3b:00.0"][k] for k in ("correctable", "nonfatal", "fatal", "unreadable")} == {
         "correctable": None, "nonfatal": None, "fatal": None, "unreadable": {}}

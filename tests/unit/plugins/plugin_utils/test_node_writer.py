@@ -12,7 +12,12 @@ import stat
 import subprocess
 import threading
 
-from ansible_collections.rdma.node.plugins.plugin_utils._node_writer import NO_DIRECTORY, TEMPORARY_PREFIX, metrics_file, write_command
+import pytest
+from ansible.playbook.play_context import PlayContext
+from ansible.plugins.loader import become_loader, connection_loader
+
+from ansible_collections.rdma.node.plugins.plugin_utils._node_writer import (NO_DIRECTORY, TEMPORARY_PREFIX, metrics_file, stdin_reaches_the_command,
+                                                                             write_command)
 
 
 def run(command, text, env=None, umask=0o077):
@@ -135,3 +140,30 @@ def test_the_metrics_file_is_in_the_roles_textfile_directory_or_nowhere():
         "/var/lib/prometheus/node-exporter/rdma_node.prom"
     assert metrics_file("node_health", {"node_health_metrics_dir": ""}) is None
     assert metrics_file("ib_inventory", {}) is None
+
+
+def local_connection(pipelining, become=None):
+    """Ansible's own local connection, set up as a task would set it up, with the named become method."""
+    connection = connection_loader.get("local", PlayContext())
+    connection.set_options(var_options={"ansible_pipelining": pipelining})
+    if become:
+        connection.set_become_plugin(become_loader.get(become))
+    return connection
+
+
+@pytest.mark.parametrize("pipelining, become, expected", [
+    # Nothing between the connection and the command: it reads the data, pipelining or not.
+    (False, None, True), (True, None, True),
+    # sudo may require a tty (requiretty): only where the operator enabled pipelining, as for modules.
+    (False, "sudo", False), (True, "sudo", True),
+    # su reads its terminal: Ansible never pipelines through it, nor do we.
+    (False, "su", False), (True, "su", False),
+])
+def test_the_text_goes_on_standard_input_where_the_command_surely_reads_it(pipelining, become, expected):
+    assert stdin_reaches_the_command(local_connection(pipelining, become)) is expected
+
+
+def test_a_connection_that_cannot_send_standard_input_never_gets_it():
+    connection = local_connection(True)
+    connection.has_pipelining = False  # as winrm or a network connection
+    assert stdin_reaches_the_command(connection) is False
