@@ -119,10 +119,11 @@ options:
       - Also write the host's metrics (Prometheus text format, C(rdma_node_*)) to this file on the node, for
         node_exporter's textfile collector, replacing it atomically (a copy beside it, renamed over it).
       - No module runs for it, so it adds no Python start on the node, only one shell command. It reads
-        the text on its standard input where the command surely reads it: the connection can send it
-        and nothing runs through become, or pipelining is enabled (which Ansible allows only with a become
-        method that needs no tty). Otherwise (a sudo that may require a tty, C(su), a connection without
-        standard input) the text is transferred to Ansible's temporary directory on the node first.
+        the text on its standard input where the command surely reads it, that is where the connection can
+        send it and nothing runs through become, or where pipelining is enabled (which Ansible allows only
+        with a become method that needs no tty). Otherwise (a sudo that may require a tty, C(su), a
+        connection without standard input) the text is transferred to Ansible's temporary directory on the
+        node first.
       - The temporary file is created under a random name beside the target, exclusively and without
         following a link (a link planted in the directory makes the write fail, never redirects it),
         with mode 0644 from the umask (nothing is chmod-ed), and removed when the write fails.

@@ -22,7 +22,7 @@ def plain_data(value):
     # several times), and the abstract-class tests below cost several times these.
     kind = type(value)
     if kind is dict:
-        return {key if type(key) is str else str(key): plain_data(item) for key, item in value.items()}
+        return {str(key): plain_data(item) for key, item in value.items()}
     if kind is list:
         return [plain_data(item) for item in value]
     if kind is str or kind in _SCALARS:
