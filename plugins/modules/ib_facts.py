@@ -302,8 +302,7 @@ ansible_facts:
               read. Each function has C(role) (V(hca) or V(bridge)), C(device) (the RDMA device of an HCA
               function), C(devices_below), C(root_port), and C(correctable), C(nonfatal), C(fatal) (the count
               of each error type that counted, by its short kernel name, and C(total); V(null) where the
-              kernel has no such file), C(unreadable) and
-              C(notes).
+              kernel has no such file), C(unreadable) and C(notes).
             - When the call reads the counters twice (O(counters_interval)), the AER counters are read again
               with them (from O(counters_resample_root) when given); C(earlier) then holds the first read's
               C(time) and, by address, its total per kind, so that a rise within the call is judged.

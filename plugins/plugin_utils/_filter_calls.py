@@ -18,21 +18,17 @@ _SCALARS = (int, float, bool, type(None))
 
 def plain_data(value):
     """Ansible's containers (hostvars, lazy and tagged values) as plain dicts, lists and scalars."""
-    # Exact types first: the filters take every host's facts (the NCCL play, 200 hosts of RDMA facts
-    # several times), and the abstract-class tests below cost several times these.
+    # The exact types first: the filters take every host's facts (the NCCL play, 200 hosts of RDMA
+    # facts several times), and the abstract-class tests cost several times these.
     kind = type(value)
-    if kind is dict:
-        return {str(key): plain_data(item) for key, item in value.items()}
-    if kind is list:
-        return [plain_data(item) for item in value]
     if kind is str or kind in _SCALARS:
         return value
-    if isinstance(value, Mapping):
+    if kind is dict or isinstance(value, Mapping):
         return {str(key): plain_data(item) for key, item in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+    if kind is list or (isinstance(value, Sequence) and not isinstance(value, (str, bytes))):
         return [plain_data(item) for item in value]
     if isinstance(value, str):
-        return str(value)
+        return str(value)  # a tagged string
     return value
 
 

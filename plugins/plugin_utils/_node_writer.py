@@ -19,8 +19,9 @@ The text reaches the command on its standard input where that is sure to work: t
 send a command's standard input (``has_pipelining``) and either nothing is run through become, or
 pipelining is enabled, which Ansible allows only with a become method that needs no tty (a sudo with
 ``requiretty`` or ``su`` reads its terminal, not the data). Otherwise the text is transferred to
-Ansible's temporary directory on the node first and read from there, which costs four more round
-trips to the node (making and removing the directory, the transfer, the permissions).
+Ansible's temporary directory on the node first and read from there, which costs four more commands
+on the node and a transfer (the home directory, making and removing the temporary directory, the
+permissions).
 """
 
 from __future__ import annotations
