@@ -49,16 +49,15 @@ def pod_proof_host_views(hostvars, hosts):
     Facts and inventory names are never templates, so each host's variables are read raw where hostvars
     can (``raw_get``): rendering every host's variables, as ``hostvars[host]`` does, cost the main job's
     NCCL play about 7 ms a host."""
-    if not hasattr(hostvars, "__getitem__"):
+    if not hasattr(hostvars, "raw_get") and not isinstance(hostvars, Mapping):
         raise AnsibleFilterError("rdma.node.pod_proof_host_views: expected hostvars, got %s" % type(hostvars).__name__)
     if isinstance(hosts, (str, bytes)) or not hasattr(hosts, "__iter__"):
         raise AnsibleFilterError("rdma.node.pod_proof_host_views: expected a list of inventory hosts, got %s" % type(hosts).__name__)
     views = {}
     for host in hosts:
-        try:
-            host_vars = hostvars.raw_get(host) if hasattr(hostvars, "raw_get") else hostvars[host]
-        except Exception:  # hostvars raises for a host outside the inventory
-            host_vars = None
+        # A host outside the inventory: raw_get gives an undefined value, a plain mapping None; either
+        # way the host has no facts, and the plan leaves it out with a note.
+        host_vars = hostvars.raw_get(host) if hasattr(hostvars, "raw_get") else hostvars.get(host)
         views[str(host)] = _host_view(host_vars) if isinstance(host_vars, Mapping) else {"ansible_facts": {}}
     return views
 

@@ -36,8 +36,15 @@ def test_injected_facts_and_unknown_hosts():
         "gpu-02": {"ansible_facts": {"rdma": {"ports": []}}}, "not-in-inventory": {"ansible_facts": {}}}
 
 
+def test_a_plain_mapping_of_host_variables_is_read_too():
+    hostvars = {"gpu-03": {"ansible_facts": {"rdma": {"gpudirect": {"ready": False}, "aer": {}}}}}
+    assert pod_proof_host_views(hostvars, ["gpu-03", "gone"]) == {
+        "gpu-03": {"ansible_facts": {"rdma": {"gpudirect": {"ready": False}}}}, "gone": {"ansible_facts": {}}}
+
+
 @pytest.mark.parametrize("hostvars, hosts, said", [
     (None, ["a"], "expected hostvars, got NoneType"),
+    (["gpu-01"], ["gpu-01"], "expected hostvars, got list"),
     (RawHostvars(), "gpu-01", "expected a list of inventory hosts, got str"),
 ])
 def test_bad_input_is_one_sentence(hostvars, hosts, said):
