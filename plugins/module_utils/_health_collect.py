@@ -91,13 +91,21 @@ def rdma_netdev_of(name, netdevs, sysfs_root):
     return None
 
 
-def down_periods(events, netdevs, limited=False):
+def _log_end(end, now):
+    """The time of the log's last record, unless it is dated after the node's clock (a copied log's
+    stray line must not stretch a link's downtime to the future)."""
+    moment = _iso_time((end or {}).get("time"))
+    return None if end is None or (moment is not None and moment > now) else end
+
+
+def down_periods(events, netdevs, limited=False, log_end=None):
     """``{netdev: {"rdma_netdev", "port", "clock", "periods", "reason"}}``: how long each netdev of an
     RDMA port was down each time, for judging flaps and drops by duration (gpud's rule) beside the
     count of losses. Keyed by the netdev that lost carrier (a bond slave stays itself: its periods
     are not its bond's, which stays up while one slave is down). ``limited``: only the newest
-    DURATION_EVENTS changes were kept, which ``note`` says."""
-    periods = carrier_down_periods(events)
+    DURATION_EVENTS changes were kept, which ``note`` says. A link still down at the end is counted to
+    ``log_end``, the log's last record (see :func:`carrier_down_periods`)."""
+    periods = carrier_down_periods(events, log_end=log_end)
     result = {}
     for name, entry in sorted(periods.items()):
         owner_name = next((e["rdma_netdev"] for e in events if e["netdev"] == name), name)
@@ -146,7 +154,7 @@ def kernel_log_facts(data, netdevs, sysfs_root, window_hours, source, windowed_b
             since, until, window_applied = start.isoformat(), newest.isoformat(), True
     summary, kept, total, oldest = {}, collections.deque(maxlen=MAX_EVENTS), 0, None
     timed = collections.deque(maxlen=DURATION_EVENTS)
-    tally = {"lines": 0, "records": 0}
+    tally = {"lines": 0, "records": 0, "end": None}
     for event in iter_carrier_events(iter_text_lines(data, newest_first), tally):
         oldest = oldest or event["time"]
         owner = rdma_netdev_of(event["netdev"], netdevs, sysfs_root)
@@ -184,7 +192,7 @@ def kernel_log_facts(data, netdevs, sysfs_root, window_hours, source, windowed_b
         "netdevs": summary,
         "events": list(kept),
         "events_total": total,
-        "down_periods": down_periods(list(timed), netdevs, limited=total > DURATION_EVENTS),
+        "down_periods": down_periods(list(timed), netdevs, limited=total > DURATION_EVENTS, log_end=_log_end(tally["end"], now)),
     }
 
 

@@ -31,12 +31,16 @@ def _lines(data, name):
         return [line.rstrip("\r\n") for line in data]
     if isinstance(data, str):
         return data.splitlines()
+    if isinstance(data, (bytes, bytearray)):
+        return bytes(data).decode("utf-8", "replace").splitlines()
     raise HealthTextError("%s: expected a string or a list of strings, got %s" % (name, type(data).__name__))
 
 
 # ------------------------------------------------------------------------------------ kernel log
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+# A kernel built with CONFIG_PRINTK_CALLER prints the caller after the time: "[  336.527739][ T3356]".
+_CALLER = r"(?:\[\s*[TC][0-9]{1,10}\])?"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 # Each record form: (kind, pattern with the groups time/host/tag/message).
 _RECORD_FORMS = (
@@ -56,12 +60,14 @@ _RECORD_FORMS = (
         r"(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
     # dmesg -T: "[Mon Jan  8 10:11:12 2024] message"
     ("dmesg", re.compile(
-        r"^\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d \d{4})\] ?(?P<message>.*)$")),
-    # dmesg: "[ 1202.718785] message"
-    ("dmesg", re.compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\] ?(?P<message>.*)$")),
+        r"^\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d \d{4})\]" + _CALLER + r" ?(?P<message>.*)$")),
+    # dmesg: "[ 1202.718785] message"; dmesg -r and pstore's dmesg put the level first: "<6>[ 14.952018] message"
+    ("dmesg", re.compile(r"^(?:<[0-9]{1,3}>)?\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")),
 )
 # Inside a syslog message the kernel's own time stamp may follow: "kernel: [10601.214044] igb ..."
-_KERNEL_SECONDS = re.compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\] ?(?P<message>.*)$")
+_KERNEL_SECONDS = re.compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")
+# A program that writes to the kernel log (systemd-networkd, udevd) tags its message: "name[pid]: ".
+_PROGRAM_TAG = re.compile(r"^[\w.-]+\[[0-9]+\]: ")
 # A console that dropped messages prefixes the next one: "11 printk messages dropped ** "
 _DROPPED = re.compile(r"^\d+ printk messages dropped \*\* ")
 
@@ -76,13 +82,14 @@ _EVENT_FORMS = (
         r"(?:NIC )?Link (?:is )?(?P<state>up|down)\b", re.IGNORECASE)),
     # bond0: link status definitely down for interface eno50, disabling it
     # bond0: (slave ens12f0np0): link status definitely down, disabling slave
+    # bond0: link status up again after 0 ms for interface eth2 (back within miimon's down delay)
     ("bonding", re.compile(
         r"^(?P<bond>[\w.@-]+): (?:\(slave (?P<slave>[^)]+)\): )?link status (?:definitely )?(?P<state>up|down)"
-        r"(?: for interface (?P<interface>[^,\s]+))?")),
+        r"(?: again after -?[0-9]+ ms)?(?: for interface (?P<interface>[^,\s]+))?")),
     # bond1: now running without any active interface!
     ("bonding", re.compile(r"^(?P<netdev>[\w.@-]+): now running without any active interface")),
     # IPv6: ADDRCONF(NETDEV_CHANGE): ib0: link becomes ready
-    ("addrconf", re.compile(r"ADDRCONF\(NETDEV_CHANGE\): (?P<netdev>[\w.@-]+): link becomes ready")),
+    ("addrconf", re.compile(r"^(?:IPv6: )?ADDRCONF\(NETDEV_CHANGE\): (?P<netdev>[\w.@-]+): link becomes ready")),
     # systemd-networkd: ib0: Lost carrier / ib0: Gained carrier (a real log of Azure's health checks has "lost carrier")
     ("networkd", re.compile(r"^(?P<netdev>[\w.@-]+): (?P<state>Lost|Gained) carrier\b", re.IGNORECASE)),
 )
@@ -108,6 +115,8 @@ def _record(line):
         inner = _KERNEL_SECONDS.match(message) if kind in ("syslog", "journal") else None
         if inner:
             seconds, message = float(inner.group("seconds")), inner.group("message")
+        if kind in ("dmesg", "kmsg"):
+            message = _PROGRAM_TAG.sub("", message, count=1)
         return kind, fields.get("time"), seconds, fields.get("host"), message
     return None
 
@@ -115,14 +124,17 @@ def _record(line):
 def _event(message):
     """``(source, netdev, carrier, bond, bus_id)`` of a carrier message, or None."""
     for source, form in _EVENT_FORMS:
-        match = form.search(message) if source == "addrconf" else form.match(message)
+        match = form.match(message)
         if not match:
             continue
         fields = match.groupdict()
         if source == "bonding" and fields.get("bond") is not None:
-            netdev = fields.get("slave") or fields.get("interface") or fields["bond"]
-            bond = fields["bond"] if netdev != fields["bond"] else None
-            return source, netdev, fields["state"], bond, None
+            # bonding's link status is always a slave's ("for interface X", or "(slave X)"): a message
+            # without one was cut (a wrapped paste) and is not the bond's own.
+            netdev = fields.get("slave") or fields.get("interface")
+            if netdev is None:
+                return None
+            return source, netdev, fields["state"], fields["bond"] if netdev != fields["bond"] else None, None
         if source == "bonding":
             return source, fields["netdev"], "down", None, None
         if source == "addrconf":
@@ -138,18 +150,20 @@ def parse_carrier_events(data):
 
     Reads ``dmesg`` (with or without ``-T``), ``/dev/kmsg`` records, ``journalctl`` (short and
     short-iso), syslog and OpenWrt ``logread`` lines, also mixed and with shell prompts. Returns
-    ``{"events", "netdevs", "notes", "lines", "records"}``: every carrier change in order; per
+    ``{"events", "netdevs", "notes", "lines", "records", "end"}``: every carrier change in order; per
     netdev the counts of ``down`` and ``up`` events, ``losses`` (changes from up, or from the start,
     to down; a message repeated while already down is not another loss) and the ``last`` state;
     ``notes`` for lines that are not log records (prompts, pasted noise) and for records that
-    speak of a link going down in a form this parser does not know.
+    speak of a link going down in a form this parser does not know; ``end``, the time of the log's
+    last record (``{"time", "monotonic_seconds"}``, None without one), which
+    :func:`carrier_down_periods` measures a link still down at the end of the log to.
     """
     lines = _lines(data, "parse_carrier_events")
-    tally = {"lines": 0, "records": 0}
+    tally = {"lines": 0, "records": 0, "end": None}
     notes = []
     events = list(iter_carrier_events(lines, tally, notes))
     return {"events": events, "netdevs": summarize_carrier(events), "notes": notes, "lines": len(lines),
-            "records": tally["records"]}
+            "records": tally["records"], "end": tally["end"]}
 
 
 # A kernel message is at most about 1 KiB (printk) and journald cuts lines at 48 KiB: past this many
@@ -180,7 +194,8 @@ def iter_text_lines(data, backwards=False):
 def iter_carrier_events(lines, tally, notes=None):
     """Yield each carrier change of ``lines`` (any iterable of str), in order.
 
-    ``tally`` gets the counts of ``lines`` and ``records``; ``notes``, when given, gets the notes
+    ``tally`` gets the counts of ``lines`` and ``records`` and the time of the last record with one
+    (``end``); ``notes``, when given, gets the notes
     :func:`parse_carrier_events` returns (a caller that only counts keeps memory flat by not asking).
     """
     for number, line in enumerate(lines, 1):
@@ -200,6 +215,8 @@ def iter_carrier_events(lines, tally, notes=None):
             record = (None, None, None, None, line.strip())
         tally["records"] += 1
         kind, time_text, seconds, host, message = record
+        if time_text is not None or seconds is not None:
+            tally["end"] = {"time": time_text, "monotonic_seconds": seconds}
         found = _event(message)
         if found is None:
             if notes is not None and _LINKISH.search(message):
@@ -317,15 +334,17 @@ def event_clock(events):
     return clock, seconds
 
 
-def carrier_down_periods(events, until=None):
+def carrier_down_periods(events, until=None, log_end=None):
     """The periods each netdev's carrier was down, from a list of carrier events in log order.
 
     Returns ``{netdev: {"clock", "periods": [{"down_line", "up_line", "down_time", "up_time", "down_at",
     "up_at", "seconds", "ongoing"}], "reason"}}`` (``down_at``/``up_at`` in seconds of the clock, for
     windows; an ongoing period's ``up_at`` is the end of the log): a period starts at a loss (a repeated down while already down does not
     start another) and ends at the next gain; one still open at the end of the log is ``ongoing``, its
-    ``seconds`` counted to ``until`` (the log's last time stamp in the same clock, by default the
-    netdev's own last event). ``reason`` says why a netdev gets no periods (no usable time stamps).
+    ``seconds`` counted to ``until`` (seconds in the netdev's clock) or else to ``log_end`` (the time of
+    the log's last record, as :func:`parse_carrier_events` returns it, where it reads in the netdev's
+    clock), else to the last carrier change of the log. ``reason`` says why a netdev gets no periods
+    (no usable time stamps).
     """
     by_netdev = {}
     for event in events:
@@ -340,7 +359,9 @@ def carrier_down_periods(events, until=None):
         if clock is None:
             entry["reason"] = seconds
             continue
-        last = until if until is not None else (end_of_log if clock == clock_all else max(seconds))
+        last = until if until is not None else _log_end_seconds(own, clock, log_end)
+        if last is None:
+            last = end_of_log if clock == clock_all else max(seconds)
         open_at = None
         for event, moment in zip(own, seconds):
             if event["carrier"] == "down" and open_at is None:
@@ -351,6 +372,16 @@ def carrier_down_periods(events, until=None):
         if open_at is not None:
             entry["periods"].append(_period(open_at, None, max(last, open_at[1]), True))
     return result
+
+
+def _log_end_seconds(own, clock, log_end):
+    """The log's last record time in the clock of ``own`` events, or None where it does not read in it."""
+    if not isinstance(log_end, dict):
+        return None
+    end_clock, seconds = event_clock(list(own) + [dict(log_end, line="end")])
+    if end_clock != clock or not isinstance(seconds, list):
+        return None
+    return seconds[-1]
 
 
 def _period(opened, closing, moment, ongoing):

@@ -46,6 +46,8 @@ MODULE_READINGS = {
     "Tx Power Current [dBm]": "tx_power_dbm",
 }
 _RANGE = re.compile(r"^(?P<values>[-+0-9.,\s]+?)\s*\[(?P<low>[-+0-9.]+)\.\.(?P<high>[-+0-9.]+)\]$")
+# mlxlink colours its values on a terminal (green, yellow, red), and pastes keep the escape sequences.
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _TEXT_FIELD = re.compile(r"^(?P<key>[^:]+?)\s*:\s?(?P<value>.*)$")
 _SAVED_NAMES = ("{device}_{port}.json", "{device}_{port}.txt", "{device}-p{port}.json", "{device}-p{port}.txt")
 _MAX_BYTES = 1024 * 1024
@@ -132,6 +134,13 @@ def _per_lane(value):
     return items or None
 
 
+def _text(value):
+    """A text field; mlxlink's ``N/A`` (and an empty value) is None."""
+    if not isinstance(value, str) or not value.strip() or value.strip().upper() == "N/A":
+        return None
+    return value.strip()
+
+
 def _flag(text):
     lowered = str(text).strip().lower()
     if lowered in ("1", "yes", "true", "on"):
@@ -142,7 +151,10 @@ def _flag(text):
 
 
 def parse_reading(value):
-    """``"41 [-5..75]"`` -> ``{"values": [41.0], "low": -5.0, "high": 75.0}``; ``N/A`` or junk -> None."""
+    """``"41 [-5..75]"`` -> ``{"values": [41.0], "low": -5.0, "high": 75.0}``; ``N/A`` or junk -> None.
+
+    A module without monitoring (a passive copper cable) reads ``0 [0..0]``: no reading, None. An
+    empty range (low equal to high) is no threshold."""
     if isinstance(value, list):
         value = ",".join(value)
     match = _RANGE.match(str(value or "").strip())
@@ -154,21 +166,27 @@ def parse_reading(value):
     numbers = [_number(v) for v in match.group("values").split(",") if v.strip()]
     if not numbers or any(n is None for n in numbers):
         return None
-    return {"values": numbers, "low": float(match.group("low")), "high": float(match.group("high"))}
+    low, high = float(match.group("low")), float(match.group("high"))
+    if low == high:
+        if not any(numbers):
+            return None
+        low = high = None
+    return {"values": numbers, "low": low, "high": high}
 
 
 def parse_mlxlink(text):
     """mlxlink output (``--json`` or plain) -> the link-quality facts of one port.
 
     ``{"status", "state", "physical_state", "speed", "width", "fec", "effective_ber", "raw_ber",
-    "effective_errors", "raw_errors_per_lane", "link_down_counter", "link_error_recovery_counter",
-    "time_since_last_clear_min", "recommendation", "module", "sections"}``; what the output lacks is
-    None. ``module`` holds ``identifier``, ``vendor``, ``part_number``, ``serial_number``, the readings of
+    "raw_ber_per_lane", "symbol_ber", "effective_errors", "raw_errors_per_lane", "link_down_counter",
+    "link_error_recovery_counter", "time_since_last_clear_min", "recommendation", "module", "sections"}``;
+    what the output lacks (or gives as ``N/A``) is None; terminal colours are ignored. ``module``
+    holds ``identifier``, ``vendor``, ``part_number``, ``serial_number``, the readings of
     :data:`MODULE_READINGS` and ``lane_faults`` (fault -> per-lane true/false).
     """
     if not isinstance(text, str):
         raise MlxlinkTextError("expected mlxlink output as text, got %s" % type(text).__name__)
-    stripped = text.strip()
+    stripped = _ANSI_ESCAPE.sub("", text).strip()
     if not stripped:
         raise MlxlinkTextError("the output is empty")
     sections, status = _sections_from_json(stripped) if "{" in stripped[:200] else _sections_from_text(stripped)
@@ -176,24 +194,27 @@ def parse_mlxlink(text):
     ber = sections.get(SECTION_BER) or {}
     module = sections.get(SECTION_MODULE) or {}
     if not (operational or ber or module) and status.get("code") in (None, 0):
-        raise MlxlinkTextError("none of the sections %s, %s, %s is in the output" % (SECTION_OPERATIONAL, SECTION_BER, SECTION_MODULE))
+        raise MlxlinkTextError("none of the sections %s, %s, %s is in the output (%s): not the output of a network port"
+                               % (SECTION_OPERATIONAL, SECTION_BER, SECTION_MODULE, ", ".join(sorted(sections)) or "no section"))
     lanes = _per_lane(ber.get("Raw Physical Errors Per Lane"))
+    lane_ber = _per_lane(ber.get("Raw Physical BER Per Lane"))
     facts = {
         "status": status,
-        "state": operational.get("State"),
-        "physical_state": operational.get("Physical state"),
-        "speed": operational.get("Speed"),
-        "width": operational.get("Width"),
-        "fec": operational.get("FEC"),
+        "state": _text(operational.get("State")),
+        "physical_state": _text(operational.get("Physical state")),
+        "speed": _text(operational.get("Speed")),
+        "width": _text(operational.get("Width")),
+        "fec": _text(operational.get("FEC")),
         "effective_ber": _number(ber.get("Effective Physical BER")),
         "raw_ber": _number(ber.get("Raw Physical BER")),
+        "raw_ber_per_lane": [_number(v) for v in lane_ber] if lane_ber else None,
         "symbol_ber": _number(ber.get("Symbol BER")),
         "effective_errors": _int(ber.get("Effective Physical Errors")),
         "raw_errors_per_lane": [_int(v) for v in lanes] if lanes else None,
         "link_down_counter": _int(ber.get("Link Down Counter")),
         "link_error_recovery_counter": _int(ber.get("Link Error Recovery Counter")),
         "time_since_last_clear_min": _number(ber.get("Time Since Last Clear [Min]")),
-        "recommendation": (sections.get(SECTION_TROUBLESHOOTING) or {}).get("Recommendation"),
+        "recommendation": _text((sections.get(SECTION_TROUBLESHOOTING) or {}).get("Recommendation")),
         "module": _module(module) if module else None,
         "sections": sorted(sections),
     }
@@ -201,12 +222,9 @@ def parse_mlxlink(text):
 
 
 def _module(fields):
-    def text(key):
-        value = fields.get(key)
-        return value.strip() if isinstance(value, str) and value.strip() and value.strip().upper() != "N/A" else None
-
-    module = {"identifier": text("Identifier"), "vendor": text("Vendor Name"), "part_number": text("Vendor Part Number"),
-              "serial_number": text("Vendor Serial Number"), "cable_type": text("Cable Type"), "lane_faults": {}}
+    module = {"identifier": _text(fields.get("Identifier")), "vendor": _text(fields.get("Vendor Name")),
+              "part_number": _text(fields.get("Vendor Part Number")), "serial_number": _text(fields.get("Vendor Serial Number")),
+              "cable_type": _text(fields.get("Cable Type")), "lane_faults": {}}
     for field, key in MODULE_READINGS.items():
         module[key] = parse_reading(fields.get(field))
     for field, key in LANE_FAULTS.items():

@@ -176,6 +176,12 @@ _ATS_CAP = re.compile(r"^ATSCap:\s*Invalidate Queue Depth:\s*(?P<depth>[0-9a-fA-
 _ATS_CTL = re.compile(r"^ATSCtl:\s*Enable(?P<enabled>[+-]),?\s*Smallest Translation Unit:\s*(?P<stu>[0-9a-fA-F]+)")
 _EXPRESS = re.compile(r"^Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*\([^)]*\)\s*(?P<kind>.+)$")
 _IOMMU_GROUP = re.compile(r"^IOMMU group:\s*(?P<group>[0-9]+)$")
+_CAPABILITY_DENIED = re.compile(r"^Capabilities:\s*<access denied>")
+_CAPABILITY_LISTED = re.compile(r"^Capabilities:\s*\[[0-9a-fA-F]+(?:\s+v[0-9]+)?\]\s*(?P<name>Access Control Services|Address Translation Service)")
+# A capability lspci names, the register lines that must follow it, the function's key they fill and
+# the value without which that key says nothing (the ACS control register, ATS on or off).
+_LISTED_REGISTERS = (("Access Control Services", "ACSCap/ACSCtl", "acs", "control"),
+                     ("Address Translation Service", "ATSCap/ATSCtl", "ats", "enabled"))
 _LSPCI_NAMES = {name: key for key, name in ACS_BITS}
 
 
@@ -187,27 +193,41 @@ def _lspci_flags(text):
 def parse_lspci_vvv(text):
     """Per PCI function, the ACS and ATS capability lines, port type and IOMMU group of ``lspci -vvv`` text.
 
-    Returns ``{"functions": {address: {"description", "port_type", "acs", "ats", "iommu_group"}},
-    "unattributed": [...], "notes": [...]}``; addresses get domain ``0000`` when lspci left it out.
-    ``ACSCtl:``/``ATSCtl:`` lines before any device header (``lspci -vvv | grep ACSCtl``) cannot be
-    given to a function: they are listed in ``unattributed`` with their line numbers. Shell prompts,
-    comments, indentation (tabs or spaces) and CRLF are fine; text with neither a device nor an
-    ACS/ATS line raises :class:`LspciTextError`.
+    Returns ``{"functions": {address: {"description", "port_type", "acs", "ats", "iommu_group",
+    "unreadable"}}, "unattributed": [...], "notes": [...]}``; addresses get domain ``0000`` when lspci
+    left it out. ``ACSCtl:``/``ATSCtl:`` lines before any device header (``lspci -vvv | grep ACSCtl``)
+    cannot be given to a function: they are listed in ``unattributed`` with their line numbers.
+    ``unreadable`` says why a function's ACS or ATS is unknown rather than absent: lspci ran without
+    root (``Capabilities: <access denied>``), or the capability is listed but its registers are not in
+    the text (cut, filtered by grep, lines broken). Device headers are lspci's, at the text's shallowest
+    indentation: a deeper-indented line that looks like one (a pasted group listing) is not a device.
+    Shell prompts, comments, indentation (tabs or spaces) and CRLF are fine; text with neither a
+    device nor an ACS/ATS line raises :class:`LspciTextError`.
     """
     if not isinstance(text, str):
         raise LspciTextError("expected lspci -vvv text, got %s" % type(text).__name__)
     functions, unattributed, notes, current = {}, [], [], None
-    for number, raw in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    header_indent = min((_indent(raw) for raw in lines if _HEADER.match(raw.strip())), default=0)
+    listed = {}  # address -> the capabilities its "Capabilities: [..] <name>" lines name
+    for number, raw in enumerate(lines, 1):
         line = raw.strip()
         if not line:
             continue
         header = _HEADER.match(line)
-        if header:
+        if header and _indent(raw) == header_indent:
             address = "%s:%s:%s.%s" % ((header.group("domain") or "0000").lower(), header.group("bus").lower(),
                                        header.group("dev").lower(), header.group("fn"))
             current = functions.setdefault(address, {"description": line.split(" ", 1)[1].strip(), "port_type": None,
-                                                     "acs": None, "ats": None, "iommu_group": None})
+                                                     "acs": None, "ats": None, "iommu_group": None, "unreadable": None})
             continue
+        if current is not None and _CAPABILITY_DENIED.match(line):
+            current["unreadable"] = ("lspci could not read its capabilities (\"Capabilities: <access denied>\"): "
+                                     "lspci -vvv must run as root")
+            continue
+        capability = _CAPABILITY_LISTED.match(line)
+        if capability and current is not None:
+            listed.setdefault(address, set()).add(capability.group("name"))
         field = _field(line)
         if field is None:
             continue
@@ -231,7 +251,18 @@ def parse_lspci_vvv(text):
             current["iommu_group"] = value
     if not functions and not unattributed:
         raise LspciTextError("no 'BB:DD.F class: name' device header and no ACSCtl/ATSCtl line: this is not lspci -vvv output")
+    for address, entry in functions.items():
+        names = listed.get(address, set())
+        missing = [(capability, registers) for capability, registers, key, needed in _LISTED_REGISTERS
+                   if capability in names and (entry[key] or {}).get(needed) is None]
+        if missing and entry["unreadable"] is None:
+            entry["unreadable"] = "; ".join("its %s capability is listed but no complete %s lines follow it (the text was cut, "
+                                            "filtered by grep or its lines broken)" % pair for pair in missing)
     return {"functions": functions, "unattributed": unattributed, "notes": notes}
+
+
+def _indent(raw):
+    return len(raw.expandtabs(8)) - len(raw.expandtabs(8).lstrip())
 
 
 def _field(line):
@@ -352,7 +383,7 @@ def _function_facts(address, directory, role, device, parsed_lspci):
         if listed is None:
             entry["unreadable"] = "%s is not in the lspci text" % address
             return entry
-        entry.update(port_type=listed["port_type"], acs=listed["acs"], ats=listed["ats"])
+        entry.update(port_type=listed["port_type"], acs=listed["acs"], ats=listed["ats"], unreadable=listed["unreadable"])
         return entry
     config, reason = read_config_space(directory)
     if config is None:

@@ -27,7 +27,13 @@ import re
 
 from ansible_collections.rdma.node.plugins.module_utils._files import read_text_and_reason
 from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, reader
-from ansible_collections.rdma.node.plugins.module_utils._query_commands import QueryCommandError, is_query_argv, node_runner, query_argv
+from ansible_collections.rdma.node.plugins.module_utils._query_commands import (
+    WRITING_WORDS,
+    QueryCommandError,
+    is_query_argv,
+    node_runner,
+    query_argv,
+)
 
 PRIORITIES = tuple(range(8))
 ECN_POINTS = (("np", "roce_np"), ("rp", "roce_rp"))
@@ -113,22 +119,37 @@ def parse_dcb_pfc(text):
             raise QosTextError("%s: the JSON has no prio_pfc list of 8 true/false values" % what)
         return {"enabled_priorities": [p for p in PRIORITIES if flags[p]], "pfc_cap": loaded.get("pfc_cap"),
                 "macsec_bypass": loaded.get("macsec_bypass"), "delay": loaded.get("delay")}
-    result = None
+    result = {}
     for line in _lines(text, what):
         words = line.split()
+        if "dcb" in words:  # the command itself (after a prompt, or a `set -x` trace): dcb's output never names dcb
+            continue
         if "prio-pfc" in words:
-            pairs = dict(w.split(":", 1) for w in words[words.index("prio-pfc") + 1:] if ":" in w)
+            pairs = dict(w.split(":", 1) for w in _words_with_colon(words[words.index("prio-pfc") + 1:]))
             if sorted(pairs) != [str(p) for p in PRIORITIES] or not set(pairs.values()) <= {"on", "off"}:
                 raise QosTextError("%s: the prio-pfc line does not give on/off for priorities 0 to 7: %r" % (what, line.strip()[:80]))
-            result = dict(result or {}, enabled_priorities=[p for p in PRIORITIES if pairs[str(p)] == "on"])
-        elif "pfc-cap" in words:
-            fields = dict(zip(words[::2], words[1::2]))
-            result = dict(result or {}, pfc_cap=_int(fields.get("pfc-cap")), delay=_int(fields.get("delay")),
-                          macsec_bypass={"on": True, "off": False}.get(fields.get("macsec-bypass")))
-    if not result or "enabled_priorities" not in result:
+            result["enabled_priorities"] = [p for p in PRIORITIES if pairs[str(p)] == "on"]
+        # `dcb pfc show dev IF` prints pfc-cap, macsec-bypass and delay on a line of their own; asked for
+        # several attributes at once, dcb prints them all on one line with prio-pfc.
+        for word, key in (("pfc-cap", "pfc_cap"), ("delay", "delay")):
+            if word in words[:-1]:
+                result[key] = _int(words[words.index(word) + 1])
+        if "macsec-bypass" in words[:-1]:
+            result["macsec_bypass"] = {"on": True, "off": False}.get(words[words.index("macsec-bypass") + 1])
+    if "enabled_priorities" not in result:
         raise QosTextError("%s: no prio-pfc line (or prio_pfc in JSON): this is not the output of dcb pfc show" % what)
     return {"enabled_priorities": result["enabled_priorities"], "pfc_cap": result.get("pfc_cap"),
             "macsec_bypass": result.get("macsec_bypass"), "delay": result.get("delay")}
+
+
+def _words_with_colon(words):
+    """The ``key:value`` words at the start of ``words`` (a table ends at the next attribute's name)."""
+    pairs = []
+    for word in words:
+        if ":" not in word:
+            break
+        pairs.append(word)
+    return pairs
 
 
 def _int(text):
@@ -194,10 +215,14 @@ def parse_dcb_apptrust(text):
         if not isinstance(order, list) or not all(isinstance(o, str) for o in order):
             raise QosTextError("%s: the JSON has no order list" % what)
         return {"order": [o.strip() for o in order if o.strip()]}
+    order = None
     for line in _lines(text, what):
-        if line.strip().startswith("order:"):
-            return {"order": line.split(":", 1)[1].split()}
-    raise QosTextError("%s: no 'order:' line: this is not the output of dcb apptrust show" % what)
+        words = line.split()
+        if "order:" in words:  # at the start of dcb's line, or after the command where a paste joined them
+            order = words[len(words) - 1 - words[::-1].index("order:") + 1:]
+    if order is None:
+        raise QosTextError("%s: no 'order:' line: this is not the output of dcb apptrust show" % what)
+    return {"order": order}
 
 
 # ------------------------------------------------------------------------------------ mlnx_qos
@@ -206,7 +231,7 @@ _TRUST = re.compile(r"^Priority trust (?:state|mode):\s*(?P<trust>\w+)", re.IGNO
 _DCBX = re.compile(r"^DCBX mode:\s*(?P<mode>.+?)\s*$")
 _DSCP_ROW = re.compile(r"^prio:\s*(?P<prio>[0-7])\s+dscp:\s*(?P<dscp>[0-9,\s]*)$")
 _CABLE = re.compile(r"^Cable len:\s*(?P<len>[0-9]+)")
-_BUFFERS = re.compile(r"^Receive buffer size \(bytes\):\s*(?P<sizes>[0-9,]+)")
+_BUFFERS = re.compile(r"^Receive buffer size \(bytes\):\s*(?P<sizes>[0-9,]+)(?:max_buffer_size=(?P<max>[0-9]+))?")
 _TC = re.compile(r"^tc:\s*(?P<tc>[0-9]+)\s+ratelimit:\s*(?P<rate>[^,]+),\s*tsa:\s*(?P<tsa>\w+)(?:,\s*bw:\s*(?P<bw>[0-9]+)%)?")
 _TC_PRIO = re.compile(r"^priority:\s*(?P<prio>[0-7])$")
 
@@ -223,24 +248,39 @@ def _output_starts(lines):
     return starts
 
 
+def _setting_commands(lines, tool):
+    """``(line number, [writing flags])`` of each line that runs ``tool`` with a flag that changes a setting."""
+    found = []
+    for number, line in enumerate(lines, 1):
+        words = line.split()
+        if tool in words:
+            flags = [w.split("=", 1)[0] for w in words[words.index(tool) + 1:] if w.split("=", 1)[0] in WRITING_WORDS]
+            if flags:
+                found.append((number, flags))
+    return found
+
+
 def parse_mlnx_qos(text):
     """``mlnx_qos -i IF`` output -> trust, PFC per priority, DSCP map, DCBX mode, cable length, TCs.
 
     ``{"trust", "dcbx_mode", "enabled_priorities", "pfc_buffer", "dscp_prio", "cable_len",
-    "receive_buffers", "tcs": {tc: {"ratelimit", "tsa", "bw_percent", "priorities"}}, "notes"}``.
-    Several outputs in one text (a script's log of ``mlnx_qos`` calls) are read as the last one.
+    "receive_buffers", "receive_buffer_max", "tcs": {tc: {"ratelimit", "tsa", "bw_percent", "priorities"}},
+    "notes"}``. Several outputs in one text (a script's log of ``mlnx_qos`` calls) are read as the
+    last one. mlnx_qos prints the same table after a setting (``--trust``, ``--pfc``): a saved text
+    that holds such a command says so in ``notes``, as it shows what was set, not a read.
     """
     what = "mlnx_qos -i"
     lines = _lines(text, what)
     starts = _output_starts(lines)
     if not starts:
         raise QosTextError("%s: no 'Priority trust state:' or 'DCBX mode:' line: this is not mlnx_qos output" % what)
-    notes = []
+    notes = ["line %d runs mlnx_qos with %s, which writes: the table after it shows what that command set"
+             % (number, " ".join(flags)) for number, flags in _setting_commands(lines, "mlnx_qos")]
     first = starts[-1]
     if len(starts) > 1:
         notes.append("the text holds %d mlnx_qos outputs; the last one (from line %d) is read" % (len(starts), first + 1))
     result = {"trust": None, "dcbx_mode": None, "enabled_priorities": None, "pfc_buffer": None, "dscp_prio": {},
-              "cable_len": None, "receive_buffers": None, "tcs": {}, "notes": notes}
+              "cable_len": None, "receive_buffers": None, "receive_buffer_max": None, "tcs": {}, "notes": notes}
     current_tc, pfc_header = None, False
     for line in lines[first:]:
         stripped = line.strip()
@@ -260,6 +300,7 @@ def parse_mlnx_qos(text):
             result["cable_len"] = int(match.group("len"))
         elif match:
             result["receive_buffers"] = [int(s) for s in match.group("sizes").split(",") if s]
+            result["receive_buffer_max"] = int(match.group("max")) if match.group("max") else None
         words = stripped.split()
         if words[:1] == ["priority"] and words[1:] == [str(p) for p in PRIORITIES]:
             pfc_header = True

@@ -334,11 +334,13 @@ ansible_facts:
           description:
             - With the V(link_quality) subset, by C(device/port), what C(mlxlink) reports (run where
               O(mlxlink) allows it, or read from O(mlxlink_dir)) with its C(source) or the C(reason) it is
-              missing. C(effective_ber), C(raw_ber), C(symbol_ber), C(fec), C(speed), C(width),
+              missing. C(effective_ber), C(raw_ber), C(raw_ber_per_lane), C(symbol_ber), C(fec), C(speed), C(width),
               C(link_down_counter), C(link_error_recovery_counter) and C(module) (C(identifier), vendor
               and part, C(lane_faults) per fault and lane, and C(temperature_c), C(voltage_mv),
               C(bias_current_ma), C(rx_power_dbm), C(tx_power_dbm), each with C(values) per lane and the
               module's own C(low)/C(high) alarm thresholds).
+            - What mlxlink prints as V(N/A), and the V(0 [0..0]) readings of a module without monitoring
+              (a passive copper cable), are V(null); its terminal colours are ignored.
           type: dict
           returned: when the link_quality subset is gathered
         gpudirect:

@@ -1,15 +1,20 @@
 """How long each netdev's carrier stayed down, from the time stamps of real kernel logs (OpenWrt
-logread, Azure's health-check syslog with lower-case "lost carrier", journalctl without a year), for
-gpud's flap and drop rule; and the down periods in the kernel_log facts."""
+logread, Azure's health-check syslog with lower-case "lost carrier", journalctl without a year, dmesg
+with the printk caller, pstore's dmesg with levels, mailing-list pastes of ConnectX ports that went
+down and stayed down, a bond's wrapped lines), for gpud's flap and drop rule; and the down periods in
+the kernel_log facts."""
 
 from __future__ import annotations
+
+import datetime
 
 from ansible_collections.rdma.node.plugins.module_utils._health_collect import kernel_log_facts
 from ansible_collections.rdma.node.plugins.module_utils._health_text import carrier_down_periods, event_clock, parse_carrier_events
 from testpaths import FIXTURES
 
 LOGS = FIXTURES / "cmd" / "kernel_log"
-AZNHC = FIXTURES / "link_down" / "aznhc_1dev_6flap_syslog_lowercase_lost_carrier.txt"
+DOWN = FIXTURES / "link_down"
+AZNHC = DOWN / "aznhc_1dev_6flap_syslog_lowercase_lost_carrier.txt"
 
 
 def periods_of(text):
@@ -75,3 +80,69 @@ def test_time_stamps_that_go_back_give_no_duration():
             "2026-11-24T10:00:00+0000 n systemd-networkd[1]: ib0: Gained carrier\n")
     assert periods_of(text)["ib0"] == {"clock": None, "periods": [], "reason": "the time stamps go back at line 2 (records out of "
                                                                                "order, or a clock that was set back)"}
+
+
+def test_a_link_still_down_is_counted_to_the_last_record_of_the_log():
+    # dmesg | tail: both ConnectX ports go down at ~18866 s and the log runs on to 36409.7 s.
+    parsed = parse_carrier_events((DOWN / "lkml_perf_dmesg_tail_prompt_mlx5_two_ports_down.txt").read_text())
+    assert parsed["end"] == {"time": None, "monotonic_seconds": 36409.742619}
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])
+    assert [(p["seconds"], p["ongoing"]) for p in periods["enp1s0f0np0"]["periods"]] == [(17543.894, True)]
+    assert [(p["seconds"], p["ongoing"]) for p in periods["enp1s0f1np1"]["periods"]] == [(17543.685, True)]
+    assert periods["enp5s0"]["periods"] == []  # ixgbe's port only came up
+    # Without the end of the log, the last carrier change is the end: what the check would call a blip.
+    assert carrier_down_periods(parsed["events"])["enp1s0f1np1"]["periods"][0]["seconds"] == 0.0
+
+
+def test_wall_clock_logs_end_at_their_last_record_too():
+    parsed = parse_carrier_events((DOWN / "linux_block_nvme_rdma_dmesg_T_mlx5_link_down_oops.txt").read_text())
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])["ens2f0np0"]
+    assert (periods["clock"], [(p["down_time"], p["seconds"], p["ongoing"]) for p in periods["periods"]]) == (
+        "wall", [("Tue Feb 14 18:48:25 2023", 7.0, True)])
+    # syslog with the kernel's seconds inside: the kernel clock, lower-case "link up/down" of a RoCE port.
+    parsed = parse_carrier_events((DOWN / "linux_rdma_hns3_roce_syslog_kernel_ts_link_up_down.txt").read_text())
+    assert [(e["netdev"], e["carrier"], e["source"]) for e in parsed["events"]] == [
+        ("enp189s0f0", "up", "driver"), ("enp189s0f0", "up", "addrconf"), ("enp189s0f0", "down", "driver")]
+    assert carrier_down_periods(parsed["events"], log_end=parsed["end"])["enp189s0f0"]["periods"][0]["seconds"] == 1.53
+
+
+def test_a_stray_future_line_does_not_stretch_a_downtime(tmp_path):
+    lines = ["2026-11-24T10:00:00+0000 n systemd-networkd[1]: ib0: Lost carrier",
+             "2026-11-24T10:03:00+0000 n kernel: mlx5_core 0000:3b:00.0: some later message",
+             "2031-01-01T00:00:00+0000 n kernel: a line dated in the future"]
+    now = datetime.datetime(2026, 11, 24, 11, 0, tzinfo=datetime.timezone.utc)
+    facts = kernel_log_facts("\n".join(lines), {"ib0": {"device": "mlx5_0", "port": 1}}, str(tmp_path), 24, "saved", False, now=now)
+    assert [(p["seconds"], p["ongoing"]) for p in facts["down_periods"]["ib0"]["periods"]] == [(0.0, True)]
+    facts = kernel_log_facts("\n".join(lines[:2]), {"ib0": {"device": "mlx5_0", "port": 1}}, str(tmp_path), 24, "saved", False, now=now)
+    assert [(p["seconds"], p["ongoing"]) for p in facts["down_periods"]["ib0"]["periods"]] == [(180.0, True)]
+
+
+def test_printk_caller_and_dmesg_levels_are_read():
+    parsed = parse_carrier_events((DOWN / "linux_next_printk_caller_id_mlx5_link_down.txt").read_text())
+    assert [(e["line"], e["netdev"], e["carrier"], e["monotonic_seconds"]) for e in parsed["events"]] == [
+        (44, "enp11s0f1np1", "down", 336.527739)]
+    # pstore's dmesg (as dmesg -r prints): "<6>[   14.952018] ..." on every record.
+    parsed = parse_carrier_events((DOWN / "gpud_pstore_dmesg_prio_prefix_mlx5_cable_unplugged_link_up.txt").read_text())
+    assert [(e["line"], e["netdev"], e["carrier"], e["source"]) for e in parsed["events"][:2]] == [
+        (286, "enp65s0f0np0", "up", "driver"), (287, "enp65s0f0np0", "up", "addrconf")]
+    assert all(e["monotonic_seconds"] is not None for e in parsed["events"])
+    sata = [n for n in parsed["notes"] if "SATA link down" in n["text"]]
+    assert len(sata) == 27 and {n["reason"] for n in sata} == {"a link message this filter does not read"}
+
+
+def test_programs_writing_to_the_kernel_log_and_kmsg_records():
+    parsed = parse_carrier_events((DOWN / "systemd_15445_dmesg_networkd_gained_carrier_veth.txt").read_text())
+    assert [(e["line"], e["netdev"], e["source"]) for e in parsed["events"]] == [
+        (1, "veth7e084358", "networkd"), (6, "veth189c614a", "driver"), (7, "veth189c614a", "networkd"),
+        (12, "vethdfe5a742", "driver"), (13, "vethdfe5a742", "networkd")]
+    kmsg = parse_carrier_events((DOWN / "gpud_kmsg1_addrconf_ready_only.log").read_bytes())
+    assert len(kmsg["events"]) == 27 and {e["carrier"] for e in kmsg["events"]} == {"up"}
+    assert {e["log_format"] for e in kmsg["events"]} == {"kmsg"}
+
+
+def test_a_bonds_wrapped_lines_are_not_given_to_the_bond():
+    # Every "bond-san: link status ..." line was wrapped by the mail client before "interface ethX":
+    # the slave is on the next line, so the message is not read as the bond's own carrier.
+    parsed = parse_carrier_events((DOWN / "netdev_bonding_8023ad_dmesg_T_wrapped_mlx4_bond_san.txt").read_text())
+    assert [(e["line"], e["netdev"], e["carrier"]) for e in parsed["events"]] == [(17, "eth2", "up"), (25, "eth2", "up"), (32, "eth2", "up")]
+    assert {n["line"] for n in parsed["notes"] if n["reason"] == "a link message this filter does not read"} >= {12, 18, 20, 26, 29, 33, 35}

@@ -102,18 +102,21 @@ def test_demo_kernel_log_of_the_flapping_port(tmp_path):
     ("mlx5_core 0000:b1:00.0 ens12f0np0: Link down", ("ens12f0np0", "down", "driver")),
     ("bond0: (slave ens12f0np0): link status definitely down, disabling slave", ("ens12f0np0", "down", "bonding")),
     ("IPv6: ADDRCONF(NETDEV_CHANGE): ib0: link becomes ready", ("ib0", "up", "addrconf")),
-    ("<6>[  5.1] mlx5_core 0000:3b:00.0 enp59s0f0np0: Link up", None),
+    ("bond0: link status definitely up for", None),  # cut before its interface: not the bond's own
+    ("mlx5_core 0000:3b:00.0: Port module event: module 0, Cable unplugged", None),
 ])
 def test_bare_messages(line, expected):
     result = parse_carrier_events([line])
     if expected is None:
         assert result["events"] == [] and result["notes"][0]["reason"] == "not a log record"
+        assert result["end"] is None
     else:
         assert brief(result) == [(1,) + expected]
 
 
 def test_empty_input_and_bad_types():
-    assert parse_carrier_events("") == {"events": [], "netdevs": {}, "notes": [], "lines": 0, "records": 0}
+    assert parse_carrier_events("") == {"events": [], "netdevs": {}, "notes": [], "lines": 0, "records": 0, "end": None}
+    assert parse_carrier_events(b"mlx4_en: eth2: Link Down\n\xff")["events"][0]["netdev"] == "eth2"  # bytes, a bad byte replaced
     with pytest.raises(HealthTextError, match="parse_carrier_events: expected a string or a list of strings, got int"):
         parse_carrier_events(42)
     with pytest.raises(HealthTextError, match="a list holding dict"):

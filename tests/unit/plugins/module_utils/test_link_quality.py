@@ -1,5 +1,7 @@
-"""mlxlink's link quality: the module section of a real OSFP read (sichek's sample), a real JSON
-paste that was cut off (lshca issue 11), JSON in the shape mlxlink's source writes (mstflint
+"""mlxlink's link quality: real outputs (rdma_exporter's MFT 4.34 --json -m -c of a ConnectX-7 OSFP
+port, with FEC/SerDes/eye sections, and of a PCIe port; a BlueField-3 text read of a copper cable
+without monitoring; sichek's coloured counters and OSFP module text; an NVLink port's default
+sections; a JSON paste that was cut off), JSON in the shape mlxlink's source writes (mstflint
 mlxlink_cmd_print.cpp: sections of text fields, per-lane fields as {"values": [...]}), and the
 collection that runs the tool only through the query gate or reads saved outputs."""
 
@@ -51,11 +53,66 @@ def test_prompt_before_the_json_and_na_values():
     assert facts["effective_ber"] is None and facts["module"]["temperature_c"] is None
 
 
+def test_real_json_of_a_400g_osfp_port_with_per_lane_ber():
+    facts = parse_mlxlink((LINK / "rdma_exporter_mft4341_json_m_c_osfp_400g_dr4.json").read_text())
+    assert (facts["state"], facts["speed"], facts["width"], facts["fec"]) == ("Active", "400G", "4x", "Standard_RS-FEC - (544,514)")
+    # "15E-255" is how mlxlink writes a BER too small to measure: 1.5e-254, nothing over any limit.
+    assert (facts["effective_ber"], facts["raw_ber"], facts["effective_errors"]) == (1.5e-254, 5e-10, 0)
+    assert facts["raw_ber_per_lane"] == [1e-10, 1e-9, 4e-10, 5e-10]
+    assert facts["raw_errors_per_lane"] == [3017647, 15132549, 7368641, 9233545]
+    module = facts["module"]
+    assert (module["identifier"], module["cable_type"]) == ("OSFP", "Optical Module (separated)")
+    assert module["temperature_c"] == {"values": [61.0], "low": -10.0, "high": 80.0}
+    assert module["rx_power_dbm"] == {"values": [3.583, 3.253, 3.233, 2.658], "low": -9.914, "high": 6.999}
+    assert module["lane_faults"]["rx_cdr_loss_of_lock"] == [False] * 4 and len(module["lane_faults"]) == 6
+    assert facts["status"] == {"code": 0, "message": "success"}
+
+
+def test_real_json_with_fec_serdes_and_eye_sections_reads_the_same_fields():
+    facts = parse_mlxlink((LINK / "rdma_exporter_mft4341_json_m_c_fec_serdes_eye_reindented.json").read_text())
+    assert {"EYE Opening Info", "Histogram of FEC Errors", "Serdes Tuning Transmitter Info"} <= set(facts["sections"])
+    assert (facts["raw_ber"], facts["time_since_last_clear_min"], facts["module"]["vendor"]) == (5e-10, 5710.4, "SAKURA")
+
+
+def test_a_pcie_port_output_is_one_sentence_naming_its_sections():
+    with pytest.raises(MlxlinkTextError, match=r"^none of the sections Operational Info, Physical Counters and BER Info, Module Info "
+                                               r"is in the output \(EYE Opening Info \(PCIe\), PCIe Operational \(Enabled\) Info\): "
+                                               r"not the output of a network port$"):
+        parse_mlxlink((LINK / "rdma_exporter_mft4341_json_pcie_eye.json").read_text())
+
+
+def test_real_text_of_a_copper_cable_without_monitoring():
+    facts = parse_mlxlink((LINK / "sigcomm26_bf3_mlxlink_m_c_qsfp28_dac_text.txt").read_text())
+    assert (facts["state"], facts["physical_state"], facts["speed"]) == ("Active", "LinkUp", "100G")
+    assert (facts["effective_ber"], facts["raw_ber"], facts["raw_errors_per_lane"]) == (1.5e-254, 1.5e-254, [0, 0, 0, 0])
+    module = facts["module"]
+    assert (module["identifier"], module["vendor"], module["cable_type"]) == ("QSFP28", "FS", "Passive copper cable")
+    # A passive cable reports no readings (N/A) and no per-lane flags: none, rather than zeros.
+    assert [module[key] for key in ("temperature_c", "voltage_mv", "bias_current_ma", "rx_power_dbm", "tx_power_dbm")] == [None] * 5
+    assert module["lane_faults"] == {}
+
+
+def test_colours_of_a_terminal_are_ignored():
+    facts = parse_mlxlink((LINK / "sichek_mlxlink_c_counters_ansi_text.txt").read_text())
+    assert "\x1b" in (LINK / "sichek_mlxlink_c_counters_ansi_text.txt").read_text()
+    assert (facts["effective_ber"], facts["raw_ber"], facts["time_since_last_clear_min"]) == (1.5e-254, 2e-9, 348349.5)
+    assert facts["raw_errors_per_lane"] == [3946476397, 5120336064, 7692183445, 3026261414]
+    assert (facts["state"], facts["module"], facts["sections"]) == (None, None, ["Physical Counters and BER Info"])
+
+
+def test_an_nvlink_port_says_na_for_its_physical_state():
+    facts = parse_mlxlink((LINK / "cluster_toolkit_b200_nvlink_xdr_mlxlink_default_text.txt").read_text())
+    assert (facts["state"], facts["physical_state"], facts["speed"], facts["width"]) == ("Active", None, "NVLink-XDR", "2x")
+    assert (facts["effective_ber"], facts["module"], facts["recommendation"]) == (None, None, "No issue was observed")
+
+
 @pytest.mark.parametrize("value, reading", [
     ("41 [-5..75]", {"values": [41.0], "low": -5.0, "high": 75.0}),
     ("8.380,8.380,8.380,8.380 [2..15]", {"values": [8.38] * 4, "low": 2.0, "high": 15.0}),
     (["-1.5", "-2"], {"values": [-1.5, -2.0], "low": None, "high": None}),
     ("N/A", None), ("", None), (None, None), ("hot [0..1]", None),
+    ("0 [0..0]", None), ("0,0,0,0 [0..0]", None),  # a module without monitoring: no reading, not 0 degrees
+    ("35 [0..0]", {"values": [35.0], "low": None, "high": None}),  # a reading without thresholds
 ])
 def test_readings(value, reading):
     assert parse_reading(value) == reading

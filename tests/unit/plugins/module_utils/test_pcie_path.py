@@ -1,6 +1,7 @@
 """The GPU-to-HCA PCIe path: ACS and ATS from real lspci -vvv texts (gpud's GPU server, grep'd
-pastes from NCCL issues, an elided block) and from configuration space bytes, IOMMU domains, and the
-reader on PCI trees."""
+pastes from NCCL issues, an elided block, a ConnectX-7 with a pasted group listing after it, lspci
+run without root, a grep that kept the capability line only, a mail's quoted-printable lines) and
+from configuration space bytes, IOMMU domains, and the reader on PCI trees."""
 
 from __future__ import annotations
 
@@ -61,6 +62,49 @@ def test_an_elided_block_behind_a_prompt():
     assert enabled(bridge["acs"]["capable"]) == ["direct_translated_p2p", "p2p_completion_redirect", "p2p_request_redirect",
                                                  "source_validation", "translation_blocking", "upstream_forwarding"]
     assert enabled(bridge["acs"]["control"]) == [] and bridge["port_type"] is None  # its Express line was elided
+
+
+def test_a_group_listing_pasted_after_lspci_is_not_devices():
+    # A ConnectX-7 PF and VF from lspci -vvv, then "IOMMU Group 11 :" lines indented by a tab that
+    # look like device headers: only lspci's own headers (the shallowest) are devices.
+    parsed = parse_lspci_vvv((LSPCI / "kvm-2025-07-28_clg_cx7-pf-vf_lspci-vvv_tree_groups_partial.txt").read_text())
+    assert sorted(parsed["functions"]) == ["0000:b1:00.1", "0000:b1:00.2"]
+    pf = parsed["functions"]["0000:b1:00.1"]
+    assert (pf["port_type"], pf["iommu_group"], enabled(pf["acs"]["control"]), pf["ats"], pf["unreadable"]) == ("endpoint", 12, [], None, None)
+    assert parsed["functions"]["0000:b1:00.2"]["iommu_group"] == 11
+
+
+def test_lspci_without_root_is_unreadable_not_without_acs():
+    parsed = parse_lspci_vvv((LSPCI / "fastfetch-1658_h100-host_lspci-vvv_not-root_access-denied_partial.txt").read_text())
+    assert parsed["functions"] and all(f["acs"] is None and f["ats"] is None for f in parsed["functions"].values())
+    assert {f["unreadable"] for f in parsed["functions"].values()} == {
+        'lspci could not read its capabilities ("Capabilities: <access denied>"): lspci -vvv must run as root'}
+
+
+def test_an_acs_capability_without_its_registers_is_unknown():
+    parsed = parse_lspci_vvv((LSPCI / "linux-pci_alexw_raptorlake_grep-headers-and-acs-capability-only.txt").read_text())
+    functions = parsed["functions"]
+    assert functions["0000:00:1c.0"]["unreadable"] is None and functions["0000:00:1c.0"]["acs"] is None  # no ACS listed
+    for address in ("0000:00:1c.1", "0000:00:1c.2", "0000:00:1c.3"):
+        assert functions[address]["unreadable"] == ("its Access Control Services capability is listed but no complete ACSCap/ACSCtl "
+                                                    "lines follow it (the text was cut, filtered by grep or its lines broken)")
+    # A mail archive's quoted-printable soft breaks cut the ACS lines of a root port that redirects:
+    # noted, and unknown, not "no ACS".
+    mail = parse_lspci_vvv((LSPCI / "linux-pci-2023-09-19_schroeder_skylake-rootport_quoted-printable.txt").read_text())
+    port = mail["functions"]["0000:64:00.0"]
+    assert (port["port_type"], port["acs"]) == ("root_port", None) and port["unreadable"].startswith("its Access Control Services")
+    notes = [n.split(": ", 1)[1] for n in mail["notes"]]
+    assert notes == ["ACSCap without all seven ACS flags; not read", "ACSCtl without all seven ACS flags; not read"]
+
+
+def test_grep_pastes_in_other_indentations_and_a_paste_that_starts_inside_a_device():
+    mixed = parse_lspci_vvv((LSPCI / "nccl-629_grep-acsctl_mixed_no-prompt_partial.txt").read_text())
+    assert mixed["functions"] == {} and len(mixed["unattributed"]) == 15
+    assert sum(1 for u in mixed["unattributed"] if u["value"]["p2p_request_redirect"]) == sum(
+        1 for line in (LSPCI / "nccl-629_grep-acsctl_mixed_no-prompt_partial.txt").read_text().splitlines() if "ReqRedir+" in line)
+    partial = parse_lspci_vvv((LSPCI / "rockchip-pcie-devices-6_plx-pex8725_domain_8-space_partial.txt").read_text())
+    assert [u["field"] for u in partial["unattributed"]] == ["ACSCap", "ACSCtl"]  # before any header: nobody's
+    assert list(partial["functions"]) == ["0000:02:08.0"]
 
 
 @pytest.mark.parametrize("text", ["", "just some words\nand more", "ACSCtl: SrcValid+\n"])
@@ -150,6 +194,14 @@ def test_reader_from_saved_lspci_text(tmp_path):
     assert facts["functions"][HCA]["unreadable"] == "%s is not in the lspci text" % HCA
     broken = read_pcie_path(str(tmp_path), FACTS, lspci_text="nothing useful", lspci_source="/saved/lspci.txt")
     assert broken["available"] is False and broken["reason"].startswith("/saved/lspci.txt: no 'BB:DD.F class: name' device header")
+
+
+def test_reader_from_lspci_run_without_root_says_so_for_the_bridge(tmp_path):
+    switch_tree(tmp_path)
+    text = "%s PCI bridge: PLX Technology, Inc. PEX 8747\n\tCapabilities: <access denied>\n" % DOWN_GPU[5:]
+    facts = read_pcie_path(str(tmp_path), FACTS, lspci_text=text, lspci_source="/saved/lspci.txt")
+    assert facts["functions"][DOWN_GPU]["acs"] is None
+    assert facts["functions"][DOWN_GPU]["unreadable"].endswith("lspci -vvv must run as root")
 
 
 def test_without_a_gpu_there_is_no_path_and_it_says_so(tmp_path):

@@ -1,6 +1,8 @@
 """RoCE QoS, read only: ECN from the real sysfs tree of prometheus/procfs, dcb from iproute2's own
-examples and from JSON in the shape dcb's source prints, mlnx_qos from a real script log with two
-outputs, and the combination per netdev with the reasons for what is missing."""
+examples, a kernel commit's show/set/show session, a one-line several-attribute show and JSON in the
+shape dcb's source prints, mlnx_qos from a real script log with two outputs and from pastes of
+several MLNX_OFED releases (a priority on two DSCP rows, firmware DCBX, grouped and strict TCs, a
+flattened community page), and the combination per netdev with the reasons for what is missing."""
 
 from __future__ import annotations
 
@@ -80,9 +82,66 @@ def test_dcb_apptrust_text_and_json():
     assert parse_dcb_apptrust('{"order":["dscp"]}') == {"order": ["dscp"]}
 
 
+def test_dcb_pfc_commands_between_outputs_are_not_output():
+    # hns3's fix: show (all off), a `dcb pfc set` of priorities 0-3, show again (all on: the bug it fixed).
+    parsed = parse_dcb_pfc((QOS / "linux-hns3-commit-8c1671e0_dcb-pfc_show-set-show_pfc-cap4.txt").read_text())
+    assert parsed == {"enabled_priorities": [0, 1, 2, 3, 4, 5, 6, 7], "pfc_cap": 4, "macsec_bypass": False, "delay": 0}
+
+
+def test_dcb_several_attributes_on_one_line_and_app_names_in_a_service_log():
+    text = (QOS / "talos-roce-dcb-readme_service-log_pfc-one-line_app-names.txt").read_text()
+    assert parse_dcb_pfc(text) == {"enabled_priorities": [3], "pfc_cap": 8, "macsec_bypass": None, "delay": 0}
+    assert parse_dcb_app(text) == {"dscp_prio": {"26": [3], "48": [6]}, "pcp_prio": {}, "default_prio": []}
+    with pytest.raises(QosTextError, match=r"^dcb apptrust show: no 'order:' line"):  # "trust order on X: dscp pcp" is the log's
+        parse_dcb_apptrust(text)
+
+
+def test_dcb_apptrust_and_pcp_names_of_the_man_pages_and_a_joined_prompt():
+    assert parse_dcb_apptrust((QOS / "iproute2-man_dcb-apptrust_show_prompt.txt").read_text()) == {"order": ["port", "pcp", "ethtype"]}
+    joined = (QOS / "netdev-apptrust-cover-letter-v3_show-prompt-and-output-one-line.txt").read_text()
+    assert parse_dcb_apptrust(joined) == {"order": ["ethtype", "stream-port", "pcp"]}
+    # PCP names with the drop-eligible bit: 1nd is PCP 1, 2de is PCP 2 + 8.
+    assert parse_dcb_app((QOS / "iproute2-man_dcb-app_pcp-prio_prompt.txt").read_text())["pcp_prio"] == {"1": [1], "10": [2]}
+
+
+def test_mlnx_qos_a_priority_on_two_dscp_rows_after_a_setting_command():
+    parsed = parse_mlnx_qos((QOS / "cnnotes-ens14f0_pfc-echo_dscp_prio6-two-rows.txt").read_text())
+    assert parsed["dscp_prio"]["30"] == [6] and parsed["dscp_prio"]["48"] == [6] and parsed["dscp_prio"]["26"] == [3]
+    assert len(parsed["dscp_prio"]) == 64
+    assert (parsed["enabled_priorities"], parsed["pfc_buffer"]) == ([3], [0, 2, 5, 7, 1, 2, 3, 6])
+    assert parsed["receive_buffers"] == [80256, 80256, 896, 80256, 896, 896, 896, 896] and parsed["receive_buffer_max"] is None
+    assert parsed["notes"] == ["line 1 runs mlnx_qos with --pfc, which writes: the table after it shows what that command set"]
+
+
+def test_mlnx_qos_firmware_dcbx_buffer_limit_and_grouped_tcs():
+    parsed = parse_mlnx_qos((QOS / "cnblog-mce0_firmware-dcbx_max-buffer-size_grouped-tcs.txt").read_text())
+    assert (parsed["dcbx_mode"], parsed["trust"], parsed["enabled_priorities"]) == ("Firmware controlled", "dscp", [3])
+    assert (parsed["receive_buffers"], parsed["receive_buffer_max"]) == ([130944, 130944, 0, 0, 0, 0, 0, 0], 262016)
+    assert parsed["tcs"] == {"0": {"ratelimit": "unlimited", "tsa": "ets", "bw_percent": 50, "priorities": [0, 1, 2, 4, 5, 7]},
+                             "3": {"ratelimit": "unlimited", "tsa": "ets", "bw_percent": 50, "priorities": [3]},
+                             "6": {"ratelimit": "unlimited", "tsa": "vendor", "bw_percent": None, "priorities": [6]}}
+    assert parsed["notes"] == []
+
+
+def test_mlnx_qos_empty_default_priority_and_strict_tcs():
+    parsed = parse_mlnx_qos((QOS / "cn3fs-ens4np0_default-priority-empty_pfc5_ets-strict_prompt.txt").read_text())
+    assert (parsed["enabled_priorities"], parsed["cable_len"], parsed["receive_buffer_max"]) == ([5], 30, 4151520)
+    assert parsed["dscp_prio"]["40"] == [5] and parsed["dscp_prio"]["48"] == [6]
+    assert [parsed["tcs"][tc]["tsa"] for tc in "01234567"] == ["ets"] * 4 + ["strict"] * 4
+    assert [parsed["tcs"][tc]["bw_percent"] for tc in "0123"] == [9, 1, 80, 10]
+
+
+def test_mlnx_qos_ofed_4_2_community_page_single_spaced_with_blank_lines():
+    parsed = parse_mlnx_qos((QOS / "mellanox-community-DOC-2792_ofed42_eth2_ets_flattened-page.txt").read_text())
+    assert (parsed["trust"], parsed["enabled_priorities"], parsed["pfc_buffer"]) == ("dscp", [0, 2, 6, 7], None)
+    assert all(tc["priorities"] for tc in parsed["tcs"].values()) and len(parsed["tcs"]) == 8
+
+
 def test_mlnx_qos_script_log_reads_the_last_output():
     parsed = parse_mlnx_qos((QOS / "netarbiter_setup-nic-lossless-layer3_xtrace_two_outputs.md").read_text())
-    assert parsed["notes"] == ["the text holds 2 mlnx_qos outputs; the last one (from line 43) is read"]
+    assert parsed["notes"] == ["line 5 runs mlnx_qos with --trust, which writes: the table after it shows what that command set",
+                               "line 42 runs mlnx_qos with --pfc, which writes: the table after it shows what that command set",
+                               "the text holds 2 mlnx_qos outputs; the last one (from line 43) is read"]
     assert (parsed["trust"], parsed["dcbx_mode"], parsed["enabled_priorities"], parsed["cable_len"]) == ("dscp", "OS controlled", [3], 7)
     assert parsed["dscp_prio"]["26"] == [3] and len(parsed["dscp_prio"]) == 64
     assert parsed["tcs"]["0"] == {"ratelimit": "unlimited", "tsa": "vendor", "bw_percent": None, "priorities": [1]}
@@ -124,7 +183,7 @@ def test_mlnx_qos_alone_gives_pfc_and_trust(tmp_path):
     text = (QOS / "netarbiter_setup-nic-lossless-layer3_xtrace_two_outputs.md").read_text()
     entry = qos_of_netdev(str(tmp_path), "eth0", {"mlnx_qos": (text, None)})
     assert entry["pfc"]["source"] == entry["trust"]["source"] == "mlnx_qos -i"
-    assert entry["notes"] == ["the text holds 2 mlnx_qos outputs; the last one (from line 43) is read"]
+    assert entry["notes"][-1] == "the text holds 2 mlnx_qos outputs; the last one (from line 43) is read"
     assert entry["ecn"]["reason"].endswith("ecn does not exist: the driver exposes no ECN settings (not mlx5, or a VF)")
 
 
