@@ -32,7 +32,8 @@ import re
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAX_LINE, is_shell_prompt
 
 # The states dkms prints, best first: a module is usable on a kernel when it is installed there.
-STATE_RANK = ("installed", "installed-weak", "built", "added")
+# dkms 3 says "broken" for a module whose source directory is gone.
+STATE_RANK = ("installed", "installed-weak", "built", "added", "broken")
 USABLE_STATES = ("installed", "installed-weak")
 
 _STATE = r"(?P<state>[a-z][a-z_-]*)(?P<rest>(?:\s.*)?)"
@@ -49,6 +50,13 @@ _DKMS2 = re.compile(
 _DIAGNOSTIC = re.compile(
     r"^(?P<kind>Error!|Warning:|WARNING:|Deprecated feature:)\s*(?P<message>.*)$"
 )
+# dkms writes its diagnostics to stderr unbuffered and its status lines to stdout: in a terminal or
+# a ``2>&1`` capture a diagnostic can land inside a status line, right after the state
+# (``x86_64: installedDeprecated feature: REMAKE_INITRD``), and the rest of the line after it.
+_GLUED_DIAGNOSTIC = re.compile(r"^(?P<status>.*:\s*[a-z][a-z_-]*)(?P<diagnostic>(?:Error!|Warning:|WARNING:|Deprecated feature:).*)$")
+# The suffixes dkms 3.1.3 and later print in place of "(WARNING! Diff between built and installed
+# module!)" and "(WARNING! Missing some built modules!)".
+_WARNING_SUFFIXES = ("differences between built and installed modules", "built modules are missing")
 _WEAK_FROM = re.compile(r"^from\s+(?P<kernel>\S+)")
 # What a paste carries besides the output: a shell prompt (``$ dkms status``,
 # ``[root@node ~]# dkms status``), a ``#`` comment, the command line itself.
@@ -100,6 +108,8 @@ def _split_suffixes(rest):
         text = paren.group("text").strip()
         if text.upper().startswith("WARNING!"):
             warnings.append(text[len("WARNING!"):].strip())
+        elif text.lower().startswith(_WARNING_SUFFIXES):
+            warnings.append(text)
         elif text:
             notes.append(text)
         rest = rest[paren.end():].strip()
@@ -133,6 +143,7 @@ def _numbered_items(text):
     skipped; a redaction mark (``...``, ``[snip]``) is an item with the state ``redacted``.
     """
     diagnostic = None
+    cut_module = None  # a status line a diagnostic was glued into: its suffixes may follow alone
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip().strip("\ufeff")
         if len(line) > MAX_LINE:
@@ -141,7 +152,23 @@ def _numbered_items(text):
                 diagnostic = None
             yield number, _item(state="unparsed", message=line)
             continue
+        suffixes = _split_suffixes(line) if cut_module is not None and line.startswith("(") else None
+        if suffixes is not None:
+            cut_module["warnings"].extend(suffixes[1])
+            cut_module["notes"].extend(suffixes[2])
+            cut_module = None
+            continue
+        if line:
+            cut_module = None
         item = parse_status_line(line) if line else None
+        glued = _GLUED_DIAGNOSTIC.match(line) if line and item is None else None
+        if glued and parse_status_line(glued.group("status")) is not None:
+            if diagnostic is not None:
+                yield diagnostic
+                diagnostic = None
+            cut_module = parse_status_line(glued.group("status"))
+            yield number, cut_module
+            line = glued.group("diagnostic")
         if (item is not None or not line) and diagnostic is not None:
             yield diagnostic
             diagnostic = None

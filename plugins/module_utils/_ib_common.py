@@ -157,10 +157,15 @@ MAX_LINE = 1024
 _PROMPT_CHARS = "$#%"
 
 
+# A shell's name and version, as bash and sh print them in their default prompt.
+_SHELL_NAME = re.compile(r"^(?:ba|z|k|da|tc|c)?sh(?:-[0-9]+(?:\.[0-9]+)*)?$")
+
+
 def is_shell_prompt(line):
     """True for a shell prompt line, with or without a command after it, and for a ``#`` comment.
 
-    ``$ ibstat``, ``# ibstat``, ``[root@node ~]# ibstat``, ``root@node:~# ibstat``, ``user@host $``.
+    ``$ ibstat``, ``# ibstat``, ``[root@node ~]# ibstat``, ``root@node:~# ibstat``, ``user@host $``,
+    ``bash-5.1$ ibstat``.
     Written without backtracking patterns so that a long line costs linear time.
     """
     if not line:
@@ -176,6 +181,8 @@ def is_shell_prompt(line):
             if after[:1] and after[0] in _PROMPT_CHARS:
                 return True
     token = line.split(None, 1)[0] if not line[0].isspace() else ""
+    if token[-1:] in _PROMPT_CHARS and _SHELL_NAME.match(token[:-1]):
+        return True  # bash's own default prompt: "bash-5.1$ ibstat", "sh-4.2# dkms status"
     marks = [token.find(char) for char in "@:~" if char in token]
     if not marks:
         return False

@@ -94,15 +94,19 @@ _DECORATION = re.compile(r"^(?:[\s+=_~\-%s]*|(?:```|~~~).*)$" % re.escape(_BORDE
 # A quote mark of a mail or Markdown paste ("> "), possibly nested.
 _QUOTE_MARKS = re.compile(r"^(?:>[ \t]?)+")
 # The command line itself, pasted without its prompt.
+# Options and their arguments: a device (mlx5_0), a device and port (mlx5_0/1), a port number.
 _COMMAND = re.compile(
-    r"^(?:sudo\s+)?(?:ibstat|ibstatus|ibv_devinfo|ibv_devices|ibdev2netdev|rdma)(?:\s+-[-\w=]*|\s+link|\s+show"
-    r"|\s+[A-Za-z][\w.-]*\s+[0-9]+)*\s*$"
+    r"^(?:sudo\s+)?(?:ibstat|ibstatus|ibv_devinfo|ibv_devices|ibdev2netdev|rdma)"
+    r"(?:\s+-[-\w=]*|\s+[A-Za-z][\w.:-]*(?:/[0-9]+)?|\s+[0-9]+)*\s*$"
 )
+# The tools' own error lines (ibstat's ibpanic, libibverbs' and ibv_devinfo's: "Failed to open device").
 _NOISE = re.compile(
     r"^(?:ib(?:warn|panic|debug|error|info)\s*:|libibverbs:\s*warning|libibverbs:|"
-    r"(?:ibstat|ibstatus|ibv_devinfo|ibdev2netdev|rdma)\s*:\s)",
+    r"(?:ibstat|ibstatus|ibv_devinfo|ibdev2netdev|rdma)\s*:\s|failed to (?:open device|get ib devices list))",
     re.IGNORECASE,
 )
+# A value an operator blanked out before pasting ("Node GUID: ...").
+_REDACTED_VALUE = re.compile(r"^(?:\.{3,}|\u2026+|<\s*redacted\s*>|\[\s*redacted\s*\]|x{4,}|X{4,})$")
 _REDACTED = re.compile(
     r"^(?:\.{3,}|\u2026+|\[\s*(?:\.{3}|\u2026|snip(?:ped)?|redacted|cut|truncated|output truncated|omitted)\s*\]"
     r"|<\s*(?:\.{3}|snip(?:ped)?|redacted|cut|truncated|omitted)\s*>|\(\s*(?:snip(?:ped)?|redacted|truncated)\s*\)"
@@ -112,6 +116,9 @@ _REDACTED = re.compile(
 # Keys may hold spaces and parentheses (``completion timestamp_mask``, ``max_dm_size (bytes)``).
 _KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_ \[\]()./-]*?)\s*:\s*(?P<value>.*)$")
 _DEVICE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+# A line of a device name listing (ibstat -l): a kernel RDMA device name has lower-case letters
+# (mlx5_0, rocep33s0f0, rdmaP23800p0s2); an all-capitals word is ibv_devinfo -v's capability flag.
+_LISTED_DEVICE_NAME = re.compile(r"^(?=[^a-z]*[a-z])[A-Za-z][A-Za-z0-9_.-]*$")
 _TRAILING_CODE = re.compile(r"^(?P<text>.*?)\s*\((?P<code>-?[0-9]{1,9})\)$")
 _UNKNOWN_WORDS = frozenset(("", "???", "NA", "N/A", "UNKNOWN", "NONE"))
 _ASCII_INT = re.compile(r"^(?:0x[0-9a-f]{1,16}|[0-9]{1,20})$")
@@ -196,6 +203,8 @@ class _Reader:
                 # No tool prints " #"; an operator annotating a paste does ("ib0 (Up)  # rack 3").
                 self.note(number, line, "a comment after the text, not read")
                 line = line[:comment.start()].rstrip()
+                if not line or _COMMAND.match(line):
+                    continue
             yield number, line
 
     def note(self, number, line, reason):
@@ -216,12 +225,20 @@ class _Reader:
         """A known key whose value could not be read: the field stays None."""
         self.note(number, line, "a value that cannot be read, left out (numbers are read from ASCII digits only)")
 
+    def redacted_value(self, number, line, value):
+        """A value blanked out before the paste: left out, said (True), or not one (False)."""
+        if not _REDACTED_VALUE.match(value):
+            return False
+        self.note(number, line, "a redacted value, left out")
+        self.placed()
+        return True
+
     def result(self, ports):
         if not self.recognised and self.first_unplaced is not None:
             number, line = self.first_unplaced
             raise IbTextError("%s: nothing in the text is %s output (line %d: %r)" % (
                 self.parser, self.tool, number, _shown(line)))
-        return {"ports": ports, "notes": self.notes}
+        return {"ports": ports, "notes": sorted(self.notes, key=lambda note: note["line"])}
 
 
 def _key(text):
@@ -376,7 +393,7 @@ def _device_list(reader, lines):
     """A listing with one device name per line (``ibstat -l``, ``ibv_devinfo -l``)."""
     devices = _Devices()
     for number, line in lines:
-        if not _DEVICE_NAME.match(line):
+        if not _LISTED_DEVICE_NAME.match(line):
             reader.unplaced(number, line, "not a device name")
             continue
         devices.named(line)
@@ -421,7 +438,7 @@ def parse_ibstat(data, strict=False):
         for number, line in lines:
             if _IBSTAT_GUID.match(line):
                 return _ibstat_port_guids(reader, lines)
-            if _DEVICE_NAME.match(line):
+            if _LISTED_DEVICE_NAME.match(line):
                 return _device_list(reader, lines)
             if strict:
                 break
@@ -455,6 +472,8 @@ def parse_ibstat(data, strict=False):
         key, value = _key(pair.group("key")), pair.group("value").strip()
         if _foreign_digits(value):
             reader.bad_value(number, line, key)
+            continue
+        if reader.redacted_value(number, line, value):
             continue
         fields = _Block(reader, number, line, device["fields"])
         if key in _IBSTAT_TYPE_KEYS:
@@ -568,6 +587,9 @@ def parse_ibstatus(data, strict=False):
 
 _DEVINFO_COUNT = re.compile(r"^(?P<count>[0-9]+)\s+HCAs?\s+found\s*:$", re.IGNORECASE)
 _DEVINFO_NONE = re.compile(r"^No IB devices found\.?$", re.IGNORECASE)
+_DEVINFO_ATTRIBUTE = "a device attribute of ibv_devinfo -v that is not read"
+# Keys only ibv_devinfo -v prints.
+_DEVINFO_VERBOSE_KEYS = frozenset(("max mr size", "page size cap", "max qp", "device cap flags", "max cqe"))
 # The keys ibv_devinfo prints, as _key() gives them: lower case words (``max_qp``, ``completion
 # timestamp_mask``, ``cq moderation caps``), ``gid[  0]`` and ``unknown flags``; and their values
 # never hold ": " (which a stray "word: text: text" line does).
@@ -624,23 +646,35 @@ def parse_ibv_devinfo(data, strict=False):
 def _devinfo_blocks(reader, lines):
     devices = _Devices()
     device = port = None
+    # ibv_devinfo -v (MLNX_OFED's most of all) prints device attributes in forms of their own
+    # ("log atomic arg sizes (mask)   0x8", "Multi-Packet RQ supported", "UMR fixed size:"): in the
+    # attributes of a device, before its ports, they are noted as such, and strict mode takes them.
+    verbose = any(_key(pair.group("key")) in _DEVINFO_VERBOSE_KEYS
+                  for pair in (_KEY_VALUE.match(line) for dummy, line in lines) if pair)
     for number, line in lines:
         pair = _KEY_VALUE.match(line)
+        in_attributes = verbose and device is not None and port is None
         if pair is None:
             # ibv_devinfo -v lists capability flags one per line under the device attributes.
             if device is not None and port is None and _DEVINFO_FLAG.match(line):
                 reader.placed()
+            elif in_attributes:
+                reader.unplaced(number, line, _DEVINFO_ATTRIBUTE, strict_error=False)
             elif _DEVINFO_NONE.match(line):
+                reader.note(number, line, "ibv_devinfo found no RDMA device")
                 reader.placed()
             else:
                 reader.unplaced(number, line)
             continue
         key, value = _key(pair.group("key")), pair.group("value").strip()
+        if key == "device ports" and not value and device is not None:
+            reader.placed()  # the heading before a device's ports
+            continue
         printed = pair.group("key").strip()
         devinfo_style = (printed == printed.lower() or key == "unknown flags" or _DEVINFO_GID.match(key)) \
             and _DEVINFO_KEY_STYLE.match(key) and ": " not in value
         if not devinfo_style:
-            reader.unplaced(number, line)
+            reader.unplaced(number, line, *((_DEVINFO_ATTRIBUTE, False) if in_attributes else ()))
             continue
         if _foreign_digits(value):
             reader.bad_value(number, line, key)

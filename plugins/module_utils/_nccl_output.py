@@ -47,6 +47,9 @@ _SOCKET_INTERFACE = re.compile(r"\[(?P<index>\d+)\](?P<name>[^:\s]+):(?P<address
 _ENV_SET = re.compile(r"^(?P<name>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<value>.*?)\.?\s*$")
 _GDR_RING = re.compile(r"Connected all rings(?:, use ring PXN (?P<pxn>\d+) GDR (?P<gdr>\d+))?")
 _GDR_LINE = re.compile(r"GPU Direct RDMA (?P<state>Enabled|Disabled) for (?:GPU (?P<gpu>\S+) / )?HCA (?P<hca>\S+)(?: '(?P<name>[^']+)')?")
+# The verbs provider's own report of a failed work request, printed beside NCCL's lines (then a hex dump
+# of the completion entry): "mlx5: gpu5: got completion with error:".
+_PROVIDER_COMPLETION_ERROR = re.compile(r"^\s*(?:\[\d+\]\s*)?(?P<message>(?:mlx[45]|bnxt_re|irdma|efa|hns): \S+: got completion with error:?)\s*$")
 _NO_VERBS = re.compile(r"Failed to open libibverbs|NET/IB : No device found|ibvwrap.*Failed to open", re.IGNORECASE)
 # ``Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA`` (NCCL >= 2.8), ``Channel 00 : 3[b1000] ->
 # 4[18000] [send] via NET/Socket/0`` (2.5-2.7), ``Ring 00 : 1 -> 0 [receive] via NET/Socket/0`` (2.4).
@@ -139,7 +142,8 @@ def parse_nccl_log(text, strict=False):
     * ``hcas_used``: the HCAs of the IB channels; ``gdr``: ``Connected all rings ... GDR 0/1`` and
       ``GPU Direct RDMA Enabled/Disabled`` lines (``rings``: the GDR values, ``enabled``/``disabled``:
       the HCAs named);
-    * ``warnings``: NCCL WARN messages; ``lines``: NCCL lines read; ``notes``: what was decided.
+    * ``warnings``: NCCL WARN messages and the verbs provider's completion errors (``mlx5: host: got
+      completion with error``); ``lines``: NCCL lines read; ``notes``: what was decided.
 
     Plain text without any NCCL line raises ``NcclOutputError``; with ``strict`` a line that is not
     NCCL's is an error too (a log normally mixes in the application's own lines, so the default keeps
@@ -165,6 +169,12 @@ def parse_nccl_log(text, strict=False):
         if version and result["version"] is None:
             result["version"] = version.group("version")
         parsed = _message(line)
+        provider_error = _PROVIDER_COMPLETION_ERROR.match(line) if parsed is None else None
+        if provider_error:
+            if provider_error.group("message") not in result["warnings"]:
+                result["warnings"].append(provider_error.group("message"))
+            result["other_lines"] += 1
+            continue
         if parsed is None:
             if version:
                 continue
@@ -273,6 +283,11 @@ def _settle(result):
     result["net_channels"] = sum(counts.get(kind, 0) for kind in ("net_ib", "net_socket", "net_plugin"))
     result["gdrdma_channels"] = sum(1 for entry in result["channels"] if entry["gdrdma"])
     result["hcas_used"] = sorted(hcas)
+    for state in ("enabled", "disabled"):
+        # "GPU Direct RDMA Enabled for GPU 81000 / HCA 1" names the HCA by NCCL's index: its device name
+        # where the "NET/IB : Using [1]mlx5_1:1/IB" line gave one.
+        names = [by_index.get(int(hca), hca) if hca.isdigit() else hca for hca in result["gdr"][state]]
+        result["gdr"][state] = list(dict.fromkeys(names))
     if not result["channels"]:
         _note(result["notes"], "no channel line (NCCL INFO Channel ... via ...): the log does not say which transport "
                                "NCCL connected (NCCL_DEBUG=INFO prints them when a communicator is set up)")
@@ -300,7 +315,7 @@ def ib_hca_entries(value):
 # ------------------------------------------------------------------------------------ nccl-tests
 
 _TESTS_PARAMS = re.compile(r"nThread\s+(?P<nthread>\d+)\s+nGpus\s+(?P<ngpus>\d+)\s+minBytes\s+(?P<min>\d+)\s+maxBytes\s+(?P<max>\d+)")
-_TESTS_VERSION = re.compile(r"nccl-tests version (?P<version>\S+)")
+_TESTS_VERSION = re.compile(r"[nr]ccl-tests version (?P<version>\S+)")
 _TESTS_NAME = re.compile(r"Collective test starting: (?P<name>\S+)|"
                          r"\b(?P<binary>(?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)_perf)\b")
 _TESTS_DEVICE = re.compile(

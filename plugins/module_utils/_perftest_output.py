@@ -44,7 +44,14 @@ _CUDA = re.compile(
     r"Got PCIe address of: \S+|Starting GPU touching process|stopping CUDA gpu touch running kernel|"
     r"Calling (?:ibv_reg_dmabuf_mr|mlx5dv_reg_dmabuf_mr|ibv_reg_mr_ex with dmabuf)\(.*\).*|using DMA-BUF for GPU buffer address at .*|"
     r"Perftest doesn't supports CUDA tests with inline messages: inline size set to 0|"
+    r"Using ROCm Device with ID: \d+, .*|allocated \d+ bytes of GPU buffer at \S+|"
     r"Waiting for client rdma_cm QP to connect|Please run the same command with the IB/RoCE interface IP)\s*$"
+)
+# What newer perftest prints around a run (the clock it measured, when it connected and finished), and
+# what it prints before a completion error (src/perftest_resources.c: the send and completion counts).
+_INFO = re.compile(
+    r"^(?:Using sampled CPU speed \d+ MHz over reported speed \d+ MHz|(?:Connected|Completed): .+|Total run time: [0-9.]+\s*s|"
+    r"scnt=\d+, ccnt=\d+|Min msg size for RawEth is \d+B - changing msg size to \d+)\s*$"
 )
 # Which GPU a run used: perftest lists the CUDA devices with their PCIe bus, then the one it picked.
 _CUDA_DEVICE = re.compile(r"^CUDA device (?P<index>\d+): PCIe address is (?P<bus>[0-9A-Fa-f]+):(?P<slot>[0-9A-Fa-f]+)\s*$")
@@ -104,10 +111,29 @@ _HINTS = {
         "switch port, a subnet manager for an InfiniBand port stuck in Init, or test an active port "
         "(ib_port, or another device)."
     ),
+    "qp_create": (
+        "The HCA refused the queue pair perftest asked for: an inline size the device does not support "
+        "(--inline_size=0; irdma and some iWARP devices take none by default), too many or too deep queues "
+        "(-q, --tx-depth, --rx-depth), or a device out of resources; the lines before it name the attribute."
+    ),
+    "qp_connect": (
+        "The queue pair could not be connected (modify QP to RTR/RTS failed): the two sides disagree on how "
+        "to reach each other. On RoCE use a GID index both ports have, of the same type (-x; a RoCE v2 GID "
+        "for routed traffic, see ansible_facts.rdma roce), and an MTU both take (--mtu); on InfiniBand check "
+        "that both ports are ACTIVE with a LID from the subnet manager."
+    ),
+    "completion_error": (
+        "A work request completed with an error status (\"Failed status N\", ibv_wc_status): 12 (transport retry "
+        "exceeded) means the path drops packets - check node_health's counters, PFC and ECN on RoCE, the cable "
+        "and the MTU; 13 (RNR retry exceeded) a receiver without posted buffers; 4 (local protection) a memory "
+        "registration the HCA cannot use, with GPU memory the peer-memory or DMA-BUF path; 5 is only the flush "
+        "that follows an earlier error."
+    ),
     "remote_unreachable": (
-        "The two perftest sides could not exchange connection data over TCP: check that the server is "
-        "running and reachable at that address and TCP port (-p, default 18515; firewalls, the pod "
-        "network), and read the peer's own output - it may have failed first, for example with memlock."
+        "The two perftest sides could not exchange connection data over TCP (or, with -R, through the RDMA "
+        "connection manager): check that the server is running and reachable at that address and port "
+        "(-p, default 18515; firewalls, the pod network; with -R the address of the server's RDMA interface), "
+        "and read the peer's own output - it may have failed first, for example with memlock."
     ),
     "gpu_memory": (
         "perftest could not use GPU memory. With --use_cuda the HCA registers the GPU's memory through the "
@@ -149,13 +175,23 @@ _FAILURE_RULES = (
         ),
     ),
     ("port_down", re.compile(r"Port number \d+ state is \w+|Couldn'?t set the link layer", re.IGNORECASE)),
+    ("qp_create", re.compile(r"Unable to create QP|Failed to create QP|Couldn'?t create QP", re.IGNORECASE)),
+    (
+        "qp_connect",
+        re.compile(r"Failed to modify QP \S+ to (?:RTR|RTS)|Unable to Connect the HCA'?s through the link", re.IGNORECASE),
+    ),
+    (
+        "completion_error",
+        re.compile(r"Completion with error at (?:client|server)|Failed status \d+|got completion with error", re.IGNORECASE),
+    ),
     (
         "remote_unreachable",
         re.compile(
             r"Couldn'?t connect to|Connection refused|Connection timed out|No route to host|"
             r"ethernet_read_keys|Couldn'?t read remote address|Unable to read (?:to|from) socket|"
             r"Failed to exchange data between server and client|Unable to init the socket connection|"
-            r"Name or service not known|Problem in resolving basic address",
+            r"Name or service not known|Problem in resolving basic address|"
+            r"RDMA_CM_EVENT_(?:REJECTED|UNREACHABLE|ADDR_ERROR|ROUTE_ERROR|CONNECT_ERROR)",
             re.IGNORECASE,
         ),
     ),
@@ -163,7 +199,9 @@ _FAILURE_RULES = (
 
 
 # A run with its buffers in GPU memory: the lines perftest prints once it allocated one.
-_GPU_BUFFER = re.compile(r"^(?:cuMemAlloc\(\) of a|allocated GPU buffer|using DMA-BUF for GPU buffer|Calling ibv_reg_dmabuf_mr)")
+_GPU_BUFFER = re.compile(
+    r"^(?:cuMemAlloc\(\) of a|allocated GPU buffer|allocated \d+ bytes of GPU buffer|using DMA-BUF for GPU buffer|Calling ibv_reg_dmabuf_mr)"
+)
 # Memory registration that failed for lack of locked memory (ENOMEM), which perftest 4.5-0.20 and later
 # print as "Couldn't allocate MR with error=12".
 _MR_ENOMEM = re.compile(r"error=12\b|Cannot allocate memory", re.IGNORECASE)
@@ -492,6 +530,8 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
             continue
         if _CUDA.match(stripped):
             gpu_lines.append(stripped)
+            continue
+        if _INFO.match(stripped):
             continue
         title = _TITLE.match(line)
         if title:

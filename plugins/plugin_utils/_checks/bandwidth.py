@@ -147,6 +147,24 @@ def perftest_failed_port_down(facts, params, found):
     _report_failures(params, found, ("port_down",))
 
 
+@check(ROLE, "perftest_failed_qp_create", params=PARAMS)
+def perftest_failed_qp_create(facts, params, found):
+    """The HCA refused the queue pair perftest asked for (an inline size or queue depth the device does not take)."""
+    _report_failures(params, found, ("qp_create",))
+
+
+@check(ROLE, "perftest_failed_qp_connect", params=PARAMS)
+def perftest_failed_qp_connect(facts, params, found):
+    """The queue pair could not be connected (modify QP to RTR/RTS failed): GID index, MTU or LIDs the two sides disagree on."""
+    _report_failures(params, found, ("qp_connect",))
+
+
+@check(ROLE, "perftest_failed_completion_error", params=PARAMS)
+def perftest_failed_completion_error(facts, params, found):
+    """A work request completed with an error status: retries exceeded on a lossy path, or memory the HCA cannot use."""
+    _report_failures(params, found, ("completion_error",))
+
+
 @check(ROLE, "perftest_failed_remote_unreachable", params=PARAMS)
 def perftest_failed_remote_unreachable(facts, params, found):
     """The two sides of a test could not reach each other (and neither side had a cause of its own)."""

@@ -77,3 +77,12 @@ def test_gid_interface_id():
 @pytest.mark.parametrize("text, expected", [("0x3", 3), ("0xffff", 65535), ("10", 10), ("65535", 65535), ("x", None), (None, None)])
 def test_parse_lid(text, expected):
     assert ib.parse_lid(text) == expected
+
+
+@pytest.mark.parametrize("line, prompt", [
+    ("$ ibstat", True), ("# dkms status", True), ("[root@node ~]# ibstat", True), ("root@node:~# ibstat", True),
+    ("user@host $", True), ("bash-5.1$ dkms status onload", True), ("sh-4.2# ibstat", True), ("bash$ ibstat", True),
+    ("mlx5_0 port 1 ==> ib0 (Up)", False), ("bash-5.1: command not found", False), ("nvidia/535.86.05, 6.5.0, x86_64: installed", False),
+])
+def test_shell_prompts(line, prompt):
+    assert ib.is_shell_prompt(line) is prompt

@@ -7,6 +7,7 @@ listings, other tools' output and synthetic outputs written from the tools' prin
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -187,6 +188,80 @@ EXPECTED = {
     "rdma_link/rxe_softroce_single.txt": [
         _entry("rxe_0", 1, netdevs=["p1p1"], **ACTIVE),
     ],
+    # Soft-RoCE: empty "CA type:" and "Firmware version:" lines, a rate of 2.5.
+    "ibstat/mail_rxe_empty_type_fw_rate_2.5.txt": [
+        _entry("rxe0", 1, hca_type=None, fw_ver=None, hw_rev=None, rate_gbps=2.5, link_layer="Ethernet", lid=0,
+               node_guid="0x4a51c5fffef6e159", port_guid="0x4a51c5fffef6e159", cap_mask="0x00010000", **ACTIVE),
+    ],
+    # "ibstat CA port" of an old mlx4 without a Link layer line, nothing indented.
+    "ibstat/code_hardware_ibstat_ca_port_polling_no_linklayer.txt": [
+        _entry("mlx4_0", 2, state="DOWN", state_code=1, phys_state="Polling", phys_state_code=2, rate_gbps=10.0,
+               link_layer=None, port_guid="0x0002c903005a7b7e", cap_mask="0x02510868", hca_type=None),
+    ],
+    # CA names from udev's predictable naming (rocep33s0f0, ibp129s0f0).
+    "ibstat/issue_ompi9881_predictable_names_rocep_ibp_prompt_partial.txt": [
+        _entry("rocep33s0f0", 1, hca_type="MT4117", fw_ver="14.31.1014", rate_gbps=10.0, link_layer="Ethernet",
+               port_guid="0x063f72fffeba85ce", **DOWN_DISABLED),
+        _entry("ibp129s0f0", 1, hca_type="MT4123", fw_ver="20.31.1014", rate_gbps=100.0, link_layer="InfiniBand",
+               lid=19, sm_lid=16, node_guid="0xb8cef603001bc59e", **ACTIVE),
+    ],
+    # Eight NDR ports and a BlueField-3 (MT41692) RoCE bond, device numbers with gaps.
+    "ibstat/gpud_h100_bf3_MT41692_bond_plus_8ib400.txt": [
+        _entry(name, 1, hca_type="MT4129", fw_ver="28.41.1000", rate_gbps=400.0, link_layer="InfiniBand", lid=lid, sm_lid=1,
+               **ACTIVE)
+        for name, lid in (("mlx5_0", 128), ("mlx5_1", 534), ("mlx5_4", 972), ("mlx5_5", 1775), ("mlx5_6", 1494),
+                          ("mlx5_7", 717), ("mlx5_8", 774), ("mlx5_9", 2015))
+    ] + [
+        _entry("mlx5_bond_0", 1, hca_type="MT41692", fw_ver="32.38.3056", hw_rev="1", rate_gbps=200.0, link_layer="Ethernet",
+               lid=0, port_guid="0x201d97fffe0056cf", node_guid="0x58a2e10300760398", **ACTIVE),
+    ],
+    # 400 Gb/s NDR on RoCE ports, hex LIDs, a prompt with a directory.
+    "ibstatus/ibstatus_issue_ibexporter26_ndr_roce_prompt.txt": [
+        _entry("mlx5_0", 1, rate_gbps=400.0, width="4X", speed="NDR", link_layer="Ethernet", lid=0, sm_lid=0,
+               gid="fe80:0000:0000:0000:966d:aeff:feb3:832e", port_guid="0x966daefffeb3832e", **ACTIVE),
+        _entry("mlx5_1", 1, rate_gbps=400.0, width="4X", speed="NDR", link_layer="Ethernet",
+               gid="fe80:0000:0000:0000:966d:aeff:feec:c6a0", port_guid="0x966daefffeecc6a0", **ACTIVE),
+    ],
+    # siw (iWARP): no phys_state, no active speed.
+    "ibv_devinfo/lkml_jgg_2022_siw0_iwarp_tabs_build_path_prompt.txt": [
+        _entry("siw0", 1, transport="iWARP", fw_ver="0.0.0", node_guid="0x7686e2fffe2863fc", sys_image_guid="0x7486e22863fc0000",
+               state="ACTIVE", state_code=4, phys_state=None, link_layer="Ethernet", max_mtu=1024, active_mtu=1024,
+               rate_gbps=None, vendor_id="0x626d74"),
+    ],
+    "ibv_devinfo/pib_2_libibverbs_warnings_no_ib_devices_found.txt": [],
+    # MLNX_OFED 4's ibv_devinfo -d mlx5_3 -v: a RoCE port at 1X 10 Gb/s among its own attribute lines.
+    "ibv_devinfo/magnate3_d_mlx5_3_v_ofed4_exp_flags.txt": [
+        _entry("mlx5_3", 1, fw_ver="14.27.1016", node_guid="0x08c0eb03003b353c", board_id="MT_2420110004", vendor_part_id=4117,
+               link_layer="Ethernet", width="1X", rate_gbps=10.0, max_mtu=4096, active_mtu=1024, cap_mask="0x04010000",
+               gid="fe80:0000:0000:0000:0ac0:ebff:fe3b:353c", **ACTIVE),
+    ],
+    # "Failed to open device" for the other VFs around the one that opened; a "Device ports:" heading.
+    "ibv_devinfo/hustcat_8_failed_to_open_device_vf_mlx4_device_ports.txt": [
+        _entry("mlx4_2", 1, fw_ver="2.40.7000", node_guid="0x001405008cc6cd0a", sys_image_guid="0x248a070300e53d43",
+               vendor_part_id=4100, state="ACTIVE", state_code=4, phys_state=None, link_layer="InfiniBand", lid=1, sm_lid=2,
+               max_mtu=4096, active_mtu=4096),
+    ],
+    # Inside a pod: the VF's netdev renamed net1.
+    "ibdev2netdev/sriov_op_382_pod_vf_net1_down_prompts.txt": [
+        _entry("mlx5_3", 1, netdevs=["net1"], netdev_state="Down"),
+    ],
+    "ibdev2netdev/magnate3_srq_cmd_trailing_space_6ports.txt": [
+        _entry(name, 1, netdevs=[netdev], netdev_state=state)
+        for name, netdev, state in (("mlx5_0", "ens4f0", "Down"), ("mlx5_1", "ens4f1", "Up"), ("mlx5_2", "ens6", "Up"),
+                                    ("mlx5_3", "ens14f0", "Up"), ("mlx5_4", "ens14f1", "Down"), ("mlx5_5", "ib0", "Up"))
+    ],
+    "rdma_link/lkml_jgg_2022_siw0_iwarp_prompt_trailing_space.txt": [
+        _entry("siw0", 1, netdevs=["enp0s31f6"], **ACTIVE),
+    ],
+    # The old "index/port: dev/port:" form, an IB port with its subnet prefix and LIDs, no netdevs.
+    "rdma_link/magnate3_old_index_form_trailing_space_ib_subnet_no_netdev.txt": [
+        _entry("mlx5_0", 1, netdevs=[], **DOWN_DISABLED),
+        _entry("mlx5_2", 1, netdevs=[], **ACTIVE),
+        _entry("mlx5_4", 1, netdevs=[], **DOWN_DISABLED),
+        _entry("mlx5_5", 1, netdevs=[], lid=12, sm_lid=4, lmc=0, subnet_prefix="fe80:0000:0000:0000", **ACTIVE),
+        _entry("mlx5_3", 1, netdevs=[], **ACTIVE),
+        _entry("mlx5_1", 1, netdevs=[], **ACTIVE),
+    ],
 }
 
 # Fields each tool never prints: the parser must leave them None on every dict.
@@ -199,11 +274,17 @@ NOT_SHOWN = {
 }
 
 
+# What a paste holds around a tool's output: a prompt with the command, the bare command, a Markdown
+# fence, a redaction mark, the tools' own diagnostics.
+_PASTE_LINE = re.compile(r"^(?:\S*[$#] |\[[^\]]*\][$#] |#\s*\S|```|\.\.\.$|(?:sudo )?(?:ibstat|ibstatus|ibv_devinfo|"
+                         r"ibdev2netdev|rdma)(?: |$)|ibwarn:|ibpanic:|libibverbs:|Failed to open device)")
+
+
 def _first_meaningful_line(text: str):
-    """The number and text of the first line that is not blank, a prompt or ibwarn noise."""
+    """The number and text of the first line that is not blank or part of the paste around the output."""
     for number, line in enumerate(text.split("\n"), start=1):
         stripped = line.strip()
-        if stripped and not stripped.startswith("$ ") and not stripped.startswith("ibwarn:"):
+        if stripped and not _PASTE_LINE.match(stripped):
             return number, stripped
     raise AssertionError("fixture without content")
 

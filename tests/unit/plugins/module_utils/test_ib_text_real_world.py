@@ -140,9 +140,10 @@ def test_a_stray_line_anywhere_keeps_every_port_and_is_named(path, stray):
         assert result["ports"] == clean["ports"], where
         (note,) = [n for n in result["notes"] if n["line"] == where + 1]
         assert note["text"] == stray
-        if note["reason"].startswith("a key %s does not print" % path.parent.name):
-            # "Last login: ..." inside a block reads like a field a newer tool added: strict mode
-            # tolerates those, as it always did; the note is there either way.
+        if note["reason"].startswith(("a key %s does not print" % path.parent.name, "a device attribute of ibv_devinfo -v")):
+            # "Last login: ..." inside a block reads like a field a newer tool added, and any line
+            # among the device attributes of MLNX_OFED's ibv_devinfo -v like one of its own: strict
+            # mode tolerates those, as it always did; the note is there either way.
             continue
         with pytest.raises(IbTextError) as error:
             parser(pasted, strict=True)
@@ -314,7 +315,8 @@ def test_ibv_devinfo_verbose_with_a_new_kind_of_line_keeps_the_port():
     result = PARSERS["ibv_devinfo"]("\n".join(lines))
     assert [(p["device"], p["port"], p["rate_gbps"]) for p in result["ports"]] == [("mlx5_0", 1, 400.0)]
     assert result["notes"] == [{"line": 26, "text": "some future capability, described in prose",
-                                "reason": "not ibv_devinfo output"}]
+                                "reason": "a device attribute of ibv_devinfo -v that is not read"}]
+    assert PARSERS["ibv_devinfo"]("\n".join(lines), strict=True)["ports"] == result["ports"]  # an attribute, not foreign text
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=_id)
@@ -339,3 +341,19 @@ def test_the_issues_example():
     assert [(p["device"], p["netdev_state"]) for p in result["ports"]] == [("mlx5_0", "Up"), ("mlx5_1", "Down")]
     assert result["notes"] == [{"line": 1, "text": "mlx5_0 port 1 ==> ib0 (Up)  # rack 3",
                                 "reason": "a comment after the text, not read"}]
+
+
+def test_values_blanked_out_before_a_paste_are_left_out_in_line_order():
+    """A real paste (leptonai/gpud PR 752) in a Markdown fence, with a redaction line, values replaced
+    by "..." and ibstat's ibpanic for the next device: the port stays, each blanked value is a note."""
+    text = (FIXTURES / "pastes" / "issue_gpud752_redacted_values_ibpanic_fenced.txt").read_text(encoding="utf-8")
+    for strict in (False, True):
+        result = PARSERS["ibstat"](text, strict=strict)
+        (port,) = result["ports"]
+        assert (port["device"], port["port"], port["state"], port["rate_gbps"], port["lid"], port["link_layer"]) == (
+            "mlx5_7", 1, "ACTIVE", 200.0, 13305, "InfiniBand")
+        assert (port["hca_type"], port["fw_ver"], port["node_guid"], port["cap_mask"], port["port_guid"]) == (None,) * 5
+        assert [(n["line"], n["reason"]) for n in result["notes"]] == [
+            (2, "a redaction mark: the listing around it is incomplete")] + [
+            (line, "a redacted value, left out") for line in (5, 7, 9, 10, 18, 19)] + [
+            (21, "a diagnostic message, not part of the listing")]

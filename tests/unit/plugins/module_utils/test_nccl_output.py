@@ -49,10 +49,33 @@ def test_socket_fallback_in_a_pod():
     ("nccl_info_ib_gdrdma_channel_without_subchannel_nccl_issue707.log", {"net_ib": 12}, 12, ["NET/IB/0", "NET/IB/2", "NET/IB/4", "NET/IB/5"]),
     ("nccl_info_ib_without_gdrdma_gdr0_mesh_plugin_issue56.log", {"net_ib": 16}, 0, ["NET/IB/4", "NET/IB/5"]),
     ("nccl_info_socket_p2p_ipc_read_ipoib_bootstrap_nccl_issue952.log", {"net_socket": 2, "p2p": 14}, 0, []),
+    # mpirun's "[rank] " before each line, an IB plugin (IBext_v8), GPUDirect RDMA on every channel.
+    ("nccl_info_ibext_v8_gdrdma_mpirun_rank_prefix_h100_nccl_issue1453.log", {"net_ib": 12}, 12, ["NET/IBext_v8/7"]),
+    # GPUDirect RDMA off for want of its kernel module, on two hosts' lines.
+    ("nccl_info_gdr_disabled_no_module_net_ib_two_hosts_nccl_issue899.log", {"net_ib": 7}, 0, ["NET/IB/0"]),
 ])
 def test_channel_formats_of_pastes(name, transports, gdrdma, hcas):
     parsed = log(name)
     assert (parsed["transports"], parsed["gdrdma_channels"], parsed["hcas_used"]) == (transports, gdrdma, hcas)
+
+
+def test_gpudirect_rdma_per_hca_by_name_or_by_index():
+    off = log("nccl_info_gdr_disabled_no_module_net_ib_two_hosts_nccl_issue899.log")
+    assert off["gdr"] == {"rings": [], "enabled": [], "disabled": ["mlx5_1", "mlx5_2", "mlx5_3"]}
+    assert off["hosts"] == ["21346d5cefce", "6a5a91752e39"]
+    text = (NCCL / "nccl_info_gdrdma_enabled_distance_read1_ib_lid_qpn_nccl_tests_issue350.log").read_text()
+    # "GPU Direct RDMA Enabled for GPU 81000 / HCA 1": NCCL's index of the HCA, all this log names it by...
+    assert parse_nccl_log(text)["gdr"]["enabled"] == ["1"]
+    # ... and its device name where the log also has NCCL's device line.
+    using = "n013:101855:101885 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.0.0.13<0>\n"
+    named = parse_nccl_log(using + text)
+    assert (named["gdr"]["enabled"], named["hcas_used"]) == (["mlx5_1"], ["mlx5_1"])
+
+
+def test_the_verbs_providers_completion_error_is_a_warning():
+    parsed = log("nccl_tests_all_reduce_mlx5_got_completion_with_error_cqe_dump_roce_gid_nccl_tests_issue24.txt")
+    assert parsed["warnings"][0] == "mlx5: gpu5: got completion with error:"
+    assert any(w.startswith("NET/IB : Got completion with error 4") for w in parsed["warnings"])
 
 
 def test_old_logs_without_channels():
@@ -89,6 +112,8 @@ def test_ib_hca_syntax():
     ("all_reduce_perf_nccl_tests_2.18.3_header_h100_nvl_nccl_issue2441.txt", 1, 500000, 3.97, None),
     ("all_reduce_perf_single_row_space_in_host_h100_nccl_tests_issue347.txt", 1, 8589934592, 479.41, None),
     ("all_reduce_perf_hashes_lost_single_a10g_truncated_nccl_tests_issue249.txt", 0, None, None, None),
+    # rccl-tests (AMD's port) on 16 ranks: its own version line, UCX warnings among the table.
+    ("rccl_tests_all_reduce_perf_2x8_mi355x_ucx_warn_rccl_version_block_16G.txt", 31, 17179869184, 385.98, 129.28),
 ])
 def test_nccl_tests_tables(name, rows, largest, busbw, avg):
     parsed = table(name)

@@ -50,6 +50,24 @@ EXPECTED = {
     "err_ib_write_bw_use_cuda_client_couldnt_allocate_MR_bad_address_pod_terminal_with_prompts_issue126.txt": ("gpu_memory", "Couldn't allocate MR"),
     "err_ib_write_bw_use_cuda_server_couldnt_allocate_MR_k80_issue31.txt": ("gpu_memory", "Couldn't allocate MR"),
     "err_use_cuda_couldnt_allocate_MR_error14_snippet_issue346.txt": ("gpu_memory", "Couldn't allocate MR with error=14"),
+    # Failures of the queue pair itself: created (irdma's default inline size), connected (modify QP to RTR),
+    # or a work request that completed with an error status.
+    "err_ib_write_lat_server_irdma_unable_to_create_qp_inline_issue139.txt": ("qp_create", "Unable to create QP."),
+    "err_ib_write_bw_failed_modify_qp_rtr_grh_required_issue393.txt": ("qp_connect", "Failed to modify QP 122273 to RTR"),
+    "err_ib_write_bw_use_cuda_bidir_completion_error_status4_syndrom_0x51_issue173.txt": (
+        "completion_error", "Completion with error at client"),
+    # rdma_cm (-R): the server refused the connection (ECONNREFUSED); a socket exchange that found no server.
+    "err_ib_write_bw_rdma_cm_q1026_event_rejected_cxgb4_issue54.txt": ("remote_unreachable", "Event: RDMA_CM_EVENT_REJECTED; error: -111."),
+    "err_ib_write_bw_couldnt_connect_unable_init_socket_joined_line_pr228.txt": (
+        "remote_unreachable", "Couldn't connect to 192.168.125.211:18515"),
+    # Newer perftest (Connected/Completed/Total run time, the sampled CPU clock) on AMD's ionic NICs, 4 QPs, -b -a;
+    # one server in GPU memory through ROCm.
+    "ib_write_bw_bidir_q4_a_ionic_client_enhanced_reorder.txt": [(2 ** n, None) for n in range(1, 16)] + [(65536, 775.03)] + [
+        (2 ** n, None) for n in range(17, 23)] + [(8388608, 779.21)],
+    "ib_write_bw_bidir_q4_a_ionic_server_background_terminal_with_prompts_perftest_new.txt": [(2 ** n, None) for n in range(1, 23)] + [
+        (8388608, 779.21)],
+    "ib_write_bw_bidir_use_rocm_mi355x_ionic_server_prompt.txt": [(2 ** n, None) for n in range(1, 16)] + [(65536, 687.41)] + [
+        (2 ** n, None) for n in range(17, 23)] + [(8388608, 697.97)],
 }
 
 
@@ -307,7 +325,8 @@ def test_classification_priority_and_fallbacks():
     assert pto.classify_failure(fixture("ib_write_bw_s1M_client_IB_MBsec.txt"), rc=0, has_results=True) is None
     assert pto.classify_failure("Couldn't connect to 10.0.0.1:18515\n Unable to init the socket connection\n")["cause"] \
         == "remote_unreachable"
-    assert pto.failure_causes() == ("gpu_memory", "memlock", "device_not_found", "port_down", "remote_unreachable", "unknown")
+    assert pto.failure_causes() == ("gpu_memory", "memlock", "device_not_found", "port_down", "qp_create", "qp_connect",
+                                    "completion_error", "remote_unreachable", "unknown")
 
 
 def test_results_and_failure_together():

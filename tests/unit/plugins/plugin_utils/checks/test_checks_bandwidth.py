@@ -206,11 +206,19 @@ def test_evaluate_rejects_what_is_not_a_plan():
         evaluate({"steps": []}, "n1")
 
 
+@pytest.mark.parametrize("role", ["bandwidth_check", "pod_proof"])
+def test_every_cause_of_the_perftest_module_has_its_check_in_both_roles(role):
+    # A cause without a check of its own would be reported by no check at all: perftest_failed_unknown
+    # takes only the causes the module does not name.
+    names = [c.name for c in checks(role)]
+    assert sorted("perftest_failed_" + cause for cause in failure_causes()) == sorted(n for n in names if n.startswith("perftest_failed_"))
+
+
 def test_every_cause_of_the_perftest_module_has_its_check():
     names = [c.name for c in checks("bandwidth_check")]
-    assert sorted("perftest_failed_" + cause for cause in failure_causes()) == sorted(n for n in names if n.startswith("perftest_failed_"))
     assert names == ["no_active_port", "loopback_not_run", "bandwidth_below_expected", "perftest_failed_gpu_memory",
                      "perftest_failed_memlock", "perftest_failed_device_not_found", "perftest_failed_port_down",
+                     "perftest_failed_qp_create", "perftest_failed_qp_connect", "perftest_failed_completion_error",
                      "perftest_failed_remote_unreachable", "perftest_failed_unknown", "perftest_error", "pair_not_run",
                      "perftest_server_stopped", "gpu_not_nearest"]
 
@@ -224,6 +232,22 @@ def test_device_not_found_on_the_a100_bond(demo):
     assert (missing["check"], missing["severity"], missing["subject"]) == ("perftest_failed_device_not_found", "critical", "mlx5_bond_0/1")
     assert missing["message"].startswith("ib_write_bw loopback on mlx5_bond_0/1 failed: device_not_found (")
     assert missing["expected"] == "a completed test" and missing["actual"] in missing["message"]
+
+
+@pytest.mark.parametrize("sample, check, cause", [
+    ("err_ib_write_bw_failed_modify_qp_rtr_grh_required_issue393.txt", "perftest_failed_qp_connect", "qp_connect"),
+    ("err_ib_write_bw_use_cuda_bidir_completion_error_status4_syndrom_0x51_issue173.txt", "perftest_failed_completion_error",
+     "completion_error"),
+    ("err_ib_write_lat_server_irdma_unable_to_create_qp_inline_issue139.txt", "perftest_failed_qp_create", "qp_create"),
+])
+def test_failures_of_the_queue_pair_have_their_own_findings(demo, sample, check, cause):
+    plan, infos = demo_plan(demo)
+    outputs = {"mlx5_1/1": sample, "mlx5_bond_0/1": A100_183_6}
+    judged = evaluate(plan, "a100-node-01", loopback_results(plan, "a100-node-01", outputs), [], check_mode=True,
+                      selection=infos["a100-node-01"])
+    (failed,) = judged["findings"]
+    assert (failed["check"], failed["severity"], failed["subject"]) == (check, "critical", "mlx5_1/1")
+    assert failed["message"].startswith("ib_write_bw loopback on mlx5_1/1 failed: %s (" % cause)
 
 
 def test_both_sides_only_saw_the_other_go(demo):
