@@ -146,8 +146,10 @@ def read_aer(sysfs_root, facts_so_far, now=None):
     now = time.time() if now is None else now
     functions = {}
     for name, node in sorted(nodes.items()):
+        # An HCA function is an endpoint, never the root port, even where no bridge is above it (a
+        # function on the root bus: a VM's passed-through HCA, a root-complex integrated endpoint).
         hca = functions.setdefault(node.address, dict(read_function_aer(node.path), role="hca", device=name, devices_below=[],
-                                                      root_port=not node.bridges))
+                                                      root_port=False))
         if hca["device"] != name:  # two RDMA devices on one function (a bond's first port): keep the first name
             hca["notes"].append("%s is on this function too" % name)
         for index, (address, directory) in enumerate(node.bridges):

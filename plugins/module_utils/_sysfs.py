@@ -51,6 +51,23 @@ def _read_int(path, base=10):
     return parse_uint(read_attr(path), path, base)
 
 
+def _read_checked(path, parse, expected):
+    """An attribute read with ``parse``; text that is there but not ``expected`` is null with a warning."""
+    text = read_attr(path)
+    value = parse(text)
+    if value is None and text:
+        add_read_warning("%s holds %r, not %s; read as null." % (path, text[:40], expected))
+    return value
+
+
+def _read_guid(path):
+    return _read_checked(path, normalize_guid, "a 64-bit GUID")
+
+
+def _read_lid(path):
+    return _read_checked(path, parse_lid, "a LID (a whole number, hex after 0x)")
+
+
 def _read_numa_node(path):
     """``numa_node`` is -1 when the firmware does not say."""
     return parse_int(read_attr(path), path)
@@ -120,8 +137,8 @@ class _Reader:
             "hca_type": read_attr(os.path.join(path, "hca_type")),
             "fw_ver": read_attr(os.path.join(path, "fw_ver")),
             "board_id": read_attr(os.path.join(path, "board_id")),
-            "node_guid": normalize_guid(read_attr(os.path.join(path, "node_guid"))),
-            "sys_image_guid": normalize_guid(read_attr(os.path.join(path, "sys_image_guid"))),
+            "node_guid": _read_guid(os.path.join(path, "node_guid")),
+            "sys_image_guid": _read_guid(os.path.join(path, "sys_image_guid")),
             "hw_rev": read_attr(os.path.join(path, "hw_rev")),
             "node_desc": read_attr(os.path.join(path, "node_desc")),
             "pci_address": pci_address,
@@ -153,8 +170,8 @@ class _Reader:
             "phys_state_code": phys_code,
             "rate": rate_text,
             "link_layer": link_layer,
-            "lid": parse_lid(read_attr(os.path.join(path, "lid"))),
-            "sm_lid": parse_lid(read_attr(os.path.join(path, "sm_lid"))),
+            "lid": _read_lid(os.path.join(path, "lid")),
+            "sm_lid": _read_lid(os.path.join(path, "sm_lid")),
             "lmc": _read_int(os.path.join(path, "lid_mask_count")),
             "sm_sl": _read_int(os.path.join(path, "sm_sl")),
             "cap_mask": None if cap_mask is None else "0x%08x" % cap_mask,
@@ -310,6 +327,8 @@ def summarize(devices, ports):
         "device_count": len(devices),
         "port_count": len(ports),
         "active_ports": [port_key(p["device"], p["port"]) for p in ports if p["state"] == "ACTIVE"],
-        "down_ports": [port_key(p["device"], p["port"]) for p in ports if p["state"] != "ACTIVE"],
+        "down_ports": [port_key(p["device"], p["port"]) for p in ports if p["state"] not in ("ACTIVE", None)],
+        # A port whose state file is missing or unreadable is neither active nor down.
+        "unknown_state_ports": [port_key(p["device"], p["port"]) for p in ports if p["state"] is None],
         "max_rate_gbps": max(rates) if rates else None,
     }

@@ -584,7 +584,8 @@ def roce_netdev_addresses(netdevs, proc_root):
 # ("asic"), plus the cable module's when it reports one ("Module0"). Each channel has temp<N>_input,
 # temp<N>_highest (the highest since the last reset) and temp<N>_crit (the sensor's high threshold),
 # in millidegrees Celsius, and temp<N>_label.
-NO_HWMON = "the kernel exposes no hwmon temperature for it (the mlx5 driver registers one from Linux 6.6)"
+NO_HWMON = "the kernel exposes no hwmon temperature for it (of the RDMA drivers, mlx5 registers one, from Linux 6.6)"
+NO_PCI_FUNCTION = "it has no PCI function in this sysfs tree (no device link), so no hwmon device to read"
 _TEMP_INPUT = re.compile(r"^temp([0-9]{1,3})_input$")
 _MILLIDEGREES = re.compile(r"^-?[0-9]{1,7}$")
 
@@ -675,6 +676,7 @@ def read_temperature(facts, params, module):
     for name, device in facts["devices"].items():
         if device.get("virtual_function"):
             continue  # a VF has no sensors of its own: its PF reports the card
-        sensors, reason = hwmon_temperatures(os.path.join(ib_dir, name, "device"))
+        pci_dir = os.path.join(ib_dir, name, "device")
+        sensors, reason = hwmon_temperatures(pci_dir) if os.path.exists(pci_dir) else ([], NO_PCI_FUNCTION)
         temperatures[name] = {"pci_address": device.get("pci_address"), "sensors": sensors, "reason": reason}
     facts["temperature"] = temperatures

@@ -181,7 +181,9 @@ ansible_facts:
               address: "00:00:10:49:fe:80:00:00:00:00:00:00:b8:59:9f:03:00:d4:0a:31"
               pci_address: "0000:3b:00.0"
         summary:
-          description: Counts an operator reads first.
+          description:
+            - Counts an operator reads first. C(down_ports) are the ports in a known state other than
+              ACTIVE; C(unknown_state_ports) those whose state could not be read (neither up nor down).
           type: dict
           returned: always
           sample:
@@ -189,6 +191,7 @@ ansible_facts:
             port_count: 3
             active_ports: [mlx5_1/1, mlx5_bond_0/1]
             down_ports: [mlx5_0/1]
+            unknown_state_ports: []
             max_rate_gbps: 200.0
         pcie:
           description:

@@ -87,9 +87,9 @@ def build_edge_tree(root):
 
 
 def trees(tmp_root):
-    """Every tree with counters: the two real ones, the demo hosts (both samples) and the edge tree."""
+    """Every tree with counters: the three real ones, the demo hosts (both samples) and the edge tree."""
     found = {}
-    for name in ("gpud-h100", "prometheus-procfs"):
+    for name in ("gpud-h100", "prometheus-procfs", "node-exporter"):
         path = os.path.join(tmp_root, name, "sys")
         sysfs_tree.unpack((FIXTURES / ("sysfs/%s.sysfs" % name)).read_bytes(), path)
         found[name] = path

@@ -89,6 +89,18 @@ def _ports(facts):
     return {port_key(p["device"], p["port"]): p for p in ports}
 
 
+# A port whose sysfs state file is missing or unreadable is neither up nor down.
+UNKNOWN_STATE = "the state of %s could not be read (its sysfs state file is missing or says nothing known)"
+
+
+def _base_verdict(port, allowed_down):
+    if port.get("state") == "ACTIVE":
+        return "ok"
+    if allowed_down:
+        return "allowed_down"
+    return "not_checked" if port.get("state") is None else "down"
+
+
 def _describe(port):
     state = port.get("state") or "in an unknown state"
     return "%s (%s)" % (state, port["phys_state"]) if port.get("phys_state") else state
@@ -154,7 +166,9 @@ def missing_port(facts, params, found):
 def port_down(facts, params, found):
     """A port that a rule requires is not ACTIVE."""
     for rule, port in _required_ports(facts, params):
-        if port is not None and port.get("state") != "ACTIVE":
+        if port is not None and port.get("state") is None:
+            found.not_checked(rule["port"], UNKNOWN_STATE % rule["port"])
+        elif port is not None and port.get("state") != "ACTIVE":
             found.critical(rule["port"], "%s is %s; expected ACTIVE" % (rule["port"], _describe(port)), "ACTIVE", port.get("state"))
 
 
@@ -204,7 +218,11 @@ def unexpected_port_down(facts, params, found):
     required = {rule["port"] for rule in rules(params) if rule["port"]}
     allowed = _allowed_down(params)
     for key, port in _ports(facts).items():
-        if port.get("state") != "ACTIVE" and key not in required and key not in allowed:
+        if key in required or key in allowed:
+            continue
+        if port.get("state") is None:
+            found.not_checked(key, UNKNOWN_STATE % key)
+        elif port.get("state") != "ACTIVE":
             found.warning(key, "%s is %s and is not in the ports allowed to be down" % (key, _describe(port)), "ACTIVE", port.get("state"))
 
 
@@ -240,7 +258,7 @@ def port_verdicts(facts, params, findings):
             "netdevs": port.get("netdevs") or [], "netdev_state": port.get("netdev_state"),
             "expected_rate_gbps": None, "expected_link_layer": None, "required": False,
             "allowed_down": key in allowed,
-            "verdict": "ok" if port.get("state") == "ACTIVE" else ("allowed_down" if key in allowed else "down"),
+            "verdict": _base_verdict(port, key in allowed),
         }
     for rule in rules(params):
         if rule["port"]:
@@ -248,7 +266,9 @@ def port_verdicts(facts, params, findings):
             if verdict is None:
                 continue
             verdict.update(expected_rate_gbps=rule["min_rate_gbps"], expected_link_layer=rule["link_layer"], required=True)
-            if verdict["state"] != "ACTIVE":
+            if verdict["state"] is None:
+                verdict["verdict"] = "not_checked"
+            elif verdict["state"] != "ACTIVE":
                 verdict["verdict"] = "down"
             elif rule["min_rate_gbps"] is not None and (verdict["rate_gbps"] is None or verdict["rate_gbps"] < rule["min_rate_gbps"]):
                 verdict["verdict"] = "degraded"

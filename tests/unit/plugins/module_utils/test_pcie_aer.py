@@ -55,6 +55,15 @@ def test_garbage_is_one_sentence(text, message):
         parse_aer_counters(text)
 
 
+def test_an_hca_on_the_root_bus_is_an_endpoint_not_a_root_port(tmp_path):
+    # A VM's passed-through HCA sits right under the host bridge (pci0000:00/0000:00:04.0): no bridge above it.
+    quiet = {"correctable": aer_text("correctable"), "nonfatal": aer_text("nonfatal"), "fatal": aer_text("fatal")}
+    PciTree(tmp_path).hca("mlx5_0", ["0000:00:04.0"], aer=quiet)
+    functions = read_aer(str(tmp_path), FACTS, now=1.0)["functions"]
+    assert list(functions) == ["0000:00:04.0"]
+    assert (functions["0000:00:04.0"]["role"], functions["0000:00:04.0"]["root_port"]) == ("hca", False)
+
+
 def test_reader_gives_the_hca_and_every_bridge_on_its_path(tmp_path):
     tree = PciTree(tmp_path)
     tree.hca("mlx5_0", HCA_CHAIN, aer={"correctable": aer_text("correctable"), "nonfatal": aer_text("nonfatal"), "fatal": aer_text("fatal")})

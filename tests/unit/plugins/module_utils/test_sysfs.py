@@ -68,6 +68,7 @@ def test_procfs_tree_ports(procfs_tree):
         "port_count": 4,
         "active_ports": ["hfi1_0/1", "mlx4_0/1", "mlx4_0/2", "mlx5_0/1"],
         "down_ports": [],
+        "unknown_state_ports": [],
         "max_rate_gbps": 100.0,
     }
 
@@ -237,7 +238,8 @@ def test_node_without_rdma(tmp_path):
     facts, warnings = gather(str(tmp_path))
     assert facts == {
         "devices": {}, "ports": [], "netdevs": {},
-        "summary": {"device_count": 0, "port_count": 0, "active_ports": [], "down_ports": [], "max_rate_gbps": None},
+        "summary": {"device_count": 0, "port_count": 0, "active_ports": [], "down_ports": [], "unknown_state_ports": [],
+                    "max_rate_gbps": None},
     }
     assert warnings == []
 
@@ -268,6 +270,27 @@ def test_a_number_attribute_in_another_form_is_null_with_a_warning(tmp_path, att
     (warning,) = warnings
     assert warning.endswith("/%s holds %r, not %s; read as null." % (attribute, value, expected))
     del port_rel
+
+
+def test_guids_and_lids_that_are_not_numbers_are_null_with_a_warning(tmp_path):
+    # A tree dumped with placeholders (GCM's health-check fixtures hold each file's own name).
+    tree = sysfs_tree.TreeBuilder(str(tmp_path))
+    device = tree.hca("mlx5_0", "0000:03:00.0")
+    port_rel = tree.port(device, 1)
+    ib = tmp_path / "class/infiniband/mlx5_0"
+    for rel, text in (("node_guid", "node_guid\n"), ("sys_image_guid", "0xZZ\n"), (port_rel + "/lid", "lid\n"),
+                      (port_rel + "/sm_lid", "0x\u0663\n")):
+        ((tmp_path / rel) if rel.startswith(port_rel) else (ib / rel)).write_text(text, encoding="utf-8")
+    take_read_warnings()
+    facts, warnings = gather(str(tmp_path))
+    warnings += take_read_warnings()
+    info, first = facts["devices"]["mlx5_0"], port(facts, "mlx5_0", 1)
+    assert (info["node_guid"], info["sys_image_guid"], first["lid"], first["sm_lid"]) == (None,) * 4
+    assert sorted(w.rsplit("/", 1)[1] for w in warnings) == sorted([
+        "node_guid holds 'node_guid', not a 64-bit GUID; read as null.",
+        "sys_image_guid holds '0xZZ', not a 64-bit GUID; read as null.",
+        "lid holds 'lid', not a LID (a whole number, hex after 0x); read as null.",
+        "sm_lid holds '0x\u0663', not a LID (a whole number, hex after 0x); read as null."])
 
 
 def test_a_port_directory_whose_name_is_not_a_number_is_skipped_with_a_warning(tmp_path):

@@ -7,7 +7,7 @@ import os
 import sysfs_tree
 
 from ansible_collections.rdma.node.plugins.module_utils._ib_collect import read_ib_facts
-from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import NO_HWMON
+from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import NO_HWMON, NO_PCI_FUNCTION
 from testpaths import FIXTURES
 
 SAMPLE = (FIXTURES / "sysfs/hwmon/mlx5_labels_then_inputs.txt").read_text().split()
@@ -61,7 +61,11 @@ def test_garbled_values_are_null_and_a_device_without_channels_says_so(tmp_path)
     assert got["mlx5_1"] == {"pci_address": "0000:5e:00.0", "sensors": [], "reason": "its hwmon device has no temperature channel"}
 
 
-def test_a_tree_without_device_links_reads_no_hwmon(tmp_path):
+def test_a_tree_without_device_links_says_there_is_no_pci_function_to_read(tmp_path):
     sysfs_tree.unpack((FIXTURES / "sysfs/gpud-h100.sysfs").read_bytes(), str(tmp_path))
     got, _warnings = temperatures(tmp_path)
-    assert set(got) >= {"mlx5_0", "mlx5_bond_0"} and all(entry["reason"] == NO_HWMON for entry in got.values())
+    assert set(got) >= {"mlx5_0", "mlx5_bond_0"} and all(entry["reason"] == NO_PCI_FUNCTION for entry in got.values())
+    # node_exporter's own tree: an Intel iWARP device and an mlx4, neither with a device link.
+    sysfs_tree.unpack((FIXTURES / "sysfs/node-exporter.sysfs").read_bytes(), str(tmp_path / "ne"))
+    got, _warnings = temperatures(tmp_path / "ne")
+    assert got == {name: {"pci_address": None, "sensors": [], "reason": NO_PCI_FUNCTION} for name in ("i40iw0", "mlx4_0")}

@@ -142,3 +142,18 @@ def test_group_without_expectations_is_a_warning(demo_facts):
     result = evaluate(demo_facts["v100-node-01"])
     assert checks(result) == [("no_expectations", "warning", "expectations")]
     assert result["summary"].startswith("ib_inventory on node: 1 warning: No port expectations are set")
+
+
+def test_a_port_whose_state_cannot_be_read_is_not_checked_never_down(tmp_path):
+    tree = sysfs_tree.TreeBuilder(str(tmp_path))
+    for index, name in enumerate(("mlx5_0", "mlx5_1")):
+        tree.port(tree.hca(name, "0000:%02x:00.0" % (0x3b + index)), 1, omit=("state",))
+    facts = gather(str(tmp_path))[0]
+    assert (facts["summary"]["down_ports"], facts["summary"]["unknown_state_ports"]) == ([], ["mlx5_0/1", "mlx5_1/1"])
+    params = {"expected_ports": [{"port": "mlx5_0/1"}], "allowed_down_ports": None, "required_netdevs": None}
+    result = evaluate_role("ib_inventory", {"rdma": facts}, params, subject="node")
+    assert result["findings"] == []
+    reason = "the state of %s could not be read (its sysfs state file is missing or says nothing known)"
+    assert sorted((e["check"], e["subject"], e["reason"]) for e in result["status"]["not_checked"]) == [
+        ("port_down", "mlx5_0/1", reason % "mlx5_0/1"), ("unexpected_port_down", "mlx5_1/1", reason % "mlx5_1/1")]
+    assert {p["port"]: p["verdict"] for p in result["status"]["ports"]} == {"mlx5_0/1": "not_checked", "mlx5_1/1": "not_checked"}
