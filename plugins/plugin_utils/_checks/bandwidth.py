@@ -135,40 +135,28 @@ def perftest_failed_memlock(facts, params, found):
     _report_failures(params, found, ("memlock",))
 
 
-@check(ROLE, "perftest_failed_device_not_found", params=PARAMS)
-def perftest_failed_device_not_found(facts, params, found):
-    """perftest found no such RDMA device on the node."""
-    _report_failures(params, found, ("device_not_found",))
+def register_cause_checks(role, params, report, descriptions):
+    """Register ``perftest_failed_<cause>`` of ``role`` for each ``(cause, description)``, in that order: a
+    check whose finding is the failure with its hint, nothing more, reported by ``report(params, found,
+    causes)``. ``description`` is what the check finds, as a check's docstring says it."""
+    for cause, description in descriptions:
+        def judge(facts, params_, found, causes=(cause,)):
+            report(params_, found, causes)
+        judge.__doc__ = description
+        judge.__qualname__ = judge.__name__ = "perftest_failed_" + cause
+        _registry.register(role, judge.__name__, judge, params=params)
 
 
-@check(ROLE, "perftest_failed_port_down", params=PARAMS)
-def perftest_failed_port_down(facts, params, found):
-    """perftest found the port not ACTIVE."""
-    _report_failures(params, found, ("port_down",))
-
-
-@check(ROLE, "perftest_failed_qp_create", params=PARAMS)
-def perftest_failed_qp_create(facts, params, found):
-    """The HCA refused the queue pair perftest asked for (an inline size or queue depth the device does not take)."""
-    _report_failures(params, found, ("qp_create",))
-
-
-@check(ROLE, "perftest_failed_qp_connect", params=PARAMS)
-def perftest_failed_qp_connect(facts, params, found):
-    """The queue pair could not be connected (modify QP to RTR/RTS failed): GID index, MTU or LIDs the two sides disagree on."""
-    _report_failures(params, found, ("qp_connect",))
-
-
-@check(ROLE, "perftest_failed_completion_error", params=PARAMS)
-def perftest_failed_completion_error(facts, params, found):
-    """A work request completed with an error status: retries exceeded on a lossy path, or memory the HCA cannot use."""
-    _report_failures(params, found, ("completion_error",))
-
-
-@check(ROLE, "perftest_failed_remote_unreachable", params=PARAMS)
-def perftest_failed_remote_unreachable(facts, params, found):
-    """The two sides of a test could not reach each other (and neither side had a cause of its own)."""
-    _report_failures(params, found, ("remote_unreachable",))
+register_cause_checks(ROLE, PARAMS, _report_failures, (
+    ("device_not_found", "perftest found no such RDMA device on the node."),
+    ("port_down", "perftest found the port not ACTIVE."),
+    ("qp_create", "The HCA refused the queue pair perftest asked for (an inline size or queue depth the device does not take)."),
+    ("qp_connect", "The queue pair could not be connected (modify QP to RTR/RTS failed): GID index, MTU or LIDs the two sides "
+                   "disagree on."),
+    ("completion_error", "A work request completed with an error status: retries exceeded on a lossy path, or memory the HCA "
+                         "cannot use."),
+    ("remote_unreachable", "The two sides of a test could not reach each other (and neither side had a cause of its own)."),
+))
 
 
 @check(ROLE, "perftest_failed_unknown", params=PARAMS)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from ansible_collections.rdma.node.plugins.plugin_utils import _gpu_memory, _pod_proof
 from ansible_collections.rdma.node.plugins.plugin_utils._bandwidth_plan import failure_text, verdicts
 from ansible_collections.rdma.node.plugins.plugin_utils._checks import nccl
-from ansible_collections.rdma.node.plugins.plugin_utils._checks.bandwidth import KNOWN_CAUSES
+from ansible_collections.rdma.node.plugins.plugin_utils._checks.bandwidth import KNOWN_CAUSES, register_cause_checks
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check, summary
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RLIM_INFINITY, RlimitError, parse_rlimit_value
 
@@ -262,40 +262,17 @@ def perftest_failed_memlock(facts, params, found):
     _report_failures(params, found, ("memlock",))
 
 
-@check(ROLE, "perftest_failed_device_not_found", params=PARAMS)
-def perftest_failed_device_not_found(facts, params, found):
-    """perftest found no such RDMA device in the pod: the device plugin did not hand it one."""
-    _report_failures(params, found, ("device_not_found",))
-
-
-@check(ROLE, "perftest_failed_port_down", params=PARAMS)
-def perftest_failed_port_down(facts, params, found):
-    """perftest in a pod found the port not ACTIVE."""
-    _report_failures(params, found, ("port_down",))
-
-
-@check(ROLE, "perftest_failed_qp_create", params=PARAMS)
-def perftest_failed_qp_create(facts, params, found):
-    """The HCA handed to the pod refused the queue pair perftest asked for (an inline size or queue depth it does not take)."""
-    _report_failures(params, found, ("qp_create",))
-
-
-@check(ROLE, "perftest_failed_qp_connect", params=PARAMS)
-def perftest_failed_qp_connect(facts, params, found):
-    """The pods' queue pairs could not be connected (modify QP to RTR/RTS failed): GID index, MTU or LIDs they disagree on."""
-    _report_failures(params, found, ("qp_connect",))
-
-
-@check(ROLE, "perftest_failed_completion_error", params=PARAMS)
-def perftest_failed_completion_error(facts, params, found):
-    """A work request between the pods completed with an error status: retries exceeded on a lossy path, or memory the HCA cannot use."""
-    _report_failures(params, found, ("completion_error",))
-
-
-@check(ROLE, "perftest_failed_remote_unreachable", params=PARAMS)
-def perftest_failed_remote_unreachable(facts, params, found):
-    """The two pods could not reach each other (pod network, TCP port), and neither side had a cause of its own."""
-    _report_failures(params, found, ("remote_unreachable",))
+register_cause_checks(ROLE, PARAMS, _report_failures, (
+    ("device_not_found", "perftest found no such RDMA device in the pod: the device plugin did not hand it one."),
+    ("port_down", "perftest in a pod found the port not ACTIVE."),
+    ("qp_create", "The HCA handed to the pod refused the queue pair perftest asked for (an inline size or queue depth it does "
+                  "not take)."),
+    ("qp_connect", "The pods' queue pairs could not be connected (modify QP to RTR/RTS failed): GID index, MTU or LIDs they "
+                   "disagree on."),
+    ("completion_error", "A work request between the pods completed with an error status: retries exceeded on a lossy path, or "
+                         "memory the HCA cannot use."),
+    ("remote_unreachable", "The two pods could not reach each other (pod network, TCP port), and neither side had a cause of its own."),
+))
 
 
 @check(ROLE, "perftest_failed_unknown", params=PARAMS)
