@@ -655,12 +655,13 @@ def _devinfo_blocks(reader, lines):
         pair = _KEY_VALUE.match(line)
         in_attributes = verbose and device is not None and port is None
         if pair is None:
+            words = " ".join(line.split())  # a paste through `column -t` spaces the words out
             # ibv_devinfo -v lists capability flags one per line under the device attributes.
-            if device is not None and port is None and _DEVINFO_FLAG.match(line):
+            if device is not None and port is None and _DEVINFO_FLAG.match(words):
                 reader.placed()
             elif in_attributes:
                 reader.unplaced(number, line, _DEVINFO_ATTRIBUTE, strict_error=False)
-            elif _DEVINFO_NONE.match(line):
+            elif _DEVINFO_NONE.match(words):
                 reader.note(number, line, "ibv_devinfo found no RDMA device")
                 reader.placed()
             else:
