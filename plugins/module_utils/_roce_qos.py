@@ -266,8 +266,8 @@ def parse_mlnx_qos(text):
     ``{"trust", "dcbx_mode", "enabled_priorities", "pfc_buffer", "dscp_prio", "cable_len",
     "receive_buffers", "receive_buffer_max", "tcs": {tc: {"ratelimit", "tsa", "bw_percent", "priorities"}},
     "notes"}``. Several outputs in one text (a script's log of ``mlnx_qos`` calls) are read as the
-    last one. mlnx_qos prints the same table after a setting (``--trust``, ``--pfc``): a saved text
-    that holds such a command says so in ``notes``, as it shows what was set, not a read.
+    last one. mlnx_qos prints the same table after a command that sets the trust mode or PFC: a saved
+    text that holds such a command says so in ``notes``, as it shows what was set, not a read.
     """
     what = "mlnx_qos -i"
     lines = _lines(text, what)
