@@ -46,6 +46,15 @@ _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 _RECORD_FORMS = (
     # /dev/kmsg: "prio,seq,usec,flags;message"
     ("kmsg", re.compile(r"^(?P<prio>[0-9]{1,9}),(?P<seq>[0-9]{1,20}),(?P<usec>[0-9]{1,20}),[^;]*;(?P<message>.*)$")),
+    # A log without host names (a container's journal, a cut column): "Jan 31 17:38:44.384098 kernel: message"
+    ("journal", re.compile(
+        r"^(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) (?P<tag>kernel): (?P<message>.*)$")),
+    ("syslog", re.compile(
+        r"^(?P<time>" + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<tag>kernel): (?P<message>.*)$")),
+    # talosctl dmesg: "node-1: kern:    info: [2026-04-24T02:31:03.359109363Z]: message"
+    ("journal", re.compile(
+        r"^(?P<host>\S+): (?P<facility>kern|user|daemon|syslog|auth):\s+(?P<level>[a-z]+): "
+        r"\[(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]: (?P<message>.*)$")),
     # journalctl -o short-iso / syslog with ISO time: "2024-01-08T10:11:12+0000 host tag[pid]: message"
     ("journal", re.compile(
         r"^(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) (?P<host>\S+) "
@@ -76,18 +85,20 @@ _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 # Carrier messages, as the kernel (drivers, bonding, IPv6 addrconf) and systemd-networkd write them.
 _EVENT_FORMS = (
     # mlx5_core 0000:01:00.1 eth1: Link up / ixgbe ... eth11: NIC Link is Down / igb ...: igb: eth0 NIC
-    # Link is Down / mt7530-mdio mdio-bus:1f lan: Link is Up - 1Gbps/Full / mlx4_en: eth2: Link Down
+    # Link is Down / mt7530-mdio mdio-bus:1f lan: Link is Up - 1Gbps/Full / mlx4_en: eth2: Link Down /
+    # r8169 0000:0b:00.0: eth0: link down (older kernels: a colon after the bus id)
     ("driver", re.compile(
-        r"^(?:(?P<driver>[\w-]+):? (?:(?P<bus_id>[\w:.-]*[\w.]) )?)?(?P<netdev>[\w.@-]+): (?:[\w-]+: (?P=netdev) )?"
+        r"^(?:(?P<driver>[\w-]+):? (?:(?P<bus_id>[\w:.-]*[\w.]):? )?)?(?P<netdev>[\w.@-]+): (?:[\w-]+: (?P=netdev) )?"
         r"(?:NIC )?Link (?:is )?(?P<state>up|down)\b", re.IGNORECASE)),
     # bond0: link status definitely down for interface eno50, disabling it
     # bond0: (slave ens12f0np0): link status definitely down, disabling slave
     # bond0: link status up again after 0 ms for interface eth2 (back within miimon's down delay)
+    # bonding: bond0: link status down for idle  interface eth3, disabling it in 200 ms. (before 3.x)
     ("bonding", re.compile(
-        r"^(?P<bond>[\w.@-]+): (?:\(slave (?P<slave>[^)]+)\): )?link status (?:definitely )?(?P<state>up|down)"
-        r"(?: again after -?[0-9]+ ms)?(?: for interface (?P<interface>[^,\s]+))?")),
+        r"^(?:bonding: )?(?P<bond>[\w.@-]+): (?:\(slave (?P<slave>[^)]+)\): )?link status (?:definitely )?(?P<state>up|down)"
+        r"(?: again after -?[0-9]+ ms)?(?: for (?:idle\s+)?interface (?P<interface>[^,\s]*[^,\s.]))?")),
     # bond1: now running without any active interface!
-    ("bonding", re.compile(r"^(?P<netdev>[\w.@-]+): now running without any active interface")),
+    ("bonding", re.compile(r"^(?:bonding: )?(?P<netdev>[\w.@-]+): now running without any active interface")),
     # IPv6: ADDRCONF(NETDEV_CHANGE): ib0: link becomes ready
     ("addrconf", re.compile(r"^(?:IPv6: )?ADDRCONF\(NETDEV_CHANGE\): (?P<netdev>[\w.@-]+): link becomes ready")),
     # systemd-networkd: ib0: Lost carrier / ib0: Gained carrier (a real log of Azure's health checks has "lost carrier")
@@ -96,6 +107,8 @@ _EVENT_FORMS = (
 # Words that make an unmatched record worth a note: it may be a carrier change in a form not known here.
 _LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b", re.IGNORECASE)
 _PROMPT = re.compile(r"^\s*(?:\S*[$#>]|\[[^\]]*\][$#])\s+\S")
+# A mail's quote marks before a pasted log (">> [18865.848172] mlx5_core ..."), possibly nested.
+_QUOTE_MARKS = re.compile(r"^\s*(?:>[ \t]?)+(?=\S)")
 
 
 def _record(line):
@@ -200,7 +213,7 @@ def iter_carrier_events(lines, tally, notes=None):
     """
     for number, line in enumerate(lines, 1):
         tally["lines"] = number
-        line = line[:MAX_LOG_LINE]
+        line = _QUOTE_MARKS.sub("", line[:MAX_LOG_LINE])
         if not line.strip():
             continue
         record = _record(line)
@@ -255,12 +268,17 @@ _LEAP_YEAR = 2000  # a year with 29 February, for syslog times that carry none
 _DAY = 86400.0
 
 
+_FRACTION = re.compile(r"\.([0-9]+)")
+
+
 def _iso_seconds(text):
     value = text.replace(",", ".").replace(" ", "T", 1)
     if value.endswith("Z"):
         value = value[:-1] + "+00:00"
     if len(value) >= 5 and value[-5] in "+-" and value[-3] != ":":
         value = value[:-2] + ":" + value[-2:]
+    # Python before 3.11 reads 3 or 6 digits of a second only; journald and talosctl print 6 to 9.
+    value = _FRACTION.sub(lambda match: "." + (match.group(1) + "00000")[:6], value, count=1)
     try:
         parsed = datetime.datetime.fromisoformat(value)
     except ValueError:

@@ -150,7 +150,8 @@ def _input_text(data, parser):
 
 # A "#" after whitespace starts an operator's comment (a "#" at the start of a line is a prompt or a
 # whole-line comment, see is_shell_prompt).
-_TRAILING_COMMENT = re.compile(r"(?<=\s)#")
+# "#" as in shell, "//" as in C: no tool prints either after a blank.
+_TRAILING_COMMENT = re.compile(r"(?<=\s)(?:#|//)")
 
 
 def _clean(line):
@@ -200,7 +201,8 @@ class _Reader:
                 continue
             comment = _TRAILING_COMMENT.search(line)
             if comment:
-                # No tool prints " #"; an operator annotating a paste does ("ib0 (Up)  # rack 3").
+                # No tool prints " #" or " //"; an operator annotating a paste does ("ib0 (Up)  # rack 3",
+                # "CA 'mlx5_2'  //VF").
                 self.note(number, line, "a comment after the text, not read")
                 line = line[:comment.start()].rstrip()
                 if not line or _COMMAND.match(line):
@@ -850,7 +852,8 @@ def _rdma_link_fields(port, values):
         printed = values["physical_state"]
         code = _RDMA_PHYS_CODES.get(printed.upper())
         name, code = phys_state(str(code) if code is not None else _known(printed))
-        port["phys_state"], port["phys_state_code"] = name or printed, code
+        # A word the kernel may add later is kept as printed; its "UNKNOWN" is no state at all.
+        port["phys_state"], port["phys_state_code"] = name or _known(printed), code
     for key, field in (("lid", "lid"), ("sm_lid", "sm_lid"), ("lmc", "lmc")):
         if key in values:
             port[field] = parse_lid(values[key])

@@ -146,3 +146,12 @@ def test_a_bonds_wrapped_lines_are_not_given_to_the_bond():
     parsed = parse_carrier_events((DOWN / "netdev_bonding_8023ad_dmesg_T_wrapped_mlx4_bond_san.txt").read_text())
     assert [(e["line"], e["netdev"], e["carrier"]) for e in parsed["events"]] == [(17, "eth2", "up"), (25, "eth2", "up"), (32, "eth2", "up")]
     assert {n["line"] for n in parsed["notes"] if n["reason"] == "a link message this filter does not read"} >= {12, 18, 20, 26, 29, 33, 35}
+
+
+def test_iso_times_with_nine_digits_of_a_second_are_measured_on_every_python():
+    # journald and talosctl print up to nine digits; Python before 3.11 reads only three or six.
+    log = ("node-1: kern:    info: [2026-04-24T02:31:03.368638727Z]: mlx5_core 0000:01:00.0 enp1s0f0np0: Link down\n"
+           "node-1: kern:    info: [2026-04-24T02:31:33.368638727Z]: mlx5_core 0000:01:00.0 enp1s0f0np0: Link up\n")
+    result = periods_of(log)["enp1s0f0np0"]
+    assert result["reason"] is None
+    assert [(p["seconds"], p["ongoing"]) for p in result["periods"]] == [(30.0, False)]

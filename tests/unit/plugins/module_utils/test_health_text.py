@@ -44,6 +44,52 @@ def test_dmesg_bond_slaves_definitely_down_and_a_bond_without_slaves():
     assert result["notes"] == []
 
 
+def test_a_dmesg_quoted_in_a_mail_is_read_past_its_quote_marks():
+    result = parse_carrier_events(read("lkml_2024-12-11_kanliang_reply_double-quoted_dmesg_tail_mlx5_two_down.txt"))
+    assert brief(result) == [(2, "enp5s0", "up", "driver"), (3, "enp1s0f0np0", "down", "driver"),
+                             (4, "enp1s0f1np1", "down", "driver")]
+    assert [(e["pci_address"], e["monotonic_seconds"]) for e in result["events"]] == [
+        ("0000:05:00.0", 18865.729882), ("0000:01:00.0", 18865.848172), ("0000:01:00.1", 18866.05799)]
+    assert result["notes"][0] == {"line": 1, "text": "root@number:/tmp# dmesg | tail", "reason": "a shell prompt"}
+    assert result["records"] == 10
+
+
+def test_a_journal_without_host_names_and_the_older_bonding_prefix():
+    # "Jan 31 17:38:44.384098 kernel: bond0: ...": the first word after the time is the tag, not a host.
+    result = parse_carrier_events(read("flatcar_mantle44_journal_short_precise_no_host_bond_link_up_repeated.txt"))
+    assert {(e["netdev"], e["carrier"], e["bond"], e["host"]) for e in result["events"]} == {("enp0s20f0", "up", "bond0", None)}
+    assert len(result["events"]) == 11 and result["events"][0]["time"] == "Jan 31 17:38:44.384098"
+    # Kernels before 3.x: "bonding: bond0: ...", and "r8169 0000:0b:00.0: eth0: link down" (a colon after the bus id).
+    result = parse_carrier_events(read("ubuntuforums_1110_kernlog_old_bonding_prefix_r8169_defdown_before_up.txt"))
+    assert brief(result) == [(6, "eth0", "down", "driver"), (10, "eth1", "down", "driver"), (15, "eth0", "down", "bonding"),
+                             (16, "bond0", "down", "bonding"), (17, "eth1", "down", "bonding"), (21, "eth0", "up", "driver"),
+                             (22, "eth1", "up", "driver")]
+    assert [e["pci_address"] for e in result["events"] if e["source"] == "driver"] == ["0000:0b:00.0", "0000:0d:00.0"] * 2
+    assert result["netdevs"]["bond0"] == {"down": 1, "up": 0, "losses": 1, "last": "down"}
+    assert result["netdevs"]["eth0"] == {"down": 2, "up": 1, "losses": 1, "last": "up"}
+
+
+def test_the_2_6_bonding_wording_for_an_idle_interface_and_a_final_period():
+    result = parse_carrier_events(read("ubuntuforums_hardy_syslog_old_bonding_prefix_starfire_link_flap.txt"))
+    eth3 = [(e["line"], e["carrier"], e["source"], e["bond"]) for e in result["events"] if e["netdev"] == "eth3"]
+    assert eth3[:6] == [(9, "down", "driver", None), (10, "down", "bonding", "bond0"), (11, "down", "bonding", "bond0"),
+                        (12, "up", "driver", None), (13, "up", "bonding", "bond0"), (14, "up", "bonding", "bond0")]
+    # "for interface eth3." ends a sentence: the period is not part of the name.
+    assert set(result["netdevs"]) == {"eth1", "eth2", "eth3", "eth4"}
+    assert all(entry["losses"] == 1 and entry["last"] == "up" for entry in result["netdevs"].values())
+
+
+def test_talosctl_dmesg_records_with_nanosecond_iso_times():
+    result = parse_carrier_events(read("talos13203_talosctl_dmesg_bond_enslave_backup_down_link.txt"))
+    # Seven records, none a carrier change ("Enslaving as a backup interface with a down link" is not one).
+    assert (result["records"], result["events"], result["notes"]) == (7, [], [])
+    assert result["end"] == {"time": "2026-04-24T02:31:03.368638727Z", "monotonic_seconds": None}
+    event = parse_carrier_events("kube-master-1: kern:    info: [2026-04-24T02:31:05.5Z]: "
+                                 "mlx5_core 0000:01:00.0 enp1s0f0np0: Link down")["events"][0]
+    assert (event["host"], event["netdev"], event["carrier"], event["time"]) == (
+        "kube-master-1", "enp1s0f0np0", "down", "2026-04-24T02:31:05.5Z")
+
+
 def test_repeated_link_up_and_link_not_ready_note():
     result = parse_carrier_events(read("coreos_2374_dmesg_bond_link_up_repeated_not_ready.txt"))
     assert result["netdevs"] == {"enp0s20f0": {"down": 0, "up": 6, "losses": 0, "last": "up"}}

@@ -152,6 +152,17 @@ EXPECTED = {
         _entry("mlx5_0", 1, link_layer="InfiniBand", state=None, rate_gbps=None, hca_type=None),
         _entry("mlx5_1", 1, link_layer="InfiniBand", state=None, rate_gbps=None, hca_type=None),
     ],
+    # A VF (MT4120) whose header carries the author's "//VF" annotation, and all-zero GUIDs as printed.
+    "ibstat/koord_website_cx5_pf_down_vf_MT4120_zero_guid_slash_comment.txt": [
+        _entry("mlx5_0", 1, hca_type="MT4119", num_ports=1, fw_ver="16.35.4030", node_guid="0x1070fd0300a4487a",
+               sys_image_guid="0x1070fd0300a4487a", rate_gbps=25.0, lid=0, lmc=0, sm_lid=0, cap_mask="0x00010000",
+               port_guid="0x1270fdfffea4487a", link_layer="Ethernet", node_type="CA", **ACTIVE),
+        _entry("mlx5_1", 1, hca_type="MT4119", node_guid="0x1070fd0300a4487b", sys_image_guid="0x1070fd0300a4487a",
+               rate_gbps=25.0, port_guid="0x1270fdfffea4487b", link_layer="Ethernet", **DOWN_DISABLED),
+        _entry("mlx5_2", 1, hca_type="MT4120", fw_ver="16.35.4030", node_guid="0x0000000000000000",
+               sys_image_guid="0x1070fd0300a4487a", rate_gbps=25.0, lid=0, port_guid="0x0000000000000000",
+               link_layer="Ethernet", node_type="CA", **ACTIVE),
+    ],
     "ibstat/single_port_query_mlx4_0_port2_unindented.txt": [
         _entry("mlx4_0", 2, rate_gbps=56.0, lid=12, lmc=0, sm_lid=9, cap_mask="0x02514868",
                port_guid="0xec0d9a03000c8982", link_layer="InfiniBand", node_type="CA", hca_type=None,
@@ -180,6 +191,12 @@ EXPECTED = {
                lmc=0, link_layer="InfiniBand", transport="InfiniBand", fw_ver="28.39.2048",
                node_guid="0x58a2e103002a09b8", sys_image_guid="0x58a2e103002a09b8", vendor_id="0x02c9",
                vendor_part_id=4129, hw_rev="0x0", board_id="MT_0000000838", num_ports=1),
+    ],
+    # Quoted twice in a mail, the old "0/1: dev/1:" form; "UNKNOWN" states are no state at all.
+    "rdma_link/mail_leon_2020_old_index_form_2port_unknown_quoted.txt": [
+        _entry("ibp0s9", 1, netdevs=[], lid=13397, sm_lid=49151, lmc=0, subnet_prefix="fe80:0000:0000:0000", **ACTIVE),
+        _entry("ibp0s9", 2, netdevs=[], lid=13397, sm_lid=49151, lmc=0, subnet_prefix="fe80:0000:0000:0000",
+               state=None, state_code=None, phys_state=None, phys_state_code=None),
     ],
     "rdma_link/mlx5_cx5_2port_active_np_names.txt": [
         _entry("mlx5_0", 1, netdevs=["enp4s0f0np0"], lid=None, netdev_state=None, **ACTIVE),
@@ -283,7 +300,7 @@ _PASTE_LINE = re.compile(r"^(?:\S*[$#] |\[[^\]]*\][$#] |#\s*\S|```|\.\.\.$|(?:su
 def _first_meaningful_line(text: str):
     """The number and text of the first line that is not blank or part of the paste around the output."""
     for number, line in enumerate(text.split("\n"), start=1):
-        stripped = line.strip()
+        stripped = re.sub(r"^(?:>[ \t]?)+", "", line.strip()).strip()  # a mail's quote marks, as the parsers drop them
         if stripped and not _PASTE_LINE.match(stripped):
             return number, stripped
     raise AssertionError("fixture without content")
