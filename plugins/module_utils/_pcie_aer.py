@@ -62,6 +62,10 @@ LONG_NAMES = {
 _COUNTER = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_ /.-]*?)\s+(?P<count>[0-9]{1,20})$")
 # A shell prompt before the command that printed the file: "host /sys/.../0000:00:1c.0 # cat aer_dev_fatal".
 _PROMPT = re.compile(r"(?:^|\s)[#$>]\s*(?:sudo\s+)?(?:cat|grep|head|tail|less|more)\s")
+# The command pasted without its prompt: "cat /sys/bus/pci/devices/0000:98:00.0/aer_dev_fatal".
+_BARE_COMMAND = re.compile(r"^(?:sudo\s+)?(?:cat|grep|head|tail|less|more)\s+\S*aer_")
+# An operator's note after a count: "RxErr 0    # receiver errors".
+_TRAILING_COMMENT = re.compile(r"\s+#.*$")
 _ABSENT = ("no AER statistics in sysfs: the kernel is older than 4.19, AER is off (pci=noaer, or the "
            "firmware keeps it), or these functions are not AER-capable")
 
@@ -74,8 +78,8 @@ def parse_aer_counters(text, kind=None):
     """``{error type: count, ..., "total": n}`` of one ``aer_dev_*`` file's text.
 
     ``kind`` (``correctable``/``nonfatal``/``fatal``) names the file, to check the total line's
-    label; a mismatch is kept as the total with a note. Shell prompts (``# cat aer_dev_fatal``),
-    ``#`` comments, indentation and CRLF are skipped; anything else that is not ``<name> <count>``
+    label; a mismatch is kept as the total with a note. Shell prompts (``# cat aer_dev_fatal``), the
+    command without one, ``#`` comments (also after a count), indentation and CRLF are skipped; anything else that is not ``<name> <count>``
     raises :class:`AerTextError` naming its line. Returns ``{"counts", "total", "notes"}``;
     ``total`` is None when the file has no ``TOTAL_ERR_*`` line.
     """
@@ -84,9 +88,9 @@ def parse_aer_counters(text, kind=None):
     counts, total, notes = {}, None, []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
-        if not line or line.startswith("#") or _PROMPT.search(line):
+        if not line or line.startswith("#") or _PROMPT.search(line) or _BARE_COMMAND.match(line):
             continue
-        match = _COUNTER.match(line)
+        match = _COUNTER.match(_TRAILING_COMMENT.sub("", line))
         if not match:
             raise AerTextError("line %d is not '<error type> <count>' as in an aer_dev_* file: %r" % (number, line[:80]))
         name, count = " ".join(match.group("name").split()), int(match.group("count"))

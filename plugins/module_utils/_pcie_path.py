@@ -174,7 +174,14 @@ _ACS_LINE = re.compile(r"^(?P<field>ACSCap|ACSCtl):\s*(?P<flags>.*)$")
 _ACS_FLAG = re.compile(r"\b(SrcValid|TransBlk|ReqRedir|CmpltRedir|UpstreamFwd|EgressCtrl|DirectTrans)([+-])")
 _ATS_CAP = re.compile(r"^ATSCap:\s*Invalidate Queue Depth:\s*(?P<depth>[0-9a-fA-F]+)")
 _ATS_CTL = re.compile(r"^ATSCtl:\s*Enable(?P<enabled>[+-]),?\s*Smallest Translation Unit:\s*(?P<stu>[0-9a-fA-F]+)")
-_EXPRESS = re.compile(r"^Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*\([^)]*\)\s*(?P<kind>.+)$")
+# "Express (v2) Endpoint, MSI 00"; lspci -v without -vv prints no version: "Express Endpoint, MSI 00".
+_EXPRESS = re.compile(r"^Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*(?:\([^)]*\)\s*)?(?P<kind>\S.*)$")
+# lspci's word for a function whose configuration space reads all ones (gone from the bus, or in reset).
+_NO_ANSWER = re.compile(r"^!!! (?:Unknown header type|Invalid class)")
+# A mail's quote marks before a pasted listing ("> \tACSCtl: ..."), possibly nested.
+_QUOTE_MARKS = re.compile(r"^(?:>[ \t]?)+")
+# The rest of an ACSCap/ACSCtl line a mail or a terminal broke: nothing but ACS flags.
+_ACS_CONTINUATION = re.compile(r"^(?:(?:SrcValid|TransBlk|ReqRedir|CmpltRedir|UpstreamFwd|EgressCtrl|DirectTrans)[+-]\s*)+$")
 _IOMMU_GROUP = re.compile(r"^IOMMU group:\s*(?P<group>[0-9]+)$")
 _CAPABILITY_DENIED = re.compile(r"^Capabilities:\s*<access denied>")
 _CAPABILITY_LISTED = re.compile(r"^Capabilities:\s*\[[0-9a-fA-F]+(?:\s+v[0-9]+)?\]\s*(?P<name>Access Control Services|Address Translation Service)")
@@ -207,7 +214,7 @@ def parse_lspci_vvv(text):
     if not isinstance(text, str):
         raise LspciTextError("expected lspci -vvv text, got %s" % type(text).__name__)
     functions, unattributed, notes, current = {}, [], [], None
-    lines = text.splitlines()
+    lines = _joined_acs_lines([_QUOTE_MARKS.sub("", raw) for raw in text.splitlines()])
     header_indent = min((_indent(raw) for raw in lines if _HEADER.match(raw.strip())), default=0)
     listed = {}  # address -> the capabilities its "Capabilities: [..] <name>" lines name
     for number, raw in enumerate(lines, 1):
@@ -220,6 +227,10 @@ def parse_lspci_vvv(text):
                                        header.group("dev").lower(), header.group("fn"))
             current = functions.setdefault(address, {"description": line.split(" ", 1)[1].strip(), "port_type": None,
                                                      "acs": None, "ats": None, "iommu_group": None, "unreadable": None})
+            continue
+        if current is not None and _NO_ANSWER.match(line):
+            current["unreadable"] = ("the function does not answer configuration reads (lspci: %r): it has fallen off "
+                                     "the bus or is held in reset" % line[:60])
             continue
         if current is not None and _CAPABILITY_DENIED.match(line):
             current["unreadable"] = ("lspci could not read its capabilities (\"Capabilities: <access denied>\"): "
@@ -256,9 +267,21 @@ def parse_lspci_vvv(text):
         missing = [(capability, registers) for capability, registers, key, needed in _LISTED_REGISTERS
                    if capability in names and (entry[key] or {}).get(needed) is None]
         if missing and entry["unreadable"] is None:
-            entry["unreadable"] = "; ".join("its %s capability is listed but no complete %s lines follow it (the text was cut, "
-                                            "filtered by grep or its lines broken)" % pair for pair in missing)
+            entry["unreadable"] = "; ".join("its %s capability is listed but no complete %s lines follow it (lspci -v instead of "
+                                            "-vvv, or the text was cut, filtered by grep or its lines broken)" % pair
+                                            for pair in missing)
     return {"functions": functions, "unattributed": unattributed, "notes": notes}
+
+
+def _joined_acs_lines(lines):
+    """The lines with each ACSCap/ACSCtl line broken in two (a mail wrapped at 72 columns) made whole again;
+    the emptied continuation keeps its place, so line numbers stay those of the text."""
+    joined = list(lines)
+    for index in range(len(joined) - 1):
+        line, following = joined[index].strip(), joined[index + 1].strip()
+        if _ACS_LINE.match(line) and len(_ACS_FLAG.findall(line)) < len(ACS_BITS) and _ACS_CONTINUATION.match(following):
+            joined[index], joined[index + 1] = joined[index].rstrip() + " " + following, ""
+    return joined
 
 
 def _indent(raw):

@@ -139,3 +139,10 @@ def test_totals_sample_keeps_the_printed_total_or_the_sum():
                                                        "nonfatal": {"CmpltTO": 4, "total": 3}, "correctable": None}}}
     assert totals_sample(aer) == {"time": 5.0, "functions": {"0000:3d:00.0": {"fatal": 3, "nonfatal": 3}}}
     assert totals_sample({"available": False, "time": None, "functions": {}}) is None
+
+
+def test_an_operators_notes_after_the_counts_and_the_command_without_its_prompt():
+    # As a page of notes shows them: the cat command without a prompt, a comment after each count.
+    text = ("cat /sys/bus/pci/devices/0000:98:00.0/aer_dev_fatal\n"
+            "Undefined 0        # undefined\nSDES 2             # surprise down\nTOTAL_ERR_FATAL 2  # all fatal errors: 2\n")
+    assert parse_aer_counters(text, "fatal") == {"counts": {"Undefined": 0, "SDES": 2}, "total": 2, "notes": []}

@@ -87,7 +87,8 @@ def test_an_acs_capability_without_its_registers_is_unknown():
     assert functions["0000:00:1c.0"]["unreadable"] is None and functions["0000:00:1c.0"]["acs"] is None  # no ACS listed
     for address in ("0000:00:1c.1", "0000:00:1c.2", "0000:00:1c.3"):
         assert functions[address]["unreadable"] == ("its Access Control Services capability is listed but no complete ACSCap/ACSCtl "
-                                                    "lines follow it (the text was cut, filtered by grep or its lines broken)")
+                                                    "lines follow it (lspci -v instead of -vvv, or the text was cut, filtered by grep "
+                                                    "or its lines broken)")
     # A mail archive's quoted-printable soft breaks cut the ACS lines of a root port that redirects:
     # noted, and unknown, not "no ACS".
     mail = parse_lspci_vvv((LSPCI / "linux-pci-2023-09-19_schroeder_skylake-rootport_quoted-printable.txt").read_text())
@@ -95,6 +96,43 @@ def test_an_acs_capability_without_its_registers_is_unknown():
     assert (port["port_type"], port["acs"]) == ("root_port", None) and port["unreadable"].startswith("its Access Control Services")
     notes = [n.split(": ", 1)[1] for n in mail["notes"]]
     assert notes == ["ACSCap without all seven ACS flags; not read", "ACSCtl without all seven ACS flags; not read"]
+
+
+def test_mail_pastes_quoted_and_wrapped_are_read_whole():
+    # Quoted "> " as in a reply: the endpoint and its ATS (off) are read.
+    quoted = parse_lspci_vvv((LSPCI / "linux-pci-2019-08-06_cameron_ccix_quoted-reply_ats-disabled_partial.txt").read_text())
+    assert list(quoted["functions"]) == ["0000:03:00.0"]
+    assert quoted["functions"]["0000:03:00.0"]["port_type"] == "endpoint"
+    assert quoted["functions"]["0000:03:00.0"]["ats"] == {"enabled": False, "invalidate_queue_depth": 0, "smallest_translation_unit": 0}
+    # Wrapped at 72 and 80 columns: an ACS line broken before its last flags is joined again.
+    wrapped = parse_lspci_vvv((LSPCI / "linux-serial-2019-07-23_bogdanov_skylake_lspci-vv_mail-wrapped-72col_acs-split_partial.txt").read_text())
+    root_port = wrapped["functions"]["0000:00:1c.0"]
+    assert root_port["port_type"] == "root_port" and root_port["unreadable"] is None and wrapped["notes"] == []
+    assert [name for name, on in sorted(root_port["acs"]["capable"].items()) if on] == [
+        "p2p_completion_redirect", "p2p_request_redirect", "source_validation", "translation_blocking"]
+    assert not any(root_port["acs"]["control"].values())
+    assert wrapped["functions"]["0000:00:02.0"]["port_type"] == "root_complex_endpoint"
+    hca = parse_lspci_vvv((LSPCI / "netdev-2019-04-30_qiancai_cx4lx_hpe_lspci-vvv_prompt_elision_80col-wrap_acs-split_partial.txt").read_text())
+    function = hca["functions"]["0000:0b:00.0"]
+    assert (function["port_type"], function["unreadable"]) == ("endpoint", None)
+    assert function["acs"]["control"] == {key: False for key in function["acs"]["control"]} and len(function["acs"]["control"]) == 7
+
+
+def test_a_function_that_no_longer_answers_is_unreadable_not_without_acs():
+    parsed = parse_lspci_vvv((LSPCI / "stable-2025-12-23_guo_cx5_link-disabled_unknown-header-7f_quoted-printable_partial.txt").read_text())
+    gone = parsed["functions"]["0000:3f:00.0"]
+    assert (gone["acs"], gone["ats"]) == (None, None)
+    assert gone["unreadable"] == ("the function does not answer configuration reads (lspci: '!!! Unknown header type 7f'): "
+                                  "it has fallen off the bus or is held in reset")
+
+
+def test_lspci_v_names_the_port_type_and_leaves_acs_unknown():
+    parsed = parse_lspci_vvv((LSPCI / "netdev-2021-02-23_brouer_cx5ex_lspci-v_capabilities-listed-no-registers_8-space.txt").read_text())
+    assert sorted(parsed["functions"]) == ["0000:03:00.0", "0000:03:00.1"]
+    for function in parsed["functions"].values():
+        assert (function["port_type"], function["acs"]) == ("endpoint", None)
+        assert function["unreadable"].startswith("its Access Control Services capability is listed but no complete ACSCap/ACSCtl "
+                                                 "lines follow it (lspci -v instead of -vvv")
 
 
 def test_grep_pastes_in_other_indentations_and_a_paste_that_starts_inside_a_device():
