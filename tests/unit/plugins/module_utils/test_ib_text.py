@@ -168,6 +168,16 @@ EXPECTED = {
                port_guid="0xec0d9a03000c8982", link_layer="InfiniBand", node_type="CA", hca_type=None,
                num_ports=None, **ACTIVE),
     ],
+    # Hexadecimal LIDs, and an Ethernet port whose default GID is "unknown".
+    "ibstatus/gpud_a100_azure_8hdr_plus_eth_gid_unknown.txt": [
+        *(_entry(device, 1, gid="fe80:0000:0000:0000:0015:5dff:fd34:" + gid_tail, port_guid="0x00155dfffd34" + gid_tail,
+                 lid=lid, sm_lid=1, rate_gbps=200.0, width="4X", speed="HDR", link_layer="InfiniBand", **ACTIVE)
+          for device, gid_tail, lid in (("mlx5_0", "11eb", 0x33bf), ("mlx5_1", "11ec", 0x33be), ("mlx5_2", "11ed", 0x33cb),
+                                        ("mlx5_3", "11ee", 0x33dc), ("mlx5_4", "11ef", 0x33f5), ("mlx5_5", "11f0", 0x33f4),
+                                        ("mlx5_6", "11f1", 0x33f6), ("mlx5_7", "11f2", 0x33f9))),
+        _entry("mlx5_8", 1, gid=None, port_guid=None, lid=0, sm_lid=0, rate_gbps=40.0, width="4X", speed="QDR",
+               link_layer="Ethernet", **ACTIVE),
+    ],
     "ibstatus/mlx4_2port_fdr_ib_active_tabs.txt": [
         _entry("mlx4_0", 1, gid="fe80:0000:0000:0000:0002:c903:00a4:e721", port_guid="0x0002c90300a4e721",
                lid=3, sm_lid=3, rate_gbps=56.0, width="4X", speed="FDR", link_layer="InfiniBand", **ACTIVE),
@@ -267,6 +277,16 @@ EXPECTED = {
         for name, netdev, state in (("mlx5_0", "ens4f0", "Down"), ("mlx5_1", "ens4f1", "Up"), ("mlx5_2", "ens6", "Up"),
                                     ("mlx5_3", "ens14f0", "Up"), ("mlx5_4", "ens14f1", "Down"), ("mlx5_5", "ib0", "Up"))
     ],
+    # Padded by column -t, each line with a "# ..." comment of its author.
+    "ibdev2netdev/imbue_cluster_health_4_column_t_hash_comments_cx7_cx6.txt": [
+        _entry(device, 1, netdevs=[netdev], netdev_state=state)
+        for device, netdev, state in (("mlx5_0", "ibp26s0", "Down"), ("mlx5_1", "enp27s0f0np0", "Up"),
+                                      ("mlx5_10", "ibp204s0", "Down"), ("mlx5_11", "ibp220s0", "Down"),
+                                      ("mlx5_2", "enp27s0f1np1", "Down"), ("mlx5_3", "ibp60s0", "Down"),
+                                      ("mlx5_4", "ibp77s0", "Down"), ("mlx5_5", "ibp94s0", "Down"),
+                                      ("mlx5_6", "ibp156s0", "Down"), ("mlx5_7", "enp157s0f0np0", "Up"),
+                                      ("mlx5_8", "enp157s0f1np1", "Down"), ("mlx5_9", "ibp188s0", "Down"))
+    ],
     "rdma_link/lkml_jgg_2022_siw0_iwarp_prompt_trailing_space.txt": [
         _entry("siw0", 1, netdevs=["enp0s31f6"], **ACTIVE),
     ],
@@ -302,6 +322,8 @@ def _first_meaningful_line(text: str):
     for number, line in enumerate(text.split("\n"), start=1):
         stripped = re.sub(r"^(?:>[ \t]?)+", "", line.strip()).strip()  # a mail's quote marks, as the parsers drop them
         if stripped and not _PASTE_LINE.match(stripped):
+            # and what an operator wrote after the text: the message quotes the line without it
+            stripped = re.sub(r"\s(?:#|//).*$", "", stripped).rstrip()
             return number, stripped
     raise AssertionError("fixture without content")
 
