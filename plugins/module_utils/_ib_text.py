@@ -92,7 +92,7 @@ _BORDER_CHARS = "|\u00a6" + "".join(chr(c) for c in range(0x2500, 0x25A0))
 _STRIP_CHARS = " \t\f\v\u00a0\ufeff" + _BORDER_CHARS
 _DECORATION = re.compile(r"^(?:[\s+=_~\-%s]*|(?:```|~~~).*)$" % re.escape(_BORDER_CHARS))
 # A quote mark of a mail or Markdown paste ("> "), possibly nested.
-_QUOTE_MARKS = re.compile(r"^(?:>[ \t]?)+")
+_QUOTE_MARKS = re.compile(r"^(?:>[ \t]*)+")
 # The command line itself, pasted without its prompt.
 # Options and their arguments: a device (mlx5_0), a device and port (mlx5_0/1), a port number.
 _COMMAND = re.compile(
