@@ -61,6 +61,10 @@ _WEAK_FROM = re.compile(r"^from\s+(?P<kernel>\S+)")
 # What a paste carries besides the output: a shell prompt (``$ dkms status``,
 # ``[root@node ~]# dkms status``), a ``#`` comment, the command line itself.
 _COMMAND = re.compile(r"^(?:sudo\s+)?dkms(?:\s+(?:status|build|install|add|remove|autoinstall|--version|-[a-z]|-m|-v|-k)\b.*)?$")
+# The command after a prompt the paste cut or that is_shell_prompt does not know ("user@host ~]$ dkms status").
+_PROMPTED_COMMAND = re.compile(r"[$#>]\s*(?:sudo\s+)?dkms(?:\s|$)")
+# A run of dkms status in a paste, with or without its prompt: a later one lists the modules as they are now.
+_STATUS_RUN = re.compile(r"(?:^|[$#>]\s*)(?:sudo\s+)?dkms\s+status\b")
 _REDACTED = re.compile(r"^(?:\.{3,}|\u2026+|[\[<(]\s*(?:\.{3}|snip(?:ped)?|redacted|cut|truncated|omitted)\s*[\]>)])$",
                        re.IGNORECASE)
 _PAREN = re.compile(r"^\((?P<text>[^()]*)\)")
@@ -188,7 +192,7 @@ def _numbered_items(text):
             diagnostic = (number, _item(state="error" if kind == "Error!" else "warning", message=message))
             # Held back until its continuation lines are known.
             continue
-        pasted = is_shell_prompt(line) or _COMMAND.match(line)
+        pasted = is_shell_prompt(line) or _COMMAND.match(line) or _PROMPTED_COMMAND.search(line)
         redacted = _REDACTED.match(line)
         if diagnostic is not None and (pasted or redacted):
             # A prompt or a redaction mark is never a continuation line: it ends the message.
@@ -251,13 +255,21 @@ def parse_dkms_status(text, strict=False):
     line that could not be placed as ``{"line": N, "text": ..., "reason": ...}`` (1-based line
     numbers). Output that holds only errors gives the errors and no module.
 
-    Raises ``DkmsParseError`` with ``strict`` at the first line that could not be placed, and in
-    any case when lines are there but none is a status line or a dkms diagnostic.
+    A paste of several ``dkms status`` runs (with the commands run between them) is read from its
+    last run, with a note. Raises ``DkmsParseError`` with ``strict`` at the first line that could not
+    be placed, and in any case when lines are there but none is a status line or a dkms diagnostic.
     """
     result = {"modules": [], "errors": [], "warnings": [], "notes": []}
     first_unplaced = None
+    runs = [(number, raw.strip()) for number, raw in enumerate((text or "").splitlines(), start=1)
+            if len(raw) <= MAX_LINE and _STATUS_RUN.search(raw.strip())]
+    # Two runs pasted with commands between (dkms remove, install, a reboot): the last one is the node now.
+    last_run, left_out = (runs[-1] if len(runs) > 1 else (0, None)), 0
     for number, item in _numbered_items(text or ""):
         state = item["state"]
+        if number < last_run[0] and state not in ("unparsed", "redacted"):
+            left_out += 1
+            continue
         if state in ("error", "warning"):
             result[state + "s"].append({"line": number, "message": item["message"]})
         elif state in ("unparsed", "redacted"):
@@ -273,6 +285,10 @@ def parse_dkms_status(text, strict=False):
             })
         else:
             result["modules"].append(item)
+    if left_out:
+        result["notes"].append({"line": last_run[0], "text": _shown(last_run[1]),
+                                "reason": "a later dkms status run: the %d line(s) of output before it are left out" % left_out})
+        result["notes"].sort(key=lambda note: note["line"])
     recognised = result["modules"] or result["errors"] or result["warnings"]
     if not recognised and first_unplaced is not None:
         raise DkmsParseError("nothing in the text is dkms status output (line %d: %r)" % (

@@ -359,3 +359,24 @@ def test_summary_takes_the_best_state_per_kernel():
 )
 def test_dkms_version(text, version):
     assert parse_dkms_version(text) == version
+
+
+def test_a_paste_of_two_runs_is_read_from_the_last_one():
+    # The shape of a session pasted into a note: a prompt cut at its start, a first run, the commands that
+    # removed and installed a version, a reboot, a second run. The node is what the second run says.
+    paste = ("user@gpu-p100 ~]$ dkms status\n"
+             "nvidia, 396.44, 3.10.0-862.3.2.el7.x86_64, x86_64: installed (WARNING! Diff between built and installed module!)\n"
+             "nvidia, 440.31, 3.10.0-862.3.2.el7.x86_64, x86_64: built\n"
+             "# dkms remove -m nvidia -v 396.44 --all\n"
+             "# dkms install -m nvidia -v 440.31\n"
+             "\n"
+             "# reboot\n"
+             "\n"
+             "# dkms status\n"
+             "nvidia, 440.31, 3.10.0-862.3.2.el7.x86_64, x86_64: installed\n")
+    result = parse_dkms_status(paste)
+    assert [(m["name"], m["version"], m["state"], m["warnings"]) for m in result["modules"]] == [("nvidia", "440.31", "installed", [])]
+    assert result["notes"] == [{"line": 9, "text": "# dkms status",
+                                "reason": "a later dkms status run: the 2 line(s) of output before it are left out"}]
+    # One run, however it is pasted, keeps every module.
+    assert len(parse_dkms_status(paste.split("# dkms remove")[0])["modules"]) == 2
