@@ -64,6 +64,19 @@ def _read_guid(path):
     return _read_checked(path, normalize_guid, "a 64-bit GUID")
 
 
+# The kernel prints every hardware address as colon-separated octets (sysfs_format_mac).
+_HARDWARE_ADDRESS = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2})*$")
+
+
+def _firmware_version(text):
+    # Every driver's version has a digit ("20.39.1002", "1.27.0"); a word alone is a placeholder.
+    return text if text and any(char.isdigit() for char in text) else None
+
+
+def _hardware_address(text):
+    return text.lower() if text and _HARDWARE_ADDRESS.match(text) else None
+
+
 def _read_lid(path):
     return _read_checked(path, parse_lid, "a LID (a whole number, hex after 0x)")
 
@@ -135,7 +148,7 @@ class _Reader:
             "node_type": node_type_name,
             "node_type_code": node_type_code,
             "hca_type": read_attr(os.path.join(path, "hca_type")),
-            "fw_ver": read_attr(os.path.join(path, "fw_ver")),
+            "fw_ver": _read_checked(os.path.join(path, "fw_ver"), _firmware_version, "a firmware version"),
             "board_id": read_attr(os.path.join(path, "board_id")),
             "node_guid": _read_guid(os.path.join(path, "node_guid")),
             "sys_image_guid": _read_guid(os.path.join(path, "sys_image_guid")),
@@ -200,7 +213,7 @@ class _Reader:
         return {
             "name": name,
             "type": read_attr(os.path.join(path, "type")),
-            "address": read_attr(os.path.join(path, "address")),
+            "address": _read_checked(os.path.join(path, "address"), _hardware_address, "a hardware address"),
             "carrier": read_attr(os.path.join(path, "carrier")),
             "operstate": read_attr(os.path.join(path, "operstate")),
             "mtu": _read_int(os.path.join(path, "mtu")),

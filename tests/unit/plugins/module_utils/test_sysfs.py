@@ -293,6 +293,23 @@ def test_guids_and_lids_that_are_not_numbers_are_null_with_a_warning(tmp_path):
         "sm_lid holds '0x\u0663', not a LID (a whole number, hex after 0x); read as null."])
 
 
+def test_a_firmware_version_or_hardware_address_that_is_a_placeholder_is_null_with_a_warning(tmp_path):
+    # GCM's fixtures again: fw_ver holds "fw_version", a netdev's address holds "address".
+    tree = sysfs_tree.TreeBuilder(str(tmp_path))
+    tree.port(tree.hca("mlx5_8", "0000:03:00.0", fw_ver="fw_version"), 1, link_layer="Ethernet", ndevs=["eth6"])
+    tree.port(tree.hca("mlx5_9", "0000:04:00.0", fw_ver="20.39.1002"), 1, link_layer="Ethernet", ndevs=["eth7"])
+    tree.netdev("eth6", "0000:03:00.0", address="address")
+    tree.netdev("eth7", "0000:04:00.0", address="0C:42:A1:1D:D1:2B")
+    take_read_warnings()
+    facts, warnings = gather(str(tmp_path))
+    warnings += take_read_warnings()
+    assert (facts["devices"]["mlx5_8"]["fw_ver"], facts["devices"]["mlx5_9"]["fw_ver"]) == (None, "20.39.1002")
+    assert (facts["netdevs"]["eth6"]["address"], facts["netdevs"]["eth7"]["address"]) == (None, "0c:42:a1:1d:d1:2b")
+    assert sorted(w.rsplit("/", 1)[1] for w in warnings) == [
+        "address holds 'address', not a hardware address; read as null.",
+        "fw_ver holds 'fw_version', not a firmware version; read as null."]
+
+
 def test_a_port_directory_whose_name_is_not_a_number_is_skipped_with_a_warning(tmp_path):
     tree = sysfs_tree.TreeBuilder(str(tmp_path))
     device = tree.hca("mlx5_0", "0000:03:00.0")
