@@ -8,6 +8,7 @@ import pytest
 import sysfs_tree
 
 from ansible_collections.rdma.node.plugins.module_utils._files import take_read_warnings
+from ansible_collections.rdma.node.plugins.module_utils._ib_collect import read_ib_facts
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import gather, read_attr
 from testpaths import COLLECTION_ROOT, FIXTURES
 
@@ -30,6 +31,40 @@ def port(facts, device, number):
     matches = [p for p in facts["ports"] if p["device"] == device and p["port"] == number]
     assert len(matches) == 1, "expected exactly one %s/%s" % (device, number)
     return matches[0]
+
+
+# --------------------------------------------------------------------- real tree (hwloc, a 2013 node)
+
+def test_a_connectx3_node_of_2013_as_hwloc_saved_it(tmp_path):
+    """A real node's tree (hwloc's test data): ConnectX-3 at FDR on NUMA node 1, IPoIB in connected mode
+    (mtu 2044), 32-bit port counters only, a kernel without PCIe link files, a Xeon Phi's dangling link."""
+    sysfs_tree.unpack((FIXTURES / "sysfs/hwloc-mlx4.sysfs").read_bytes(), str(tmp_path))
+    take_read_warnings()
+    facts, warnings = gather(str(tmp_path))
+    warnings += take_read_warnings()
+    device = facts["devices"]["mlx4_0"]
+    assert {key: device[key] for key in ("hca_type", "fw_ver", "board_id", "node_guid", "sys_image_guid", "node_desc",
+                                         "pci_address", "numa_node", "driver", "virtual_function")} == {
+        "hca_type": "MT4099", "fw_ver": "2.11.500", "board_id": "DEL0A30000019", "node_guid": "0x0002c90300f9bfa0",
+        "sys_image_guid": "0x0002c90300f9bfa3", "node_desc": "c412-603 HCA-1", "pci_address": "0000:82:00.0",
+        "numa_node": 1, "driver": "mlx4_core", "virtual_function": False}
+    first = port(facts, "mlx4_0", 1)
+    assert {key: first[key] for key in ("state", "phys_state", "rate_gbps", "width", "speed", "lid", "sm_lid", "lmc",
+                                        "cap_mask", "port_guid", "link_layer", "netdevs", "netdev_state")} == {
+        "state": "ACTIVE", "phys_state": "LinkUp", "rate_gbps": 56.0, "width": "4X", "speed": "FDR", "lid": 0x3a4,
+        "sm_lid": 1, "lmc": 0, "cap_mask": "0x02514868", "port_guid": "0x0002c90300f9bfa1", "link_layer": "InfiniBand",
+        "netdevs": ["ib0"], "netdev_state": "Up"}
+    assert facts["netdevs"]["ib0"]["mtu"] == 2044 and facts["netdevs"]["ib0"]["carrier"] is True
+    assert warnings == ["%s/class/infiniband/scif0 is a dangling symlink (-> ../../devices/scif_dma_0/infiniband/scif0); skipped"
+                        % tmp_path]
+    # Its counters are the 32-bit ones (no counters_ext), data in 4-byte words: 5550796 words received.
+    facts, warnings = read_ib_facts({"sysfs_root": str(tmp_path), "gather_subset": ["counters", "pcie"]})
+    first = port(facts, "mlx4_0", 1)
+    assert (first["counters_data_width_bits"], first["counters_ext"], first["counters_saturated"]) == (32, None, [])
+    assert (first["counters"]["port_rcv_data_bytes"], first["counters"]["symbol_error"]) == (5550796 * 4, 0)
+    # A kernel of 2013 has no PCIe link files: the link is unknown (null), not healthy.
+    link = facts["pcie"]["mlx4_0"]
+    assert (link["present"], link["current_speed_gts"], link["current_width"], link["speed_below_max"]) == (True, None, None, None)
 
 
 # --------------------------------------------------------------------- real tree (prometheus/procfs)
