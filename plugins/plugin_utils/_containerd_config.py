@@ -118,10 +118,13 @@ def parse_config(text: str, source: str) -> dict:
 
 
 def config_version(data: dict, source: str) -> int:
-    """The schema version; a file without ``version`` is version 1, containerd's own rule."""
+    """The schema version; a file without ``version`` is version 1, containerd's own rule, unless its
+    CRI runtimes sit under the version 3 name only: containerd 2.x moves a version 1 file's tables to
+    their version 3 names and keeps those already there, and such drop-ins are what Talos ships
+    (``/etc/cri/conf.d/*.part``), so the file is edited where containerd 2.x reads it."""
     version = data.get("version")
     if version is None:
-        return 1
+        return 3 if _only_schema_3_runtimes(data) else 1
     if isinstance(version, bool) or not isinstance(version, int):
         raise ContainerdConfigError(
             "%s: 'version' must be an integer (1, 2 or 3), found %s (%r)." % (source, type_name(version), version)
@@ -136,6 +139,15 @@ def config_version(data: dict, source: str) -> int:
             "containerd 2.x 'plugins.\"io.containerd.cri.v1.runtime\"'); nothing was changed." % (source, version)
         )
     return version
+
+
+def _only_schema_3_runtimes(data: dict) -> bool:
+    def runtimes(version):
+        node = data
+        for part in runtimes_path(version):
+            node = node.get(part) if isinstance(node, dict) else None
+        return isinstance(node, dict) and bool(node)
+    return runtimes(3) and not runtimes(1) and not runtimes(2)
 
 
 def runtimes_path(version: int) -> t.Tuple[str, ...]:
@@ -250,9 +262,12 @@ def legacy_default_runtime(data: dict, version: int, source: str) -> t.Optional[
     return None
 
 
-def runtime_table_path(version: int, name: str) -> t.Tuple[str, ...]:
-    """Where runtime ``name`` lives; ``default_runtime`` is the deprecated table beside ``runtimes``."""
-    if name == LEGACY_DEFAULT_RUNTIME:
+def runtime_table_path(data: dict, version: int, name: str, source: str) -> t.Tuple[str, ...]:
+    """Where runtime ``name`` lives: under ``runtimes``, except ``default_runtime`` in a schema 1 or 2 file
+    that uses the deprecated table of that name and configures no runtime called so (AKS names its
+    containerd 2.x default runtime ``default_runtime``: that one is an ordinary runtime)."""
+    if (name == LEGACY_DEFAULT_RUNTIME and legacy_default_runtime(data, version, source) is not None
+            and name not in configured_runtimes(data, version, source)):
         return CRI_PLUGIN_PATHS[version] + LEGACY_DEFAULT_SUBPATH
     return runtimes_path(version) + (name,)
 
@@ -260,6 +275,12 @@ def runtime_table_path(version: int, name: str) -> t.Tuple[str, ...]:
 def _choose_runtimes(data, version, configured, legacy, runtimes, state, create_missing, source, plan):
     """The runtime names to edit (``default_runtime`` for the deprecated table containerd uses)."""
     rpath = runtimes_path(version)
+    if legacy is not None and LEGACY_DEFAULT_RUNTIME in configured:
+        raise ContainerdConfigError(
+            "%s: '%s' and the deprecated '%s' table, which containerd 1.x runs pods with, are both named '%s'; "
+            "rename the runtime first, so that each can be named; nothing was changed." % (
+                source, toml_path(rpath + (LEGACY_DEFAULT_RUNTIME,)),
+                toml_path(CRI_PLUGIN_PATHS[version] + LEGACY_DEFAULT_SUBPATH), LEGACY_DEFAULT_RUNTIME))
     available = list(configured) + ([LEGACY_DEFAULT_RUNTIME] if legacy is not None else [])
     if runtimes is None:
         names = available
@@ -286,7 +307,8 @@ def _choose_runtimes(data, version, configured, legacy, runtimes, state, create_
             raise ContainerdConfigError("runtimes must be a list of runtime names, got %r." % (name,))
         if name not in names:
             names.append(name)
-    if LEGACY_DEFAULT_RUNTIME in names and legacy is None and LEGACY_DEFAULT_RUNTIME not in configured:
+    if (LEGACY_DEFAULT_RUNTIME in names and version in (1, 2) and legacy is None
+            and LEGACY_DEFAULT_RUNTIME not in configured):
         raise ContainerdConfigError(
             "%s: runtime '%s' names the deprecated '%s' table, which containerd only uses when it sets a "
             "runtime_type, and this file has no such table." % (
@@ -346,7 +368,7 @@ def plan_base_runtime_spec(
     expected = copy.deepcopy(data)
     splices = []
     for name in names:
-        runtime_path = runtime_table_path(version, name)
+        runtime_path = runtime_table_path(data, version, name, source)
         key_path = runtime_path + (BASE_RUNTIME_SPEC,)
         runtime = _get_table(data, runtime_path, source)
         try:
@@ -450,7 +472,7 @@ def check_dump(dump: str, expected: t.Mapping[str, t.Optional[str]], source: str
     if imports:
         hint = "; a file it imports (%s) probably replaces that section" % ", ".join(imports)
     for name, want in expected.items():
-        runtime = _get_table(data, runtime_table_path(version, name), "%s config dump" % containerd)
+        runtime = _get_table(data, runtime_table_path(data, version, name, containerd), "%s config dump" % containerd)
         if runtime is None and want is None:
             continue
         if not isinstance(runtime, dict):

@@ -27,6 +27,12 @@ EXPECTED = {
     # schema 1 with only the deprecated default_runtime table, which containerd runs pods with
     "k8s-the-hard-way-1.21_v1_default_runtime.toml": (1, ["default_runtime"]),
     "k8s-the-hard-way-1.10_v1_default_runtime_untrusted_gvisor.toml": (1, ["default_runtime"]),
+    "containerd-1.7_config_default_v2.toml": (2, ["runc"]),
+    "nvidia-ctk_v3_dropin_default_nvidia.toml": (3, ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]),
+    "aks-ubuntu-gb_v2_default_nvidia_untrusted_4space.toml": (2, ["nvidia", "runc", "untrusted"]),
+    "aks-windows_v1_noversion_runhcs_default_runtime.toml": (1, ["runhcs-wcow-process", "default_runtime"]),
+    # no version, and its runtime under the version 3 name only: containerd 2.x reads it there
+    "talos-ext_v3-names_noversion_nvidia_dropin.toml": (3, ["nvidia"]),
 }
 ALL_FIXTURES = sorted(path.name for path in FIXTURES.glob("*.toml"))
 KEY_LINE = re.compile(r"^[ \t]*base_runtime_spec[ \t]*=")
@@ -82,10 +88,10 @@ def test_fixture_set_base_runtime_spec_on_every_runtime(name):
     assert all(KEY_LINE.match(line) for line in removed), removed
     # The rest of the document is unchanged too.
     before, after = tomllib.loads(text), tomllib.loads(plan.new_text)
-    for runtime in runtimes:
+    for path in [cc.runtime_table_path(before, version, runtime, name) for runtime in runtimes]:
         for doc in (before, after):
             table = doc
-            for part in cc.runtime_table_path(version, runtime):
+            for part in path:
                 table = table[part]
             table.pop("base_runtime_spec", None)
     assert before == after
@@ -226,6 +232,14 @@ def test_a_file_without_version_is_version_1():
     assert plan.config_version == 1
     assert tomllib.loads(plan.new_text)["plugins"]["cri"]["containerd"]["runtimes"]["test-handler"] == {
         "runtime_type": "io.containerd.runc.v2", "base_runtime_spec": SPEC}
+
+
+def test_a_file_without_version_with_both_names_is_still_version_1():
+    # Version 3 names are taken as the file's schema only when no older name holds runtimes too.
+    text = ('[plugins.cri.containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n'
+            '[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]\n  runtime_type = "io.containerd.runc.v2"\n')
+    plan = cc.plan_base_runtime_spec(text, SPEC)
+    assert (plan.config_version, plan.runtimes) == (1, ["runc"])
 
 
 def test_multiline_strings_and_arrays_are_not_mistaken_for_tables():
@@ -422,3 +436,36 @@ def test_a_byte_order_mark_is_accepted_and_kept(state):
     assert (marked.config_version, marked.runtimes_changed) == (plain.config_version, plain.runtimes_changed)
     assert cc.validation_text("\ufeff" + 'version = 2\nimports = ["a.toml"]\n', "/etc/containerd") == (
         '\ufeffversion = 2\nimports = ["/etc/containerd/a.toml"]\n')
+
+
+# Modeled on AKS's Windows template for containerd 2.x (Azure/AgentBaker, staging/cse/windows/containerd2template.toml),
+# which names its default runtime "default_runtime": in schema 3 that is an ordinary runtime, never the
+# deprecated table of containerd 1.x.
+AKS_WINDOWS_V3 = (
+    "version = 3\r\n"
+    "[plugins.'io.containerd.cri.v1.runtime'.containerd]\r\n"
+    "  default_runtime_name = 'default_runtime'\r\n"
+    "  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes]\r\n"
+    "    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.default_runtime]\r\n"
+    "      runtime_type = 'io.containerd.runhcs.v1'\r\n"
+    "    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runhcs-wcow-process]\r\n"
+    "      runtime_type = 'io.containerd.runhcs.v1'\r\n"
+)
+
+
+def test_a_runtime_named_default_runtime_is_a_runtime_in_schema_3():
+    plan = cc.plan_base_runtime_spec(AKS_WINDOWS_V3, SPEC)
+    assert (plan.runtimes_changed, plan.runtimes_created) == (["default_runtime", "runhcs-wcow-process"], [])
+    runtimes = runtime_table(plan.new_text, 3)
+    assert {name: runtimes[name]["base_runtime_spec"] for name in runtimes} == {"default_runtime": SPEC, "runhcs-wcow-process": SPEC}
+    assert "default_runtime" not in tomllib.loads(plan.new_text)["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]
+    _removed, added = changed_lines(AKS_WINDOWS_V3, plan.new_text)
+    # Each key in its runtime's table, indented like its keys, quoted and ended (CRLF) like the file's lines.
+    assert added == ["      base_runtime_spec = '%s'\r\n" % SPEC] * 2
+
+
+def test_schema_2_with_the_deprecated_table_and_a_runtime_of_its_name_is_refused():
+    text = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.default_runtime]\n  runtime_type = "io.containerd.runc.v2"\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.default_runtime]\n  runtime_type = "io.containerd.runc.v2"\n')
+    with pytest.raises(cc.ContainerdConfigError, match="are both named 'default_runtime'; rename the runtime first"):
+        cc.plan_base_runtime_spec(text, SPEC)
