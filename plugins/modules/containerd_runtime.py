@@ -68,7 +68,12 @@ options:
       - The deprecated C(default_runtime) table of schemas 1 and 2 (what older guides and docker's bundled
         containerd write, often with no C(runtimes) table at all) counts as the runtime V(default_runtime)
         when it sets C(runtime_type), because containerd 1.x then runs pods with it; it is included when
-        O(runtimes) is omitted and can be named. C(untrusted_workload_runtime) is left alone.
+        O(runtimes) is omitted and can be named. C(untrusted_workload_runtime) is left alone. A runtime
+        of the C(runtimes) table that is itself named C(default_runtime) (AKS names its containerd 2.x
+        default runtime so) is that runtime; a schema 1 or 2 file with both is refused.
+      - A file without C(version) is schema 1, as containerd reads it, unless its runtimes sit under
+        the schema 3 name C(io.containerd.cri.v1.runtime) only (Talos's CRI drop-ins): containerd 2.x
+        reads those there, so it is edited as schema 3.
     type: list
     elements: str
   state:
