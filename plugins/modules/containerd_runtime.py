@@ -72,8 +72,8 @@ options:
         of the C(runtimes) table that is itself named C(default_runtime) (AKS names its containerd 2.x
         default runtime so) is that runtime; a schema 1 or 2 file with both is refused.
       - A file without C(version) is schema 1, as containerd reads it, unless its runtimes sit under
-        the schema 3 name C(io.containerd.cri.v1.runtime) only (Talos's CRI drop-ins): containerd 2.x
-        reads those there, so it is edited as schema 3.
+        the schema 3 name C(io.containerd.cri.v1.runtime) only (Talos's CRI drop-ins), which containerd 2.x
+        reads there, so it is edited as schema 3.
     type: list
     elements: str
   state:
