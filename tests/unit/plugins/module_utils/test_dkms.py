@@ -379,4 +379,4 @@ def test_a_paste_of_two_runs_is_read_from_the_last_one():
     assert result["notes"] == [{"line": 9, "text": "# dkms status",
                                 "reason": "a later dkms status run: the 2 line(s) of output before it are left out"}]
     # One run, however it is pasted, keeps every module.
-    assert len(parse_dkms_status(paste.split("# dkms remove")[0])["modules"]) == 2
+    assert len(parse_dkms_status(paste.split("# dkms remove", maxsplit=1)[0])["modules"]) == 2
