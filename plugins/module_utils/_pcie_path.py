@@ -178,7 +178,8 @@ _ATS_CTL = re.compile(r"^ATSCtl:\s*Enable(?P<enabled>[+-]),?\s*Smallest Translat
 _EXPRESS = re.compile(r"^Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*(?:\([^)]*\)\s*)?(?P<kind>\S.*)$")
 # lspci's word for a function whose configuration space reads all ones (gone from the bus, or in reset).
 _NO_ANSWER = re.compile(r"^!!! (?:Unknown header type|Invalid class)")
-# A mail's quote marks before a pasted listing ("> \tACSCtl: ..."), possibly nested.
+# A mail's quote marks before a pasted listing ("> \tACSCtl: ..."), possibly nested: one blank after each
+# mark at most, the indentation after it is lspci's and tells device headers from their lines.
 _QUOTE_MARKS = re.compile(r"^(?:>[ \t]?)+")
 # The rest of an ACSCap/ACSCtl line a mail or a terminal broke: nothing but ACS flags.
 _ACS_CONTINUATION = re.compile(r"^(?:(?:SrcValid|TransBlk|ReqRedir|CmpltRedir|UpstreamFwd|EgressCtrl|DirectTrans)[+-]\s*)+$")
