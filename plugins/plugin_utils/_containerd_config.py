@@ -124,7 +124,8 @@ def config_version(data: dict, source: str) -> int:
     (``/etc/cri/conf.d/*.part``), so the file is edited where containerd 2.x reads it."""
     version = data.get("version")
     if version is None:
-        return 3 if _only_schema_3_runtimes(data) else 1
+        only_schema_3 = _has_runtimes(data, 3, source) and not any(_has_runtimes(data, old, source) for old in (1, 2))
+        return 3 if only_schema_3 else 1
     if isinstance(version, bool) or not isinstance(version, int):
         raise ContainerdConfigError(
             "%s: 'version' must be an integer (1, 2 or 3), found %s (%r)." % (source, type_name(version), version)
@@ -139,15 +140,6 @@ def config_version(data: dict, source: str) -> int:
             "containerd 2.x 'plugins.\"io.containerd.cri.v1.runtime\"'); nothing was changed." % (source, version)
         )
     return version
-
-
-def _only_schema_3_runtimes(data: dict) -> bool:
-    def runtimes(version):
-        node = data
-        for part in runtimes_path(version):
-            node = node.get(part) if isinstance(node, dict) else None
-        return isinstance(node, dict) and bool(node)
-    return runtimes(3) and not runtimes(1) and not runtimes(2)
 
 
 def runtimes_path(version: int) -> t.Tuple[str, ...]:
@@ -188,16 +180,19 @@ def default_runtime_name(data: dict, version: int, source: str) -> str:
     return name if isinstance(name, str) and name else DEFAULT_RUNTIME_NAME
 
 
+def _has_runtimes(data: dict, version: int, source: str) -> bool:
+    """Whether the runtimes table of a schema's name holds any runtime (a malformed one counts as none here:
+    the schema the file is read in reports it)."""
+    try:
+        return bool(_get_table(data, runtimes_path(version), source))
+    except ContainerdConfigError:
+        return False
+
+
 def _check_schema_names(data: dict, version: int, source: str) -> None:
     """A file whose runtimes sit under another schema's plugin name is a mistake containerd ignores."""
     for other, plugin in CRI_PLUGIN_PATHS.items():
-        if other == version:
-            continue
-        try:
-            table = _get_table(data, plugin + RUNTIMES_SUBPATH, source)
-        except ContainerdConfigError:
-            table = None
-        if table:
+        if other != version and _has_runtimes(data, other, source):
             raise ContainerdConfigError(
                 "%s: the file is version %d, but its CRI runtimes sit under '%s', the version %d name, which "
                 "containerd ignores for version %d; fix 'version' or the table names first." % (
@@ -472,7 +467,8 @@ def check_dump(dump: str, expected: t.Mapping[str, t.Optional[str]], source: str
     if imports:
         hint = "; a file it imports (%s) probably replaces that section" % ", ".join(imports)
     for name, want in expected.items():
-        runtime = _get_table(data, runtime_table_path(data, version, name, containerd), "%s config dump" % containerd)
+        where = "%s config dump" % containerd
+        runtime = _get_table(data, runtime_table_path(data, version, name, where), where)
         if runtime is None and want is None:
             continue
         if not isinstance(runtime, dict):
