@@ -19,6 +19,10 @@ and forks setting, it times side by side, alternating in rounds so that they sha
   the hosts and failing each of them costs Ansible itself.
 * ``site_nofail`` (only with ``--only``): ``site`` with ``-e rdma_fail_on_findings=false``, the report
   without failing a host: what failing the hosts costs the site run.
+* ``site_nocode`` (only with ``--only``): ``site`` with the nodes' code cache off
+  (``RDMA_NODE_CODE_CACHE=off``): every module call compiles the collection's module_utils, as the
+  first call on a node does. The other jobs keep it in the benchmark's directory, as a node keeps it
+  from one run to the next (every simulated host runs on this machine, so they share one).
 
 ansible-playbook runs as an operator runs it: default stdout callback (its output goes to a file),
 no retry files. For each job it records the wall time and the CPU time (user + system of
@@ -57,12 +61,13 @@ BIN = Path(sys.executable).parent
 JOBS = ("ping", "ib_inventory", "site", "report")
 # Measured only when asked for (--only): site.yml with ansible's default in-memory fact cache, which
 # shows what the persistent (jsonfile) cache costs the site run.
-OPTIONAL_JOBS = ("site_nocache", "ping_assert", "ping_fail", "site_nofail")
+OPTIONAL_JOBS = ("site_nocache", "ping_assert", "ping_fail", "site_nofail", "site_nocode")
 # ansible-playbook exits 2 when hosts failed: the demo profiles plant faults, so the checking jobs must.
 ACCEPTED_RC = {"ping": (0,), "ping_assert": (0,), "ping_fail": (2,), "ib_inventory": (0, 2), "site": (0, 2), "site_nocache": (0, 2),
-               "site_nofail": (0,), "report": (0,)}
+               "site_nofail": (0,), "site_nocode": (0, 2), "report": (0,)}
 # Where each job that writes the fleet report writes it.
-REPORT_DIRS = {"site": "site-report", "site_nocache": "site-nocache-report", "site_nofail": "site-nofail-report", "report": "cached-report"}
+REPORT_DIRS = {"site": "site-report", "site_nocache": "site-nocache-report", "site_nofail": "site-nofail-report",
+               "site_nocode": "site-nocode-report", "report": "cached-report"}
 
 PING_PLAYBOOK = """\
 ---
@@ -138,6 +143,8 @@ def environment(base, forks):
         "ANSIBLE_RETRY_FILES_ENABLED": "0",
         "ANSIBLE_LOCAL_TEMP": str(base / "tmp"),
         "ANSIBLE_HOME": str(base / "ansible-home"),
+        # The nodes' compiled code (module_utils/_zip_import.py), kept here rather than in /var/cache.
+        "RDMA_NODE_CODE_CACHE": str(base / "node-code-cache"),
     })
     if forks != "default":
         env["ANSIBLE_FORKS"] = str(forks)
@@ -155,9 +162,12 @@ def command(job, base, inventory):
         "site": ["rdma.node.site", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["site"])],
         "site_nocache": ["rdma.node.site", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["site_nocache"])],
         "site_nofail": ["rdma.node.site", "-e", "rdma_fail_on_findings=false", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["site_nofail"])],
+        "site_nocode": ["rdma.node.site", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["site_nocode"])],
         "report": ["rdma.node.fleet_report", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["report"])],
     }[job]
-    extra = cache if job in ("site", "site_nofail", "report") else {}
+    extra = cache if job in ("site", "site_nofail", "site_nocode", "report") else {}
+    if job == "site_nocode":
+        extra = dict(extra, RDMA_NODE_CODE_CACHE="off")
     return [str(BIN / "ansible-playbook"), "-i", str(inventory / "hosts.yml"), *playbook], extra
 
 

@@ -210,7 +210,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-# First: the collection's imports below are then compiled once, not twice (module_utils/_zip_import.py).
+# First: the collection's imports below are then compiled once and kept on the node (module_utils/_zip_import.py).
 from ansible_collections.rdma.node.plugins.module_utils import _zip_import  # noqa: F401  # pylint: disable=unused-import
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import (
     RlimitError,
