@@ -72,6 +72,9 @@ _RECORD_FORMS = (
         r"^\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d \d{4})\]" + _CALLER + r" ?(?P<message>.*)$")),
     # dmesg: "[ 1202.718785] message"; dmesg -r and pstore's dmesg put the level first: "<6>[ 14.952018] message"
     ("dmesg", re.compile(r"^(?:<[0-9]{1,3}>)?\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")),
+    # The same after a prefix of another tool's (a test harness's "INFO - INFO - ", a timestamped
+    # console capture): short, without a bracket, before the kernel's own time stamp.
+    ("dmesg", re.compile(r"^[^\[\]]{1,60}?\s\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")),
 )
 # Inside a syslog message the kernel's own time stamp may follow: "kernel: [10601.214044] igb ..."
 _KERNEL_SECONDS = re.compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")

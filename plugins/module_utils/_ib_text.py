@@ -363,11 +363,20 @@ class _Block:
 def _set_state(port, text):
     name, code = port_state(_known(text))
     port["state"], port["state_code"] = name, code
+    _note_unknown_word(port, "state", name, code)
 
 
 def _set_phys_state(port, text):
     name, code = phys_state(_known(text))
     port["phys_state"], port["phys_state_code"] = name, code
+    _note_unknown_word(port, "physical state", name, code)
+
+
+def _note_unknown_word(port, what, name, code):
+    """A state word that is none of the kernel's (a hand-edited paste's "Activate") is kept as printed,
+    without a code, and said: it never passes for a known state."""
+    if name is not None and code is None and isinstance(port, _Block):
+        port.reader.note(port.number, port.line, "a %s the kernel does not name so, kept as printed without its code" % what)
 
 
 def _set_rate(reader, number, line, port, text):
@@ -447,6 +456,7 @@ def parse_ibstat(data, strict=False):
 
     devices = _Devices()
     device = port = None
+    orphan_port = None  # the line of the first port block before any CA line
     for number, line in lines:
         header = _IBSTAT_CA.match(line)
         if header:
@@ -465,6 +475,7 @@ def parse_ibstat(data, strict=False):
             reader.unplaced(number, line)
             continue
         if device is None:
+            orphan_port = orphan_port or (port_header and number)
             reader.unplaced(number, line, "a field before the first CA header")
             continue
         if port_header:
@@ -506,6 +517,10 @@ def parse_ibstat(data, strict=False):
                 reader.unplaced(number, line, "a key ibstat does not print; not used", strict_error=False)
             continue
         reader.placed()
+    if orphan_port and not reader.recognised:
+        # ibstat | grep Port: the ports are there, the CA lines that name their device are not.
+        raise IbTextError("parse_ibstat: port blocks without a CA 'name' line to say whose ports they are (first at line %d); "
+                          "the output looks filtered: keep the CA lines" % orphan_port)
     return reader.result(devices.result())
 
 
@@ -531,6 +546,8 @@ _IBSTATUS_HEADER = re.compile(
     r"^Infiniband\s+device\s+'(?P<device>[^']+)'\s+port\s+(?P<port>[0-9]{1,3})\s+status\s*:$", re.IGNORECASE
 )
 _IBSTATUS_HEADER_LOOSE = re.compile(r"^Infiniband\s+device\b.*\bstatus\s*:?$", re.IGNORECASE)
+# What ibstatus prints where the device (or, for '*', any device) has no sysfs directory.
+_IBSTATUS_NONE = re.compile(r"^Fatal error:\s+device '(?P<device>[^']*)': sys files not found\b", re.IGNORECASE)
 _IBSTATUS_KEYS = {
     "base lid": ("lid", parse_lid),
     "sm lid": ("sm_lid", parse_lid),
@@ -551,6 +568,14 @@ def parse_ibstatus(data, strict=False):
             continue
         if _IBSTATUS_HEADER_LOOSE.match(line):
             reader.unplaced(number, line, "a port header that cannot be read; the port's fields are left out")
+            port = None
+            continue
+        missing = _IBSTATUS_NONE.match(line)
+        if missing:
+            name = missing.group("device")
+            reader.note(number, line, "ibstatus found no RDMA device" if name == "*" else
+                        "ibstatus found no RDMA device named '%s'" % _shown(name))
+            reader.placed()
             port = None
             continue
         pair = _KEY_VALUE.match(line)

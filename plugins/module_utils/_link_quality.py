@@ -28,6 +28,11 @@ SECTION_OPERATIONAL = "Operational Info"
 SECTION_BER = "Physical Counters and BER Info"
 SECTION_MODULE = "Module Info"
 SECTION_TROUBLESHOOTING = "Troubleshooting Info"
+# Section titles read as such without their "-----" line (a paste through grep drops it).
+_KNOWN_SECTIONS = frozenset((SECTION_OPERATIONAL, SECTION_BER, SECTION_MODULE, SECTION_TROUBLESHOOTING,
+                             "Supported Info", "Tool Information"))
+# mlxlink's error lines: "-E- Device not found", "-E- "--show_ber_monitor" option is not supported for HCA".
+_ERROR_LINE = re.compile(r"^-E-\s*(?P<message>.*)$")
 # Per-lane module flags (mlxlink's "[per lane]" fields; 1 means the condition is present on that lane).
 LANE_FAULTS = {
     "Rx LOS [per lane]": "rx_loss_of_signal",
@@ -59,22 +64,22 @@ class MlxlinkTextError(ValueError):
 
 def _sections_from_json(text):
     start = text.find("{")
+    decoder = json.JSONDecoder()
     try:
-        loaded = json.loads(text[start:])
+        loaded, end = decoder.raw_decode(text, start)
     except ValueError as exc:
-        end = text.rfind("}")
-        if end > start:
-            try:
-                loaded = json.loads(text[start:end + 1])
-            except ValueError:
-                loaded = None
-        else:
-            loaded = None
-        if loaded is None:
-            raise MlxlinkTextError("the output starts like mlxlink --json but is not complete JSON (%s); "
-                                   "a cut-off paste or a failed run" % exc) from None
+        raise MlxlinkTextError("the output starts like mlxlink --json but is not complete JSON (%s); "
+                               "a cut-off paste or a failed run" % exc) from None
     if not isinstance(loaded, dict):
         raise MlxlinkTextError("expected the JSON object mlxlink --json prints, got %s" % type(loaded).__name__)
+    following = text.find("{", end)
+    if following >= 0:
+        try:
+            decoder.raw_decode(text, following)
+        except ValueError:
+            pass  # a brace in the text after the output, not another output
+        else:
+            raise _several_outputs("mlxlink --json object")
     output = (loaded.get("result") or {}).get("output") if isinstance(loaded.get("result"), dict) else None
     status = loaded.get("status") if isinstance(loaded.get("status"), dict) else {}
     sections = {}
@@ -84,6 +89,11 @@ def _sections_from_json(text):
     return sections, {"code": status.get("code"), "message": status.get("message")}
 
 
+def _several_outputs(what, count=None):
+    return MlxlinkTextError("the text holds %s %s: a port's saved output is one run of mlxlink for that port"
+                            % ("%d outputs, each with its" % count if count else "more than one", what))
+
+
 def _json_value(value):
     if isinstance(value, dict) and isinstance(value.get("values"), list):
         return [str(v).strip() for v in value["values"]]
@@ -91,22 +101,40 @@ def _json_value(value):
 
 
 def _sections_from_text(text):
-    sections, current, previous = {}, None, None
+    sections, current, previous, errors, starts = {}, None, None, [], {}
+
+    def start(name):
+        starts[name] = starts.get(name, 0) + 1
+        return sections.setdefault(name, {})
+
     for raw in text.replace("\r\n", "\n").split("\n"):
         line = raw.strip()
         if not line:
             continue
-        if set(line) == {"-"} and previous is not None:
-            current = sections.setdefault(previous, {})
+        error = _ERROR_LINE.match(line)
+        if error:
+            errors.append(error.group("message").strip())
             previous = None
+            continue
+        if line in _KNOWN_SECTIONS:
+            current, previous = start(line), None
+            continue
+        if set(line) == {"-"} and previous is not None:
+            current, previous = start(previous), None
             continue
         match = _TEXT_FIELD.match(line)
         if match and current is not None:
             current[match.group("key").strip()] = match.group("value").strip()
         previous = line
+    repeated = max(starts.values()) if starts else 0
+    if repeated > 1:
+        raise _several_outputs("'%s' section" % next(name for name, count in starts.items() if count == repeated), repeated)
     if not sections:
+        if errors:
+            raise MlxlinkTextError("mlxlink printed an error and no section: -E- %s" % errors[0])
         raise MlxlinkTextError("no 'Section' / '-------' / 'Field : value' block and no JSON: this is not mlxlink output")
-    return sections, {"code": None, "message": None}
+    # An error beside the sections (an option this device does not support) leaves what was printed good.
+    return sections, {"code": None, "message": "; ".join("-E- %s" % e for e in errors) or None}
 
 
 def _number(text):

@@ -29,9 +29,10 @@ import re
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAX_LINE
 
 # ``host:pid:tid [cuda device] NCCL INFO message``; the host may be empty or a placeholder of a
-# paste (``<cluster_name>``), and anything may stand before it (a launcher's prefix, a time stamp).
+# paste (``<cluster_name>``), and anything may stand before it (a launcher's prefix, a time stamp,
+# the backtick or quote mark of a paste in Markdown or prose, which no host name holds).
 _NCCL_LINE = re.compile(
-    r"(?:^|[\s\]\)>:])(?P<host>[^\s:\[\]()]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] "
+    r"(?:^|[\s\]\)>:`'\"])(?P<host>[^\s:\[\]()`'\"]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] "
     r"(?:[^\s]+ )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<message>.*)$"
 )
 # A line of documentation or a bare paste: ``NCCL INFO Channel 00/0 : ...`` without the prefix.
@@ -319,7 +320,8 @@ _TESTS_VERSION = re.compile(r"[nr]ccl-tests version (?P<version>\S+)")
 _TESTS_NAME = re.compile(r"Collective test starting: (?P<name>\S+)|"
                          r"\b(?P<binary>(?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)_perf)\b")
 _TESTS_DEVICE = re.compile(
-    r"Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>.+?)\s+device\s+(?P<device>\d+)\s+"
+    # Builds against NCCL 1 print no Pid.
+    r"Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?(?:Pid\s+(?P<pid>\d+)\s+)?on\s+(?P<host>.+?)\s+device\s+(?P<device>\d+)\s+"
     r"\[(?P<bus>[^\]]+)\]\s*(?P<name>.*?)\s*$"
 )
 _AVG_BUSBW = re.compile(r"Avg bus bandwidth\s*:\s*(?P<value>[0-9]+(?:\.[0-9]+)?)")
@@ -452,7 +454,8 @@ def parse_nccl_tests(text, strict=False):
         device = _TESTS_DEVICE.search(line)
         if device:
             entry = {"rank": int(device.group("rank")), "group": int(device.group("group")) if device.group("group") else None,
-                     "pid": int(device.group("pid")), "host": device.group("host").strip(), "device": int(device.group("device")),
+                     "pid": int(device.group("pid")) if device.group("pid") else None,
+                     "host": device.group("host").strip(), "device": int(device.group("device")),
                      "bus": device.group("bus"), "name": device.group("name")}
             result["devices"].append(entry)
             if entry["host"] not in result["hosts"]:

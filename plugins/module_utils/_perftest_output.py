@@ -63,9 +63,6 @@ _TITLE = re.compile(r"^\s*((?:[A-Za-z_]+ )+(?:BW|Latency|Lat) Test)\s*$")
 _ADDRESS = re.compile(r"^\s*(local|remote) address:\s*(.*?)\s*$")
 _ADDRESS_KEYS = re.compile(r"\b(LID|QPN|PSN|OUT|RKey|VAddr|SRQN)\b")
 _GID = re.compile(r"^\s*GID:\s*(\S+)\s*$")
-# "Key : value" pairs, two to a line; a key starts the line or follows a tab or two spaces, so that
-# "root@host:~#" or "see: this" inside other text is no header.
-_PAIR = re.compile(r"(?:^|(?<=\s\s)|(?<=\t))\s*([A-Za-z][\w.*/()\- ]*?)\s*:\s*(\S+)")
 # Figures are read from ASCII digits only (float() and int() also take Arabic-Indic or fullwidth
 # digits, "_" separators, "inf" and "nan"), and at most 15 digits before the point, so that every
 # figure and every product of figures is a finite float: a result never holds Infinity or NaN.
@@ -84,15 +81,20 @@ _PERFTEST_COMMAND = re.compile(r"^(?:sudo\s+)?(?:ib_(?:write|read|send|atomic)_(
 _COLUMN_UNIT = re.compile(r"^(?P<name>.*?)\[(?P<unit>[^\]]*)\]$")
 
 # Header keys perftest prints, accepted even outside a header block (a paste may start mid-header).
-_KNOWN_HEADER_KEYS = frozenset(
-    key.lower()
-    for key in (
-        "Dual-port", "Device", "Number of qps", "Transport type", "Connection type", "Using SRQ",
-        "PCIe relax order", "ibv_wr* API", "TX depth", "RX depth", "CQ Moderation", "CQE Poll Batch",
-        "Mtu", "Link type", "GID index", "Max inline data", "rdma_cm QPs", "Data ex. method",
-        "Outstand reads", "Post List", "Lock-free", "Using Enhanced Reorder", "Using DDP",
-    )
+_HEADER_KEYS = (
+    "Dual-port", "Device", "Number of qps", "Transport type", "Connection type", "Using SRQ",
+    "PCIe relax order", "ibv_wr* API", "TX depth", "RX depth", "CQ Moderation", "CQE Poll Batch",
+    "Mtu", "Link type", "GID index", "Max inline data", "rdma_cm QPs", "Data ex. method",
+    "Outstand reads", "Post List", "Lock-free", "Using Enhanced Reorder", "Using DDP",
 )
+_KNOWN_HEADER_KEYS = frozenset(key.lower() for key in _HEADER_KEYS)
+# "Key : value" pairs, two to a line; a key starts the line or follows a tab or two spaces, so that
+# "root@host:~#" or "see: this" inside other text is no header. A key perftest prints may also follow
+# one space: a mail or a web page turns the tabs between the two pairs of a line into one blank.
+_PAIR = re.compile(r"(?:^|(?<=\s\s)|(?<=\t)|(?<=\S )(?=(?:%s)\s*:))\s*([A-Za-z][\w.*/()\- ]*?)\s*:\s*(\S+)"
+                   % "|".join(re.escape(key) for key in sorted(_HEADER_KEYS, key=len, reverse=True)))
+# Mail quote marks before a line ("> "), which no line of perftest's starts with.
+_QUOTE_MARKS = re.compile(r"^(?:>[ \t]?)+")
 
 _HINTS = {
     "memlock": (
@@ -219,7 +221,7 @@ def hint_for(cause):
 def _text_lines(text):
     if text is None:
         return []
-    return str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return [_QUOTE_MARKS.sub("", line) for line in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")]
 
 
 def _column_names(header_line):
@@ -535,6 +537,11 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
             continue
         title = _TITLE.match(line)
         if title:
+            if titles and " ".join(title.group(1).split()) != " ".join(titles[0].split()):
+                # Both sides of one run print the same title: another title is another run.
+                _note(notes, "another test's output starts here (%s after %s): only the first test is read"
+                      % (" ".join(title.group(1).split()), " ".join(titles[0].split())), number, line)
+                break
             titles.append(title.group(1))
             in_header = True
             continue

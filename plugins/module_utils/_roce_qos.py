@@ -44,6 +44,8 @@ DSCP_NAMES = {"default": 0, "CS1": 8, "AF11": 10, "AF12": 12, "AF13": 14, "CS2":
               "EF": 46, "CS6": 48, "CS7": 56}
 # dcb's names for PCP values: 0nd..7nd (drop-eligible clear), 0de..7de (set).
 PCP_NAMES = {"%d%s" % (pcp, suffix): pcp + (8 if suffix == "de" else 0) for suffix in ("nd", "de") for pcp in range(8)}
+# A mail's quote marks before a pasted line ("> {", ">> ").
+_QUOTE_MARKS = re.compile(r"^\s*(?:>[ \t]?)+")
 
 
 class QosTextError(ValueError):
@@ -57,16 +59,27 @@ def _lines(text, what):
 
 
 def _json_object(text, what):
-    """The JSON object in ``text`` (its first ``{`` to its last ``}``), or None when it holds none."""
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0:
+    """The JSON object in ``text`` (from its first ``{``), or None when it holds none. A paste of several
+    runs holds several objects: the last is read, as of mlnx_qos outputs. Mail quote marks ("> ")
+    before the lines are read past."""
+    text = "\n".join(_QUOTE_MARKS.sub("", line) for line in text.split("\n"))
+    position = text.find("{")
+    if position < 0:
         return None
-    if end < start:
-        raise QosTextError("%s: the output starts like JSON but is not JSON (it ends before its closing brace: cut off?)" % what)
-    try:
-        loaded = json.loads(text[start:end + 1])
-    except ValueError as exc:
-        raise QosTextError("%s: the output starts like JSON but is not JSON (%s)" % (what, exc)) from None
+    decoder, objects = json.JSONDecoder(), []
+    while position >= 0:
+        try:
+            loaded, end = decoder.raw_decode(text, position)
+        except ValueError as exc:
+            if objects:
+                break  # text after the last output (a prompt, a shell's "${...}")
+            if text.rfind("}") < position:
+                raise QosTextError("%s: the output starts like JSON but is not JSON (it ends before its closing brace: cut off?)"
+                                   % what) from None
+            raise QosTextError("%s: the output starts like JSON but is not JSON (%s)" % (what, exc)) from None
+        objects.append(loaded)
+        position = text.find("{", end)
+    loaded = objects[-1]
     if not isinstance(loaded, dict):
         raise QosTextError("%s: expected a JSON object, got %s" % (what, type(loaded).__name__))
     return loaded
@@ -273,7 +286,8 @@ def parse_mlnx_qos(text):
     lines = _lines(text, what)
     starts = _output_starts(lines)
     if not starts:
-        raise QosTextError("%s: no 'Priority trust state:' or 'DCBX mode:' line: this is not mlnx_qos output" % what)
+        raise QosTextError("%s: no line starts with 'Priority trust state:' or 'DCBX mode:' (a text that lost its line breaks "
+                           "has none either): this is not mlnx_qos output" % what)
     notes = ["line %d runs mlnx_qos with %s, which writes: the table after it shows what that command set"
              % (number, " ".join(flags)) for number, flags in _setting_commands(lines, "mlnx_qos")]
     first = starts[-1]

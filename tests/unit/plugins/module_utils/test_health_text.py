@@ -54,6 +54,16 @@ def test_a_dmesg_quoted_in_a_mail_is_read_past_its_quote_marks():
     assert result["records"] == 10
 
 
+def test_a_prefix_of_another_tool_before_the_kernels_time_stamp_is_read_past():
+    # A test harness's "INFO - INFO - " before every dmesg line of a switch's mlxsw_spectrum ports.
+    result = parse_carrier_events(read("dentos_11_harness_prefix_info_info_mlxsw_spectrum_lowercase_link_down_up_trailing_space_partial.txt"))
+    assert [(e["netdev"], e["carrier"], e["source"], e["monotonic_seconds"]) for e in result["events"]] == [
+        ("swp1", "down", "driver", 6213.959196), ("swp2", "up", "driver", 6218.812883), ("swp1", "up", "driver", 6218.817993),
+        ("swp2", "up", "addrconf", 6218.823277), ("swp2", "down", "driver", 6224.148715), ("swp1", "down", "driver", 6224.154005)]
+    assert result["events"][0]["pci_address"] == "0000:01:00.0"
+    assert (result["records"], result["notes"]) == (17, [])
+
+
 def test_a_journal_without_host_names_and_the_older_bonding_prefix():
     # "Jan 31 17:38:44.384098 kernel: bond0: ...": the first word after the time is the tag, not a host.
     result = parse_carrier_events(read("flatcar_mantle44_journal_short_precise_no_host_bond_link_up_repeated.txt"))

@@ -256,6 +256,8 @@ EXPECTED = {
                rate_gbps=None, vendor_id="0x626d74"),
     ],
     "ibv_devinfo/pib_2_libibverbs_warnings_no_ib_devices_found.txt": [],
+    # ibstatus where /sys/class/infiniband holds no device: its "Fatal error: ... sys files not found".
+    "ibstatus/trinity_219_fatal_error_sys_files_not_found_prompt.txt": [],
     # MLNX_OFED 4's ibv_devinfo -d mlx5_3 -v: a RoCE port at 1X 10 Gb/s among its own attribute lines.
     "ibv_devinfo/magnate3_d_mlx5_3_v_ofed4_exp_flags.txt": [
         _entry("mlx5_3", 1, fw_ver="14.27.1016", node_guid="0x08c0eb03003b353c", board_id="MT_2420110004", vendor_part_id=4117,

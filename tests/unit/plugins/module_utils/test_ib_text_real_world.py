@@ -357,3 +357,33 @@ def test_values_blanked_out_before_a_paste_are_left_out_in_line_order():
             (2, "a redaction mark: the listing around it is incomplete")] + [
             (line, "a redacted value, left out") for line in (5, 7, 9, 10, 18, 19)] + [
             (21, "a diagnostic message, not part of the listing")]
+
+
+def test_ibstatus_without_any_device_says_so_instead_of_refusing():
+    result = PARSERS["ibstatus"]((FIXTURES / "ibstatus" / "trinity_219_fatal_error_sys_files_not_found_prompt.txt").read_text(encoding="utf-8"))
+    assert result["ports"] == []
+    assert [(n["line"], n["reason"]) for n in result["notes"]] == [(2, "ibstatus found no RDMA device")]
+    named = PARSERS["ibstatus"]("Fatal error:  device 'mlx5_9': sys files not found (/sys/class/infiniband/mlx5_9/ports)\n")
+    assert named["ports"] == [] and named["notes"][0]["reason"] == "ibstatus found no RDMA device named 'mlx5_9'"
+
+
+def test_ibstat_filtered_by_grep_down_to_its_port_blocks_is_refused_for_what_it_lacks():
+    text = (FIXTURES / "pastes" / "openshift_docs_egrep_port_base_link_no_ca_headers_first_line_unindented_prompt.txt").read_text(encoding="utf-8")
+    with pytest.raises(IbTextError) as error:
+        PARSERS["ibstat"](text)
+    assert str(error.value) == ("parse_ibstat: port blocks without a CA 'name' line to say whose ports they are (first at line 1); "
+                                "the output looks filtered: keep the CA lines")
+
+
+def test_a_state_word_the_kernel_does_not_use_is_kept_without_a_code_and_said():
+    # A hand-edited paste (seen in a blog post: "State: Activate"), made here from a real ibstat listing.
+    path = FIXTURES / "ibstat" / "gpud_h100_bf3_MT41692_bond_plus_8ib400.txt"
+    text = path.read_text(encoding="utf-8")
+    edited = text.replace("State: Active", "State: Activate", 1)
+    line = next(number for number, row in enumerate(edited.split("\n"), start=1) if "State: Activate" in row)
+    result = PARSERS["ibstat"](edited)
+    assert {"line": line, "text": "State: Activate", "reason": "a state the kernel does not name so, kept as printed without its code"} in [
+        dict(note, text=note["text"].strip()) for note in result["notes"]]
+    changed = [p for p in result["ports"] if p["state"] == "Activate"]
+    assert len(changed) == 1 and changed[0]["state_code"] is None
+    assert sum(p["state"] == "ACTIVE" for p in result["ports"]) == sum(p["state"] == "ACTIVE" for p in PARSERS["ibstat"](text)["ports"]) - 1

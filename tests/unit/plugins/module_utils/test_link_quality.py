@@ -120,7 +120,8 @@ def test_readings(value, reading):
 
 @pytest.mark.parametrize("text, message", [
     ("", r"^the output is empty$"),
-    ("-E- Device mlx5_9 not found\n", r"^no 'Section' / '-------' / 'Field : value' block and no JSON: this is not mlxlink output$"),
+    ("-E- Device mlx5_9 not found\n", r"^mlxlink printed an error and no section: -E- Device mlx5_9 not found$"),
+    ("Operational Info\n", r"^none of the sections"),
     ('{"result": {"output": {}}, "status": {"code": 0}}', r"^none of the sections Operational Info, Physical Counters and BER Info, Module Info"),
     ("[1, 2]", r"^no 'Section'"),
 ])
@@ -165,3 +166,53 @@ def test_without_tool_or_saved_outputs_nothing_is_claimed(tmp_path):
     garbled.write_text("<html>502 Bad Gateway</html>")
     assert read_link_quality("/sys", FACTS, saved_dir=str(tmp_path))["ports"]["mlx5_0/1"]["reason"] == (
         "%s: no 'Section' / '-------' / 'Field : value' block and no JSON: this is not mlxlink output" % garbled)
+
+
+# ----------------------------------------------------------------------------------------------
+# Pastes of several ports, through grep, with mlxlink's own errors
+# ----------------------------------------------------------------------------------------------
+
+SIGCOMM_TWO_PORTS = "sigcomm26_bf3_readme_mst_status_then_two_ports_mlxlink_m_c_prompts.txt"
+
+
+def _first_port(text):
+    """The first mlxlink run of the README's block: from its prompt to the next prompt."""
+    lines = text.split("\n")
+    prompts = [index for index, line in enumerate(lines) if "$ sudo mlxlink " in line]
+    return "\n".join(lines[prompts[0] + 1:prompts[1]])
+
+
+def _without_underlines(text):
+    """As grep leaves mlxlink's text: no "-----" line under a section title."""
+    return "\n".join(line for line in text.split("\n") if set(line.strip()) != {"-"})
+
+
+@pytest.mark.parametrize("transform", [str, _without_underlines], ids=["as_published", "through_grep"])
+def test_several_ports_in_one_text_are_refused_never_merged(transform):
+    with pytest.raises(MlxlinkTextError) as error:
+        parse_mlxlink(transform((LINK / SIGCOMM_TWO_PORTS).read_text()))
+    assert str(error.value) == ("the text holds 2 outputs, each with its 'Operational Info' section: a port's saved output is "
+                                "one run of mlxlink for that port")
+
+
+def test_one_port_through_grep_without_its_underlines_reads_as_the_port_does():
+    first = _first_port((LINK / SIGCOMM_TWO_PORTS).read_text())
+    facts = parse_mlxlink(first)
+    assert (facts["module"]["serial_number"], facts["time_since_last_clear_min"]) == ("S2202655321-1", 25074.8)
+    assert parse_mlxlink(_without_underlines(first)) == facts
+
+
+def test_an_error_line_beside_the_sections_is_kept_in_the_status_and_the_values_read():
+    # mlxlink asked for an option the HCA lacks prints its output, then (as a real 8x ConnectX-6 paste shows):
+    first = _first_port((LINK / SIGCOMM_TWO_PORTS).read_text()) + '\n \n-E- "--show_ber_monitor" option is not supported for HCA\n'
+    facts = parse_mlxlink(first)
+    assert facts["status"] == {"code": None, "message": '-E- "--show_ber_monitor" option is not supported for HCA'}
+    assert (facts["state"], facts["speed"], facts["width"]) == ("Active", "100G", "4x")
+
+
+def test_two_json_outputs_in_one_text_are_refused():
+    single = (LINK / "rdma_exporter_mft4341_json_m_c_osfp_400g_dr4.json").read_text()
+    with pytest.raises(MlxlinkTextError, match=r"^the text holds more than one mlxlink --json object"):
+        parse_mlxlink(single + "\n" + single)
+    # A brace in the text after the output is not another output.
+    assert parse_mlxlink(single + "\n$ echo ${HOSTNAME}\n")["speed"] == parse_mlxlink(single)["speed"]

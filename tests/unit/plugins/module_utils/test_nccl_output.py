@@ -136,3 +136,27 @@ def test_nccl_tests_details():
 def test_text_without_a_table_is_one_sentence():
     with pytest.raises(NcclOutputError, match="nothing in the text is nccl-tests output"):
         parse_nccl_tests("the job hung\n")
+
+
+@pytest.mark.parametrize("name, hosts, warnings", [
+    # The paste sits in an unclosed Markdown backtick: the first line starts with "`hostname-test:...".
+    ("nccl_warn_ib_plugin_completion_status12_vendor_err_129_then_status5_249_roce_gid_backtick_nccl_issue1814_PARTIAL.log",
+     ["hostname-test"], ["status=12 opcode=129 len=65536 vendor err 129", "status=5 opcode=32656 len=32659 vendor err 249"]),
+    # Prose and a backtick before the first line: "error log `H100-2:19989:20082 [1] ...".
+    ("nccl_warn_net_ib_completion_error4_vendor_err_81_ipoib_fe80_peer_prose_prefix_h100_nccl_issue928_PARTIAL.log",
+     ["H100-2", "H100-1", "H100-5"], ["error 4, opcode 32564, len 32564, vendor err 81", "error 4, opcode 32613", "error 4, opcode 32639"]),
+])
+def test_a_backtick_or_prose_before_a_log_line_is_no_part_of_the_host(name, hosts, warnings):
+    parsed = log(name)
+    assert parsed["hosts"] == hosts
+    for expected in warnings:
+        assert any(expected in message for message in parsed["warnings"]), (expected, parsed["warnings"])
+
+
+def test_nccl_tests_built_against_nccl_1_list_their_devices_without_a_pid():
+    parsed = table("all_reduce_perf_nccl1_layout_bytes_N_op_res_no_pid_failure_p100_nccl_tests_issue5.txt")
+    assert parsed["hosts"] == ["node03"]
+    assert [(d["rank"], d["device"], d["pid"], d["name"]) for d in parsed["devices"]] == [
+        (rank, rank, None, "Tesla P100-PCIE-16GB") for rank in range(8)]
+    assert parsed["params"] == {"nthread": 1, "ngpus": 8, "min_bytes": 8, "max_bytes": 134217728}
+    assert parsed["rows"] == []

@@ -88,3 +88,24 @@ def test_many_unrecognised_lines_are_linear_and_their_notes_capped(no_hang):
     assert parsed["notes"][0] == {"line": 1, "text": "stray line 0 of a wrapper script", "reason": "not perftest output"}
     assert parsed["notes"][-1] == {"line": None, "text": None,
                                    "reason": "59900 more notes like these were left out"}
+
+
+def test_a_mail_quoted_paste_whose_tabs_became_single_blanks_reads_as_the_terminal_showed_it():
+    # Every line quoted with "> ", and the mail turned the tab between a header line's two pairs into one blank.
+    parsed = parse_perftest((FIXTURES / "perftest" / "ib_send_bw_a_server_mlx5_ib_mail_quoted_tabs_lost_terminal_with_prompts_qemu_devel_2024.txt").read_text())
+    assert (parsed["test"], parsed["kind"], parsed["sides"], len(parsed["results"])) == ("Send BW Test", "bw", 1, 23)
+    assert (parsed["device"], parsed["transport_type"], parsed["header"]["Using SRQ"], parsed["header"]["Dual-port"]) == ("mlx5_0", "IB", "OFF", "OFF")
+    assert parsed["results"][-1]["bytes"] == 8388608
+    # The best average of the rows: 11526.45 MiB/s at 8 KiB.
+    assert parsed["bw_average_gbps"] == pytest.approx(11526.45 * 8 * 1.048576 / 1000, rel=1e-6)
+    assert [n["text"] for n in parsed["notes"]] == ["^Ciperf3: interrupt - the server has terminated", "1 jwang@ps404a-3.stg:~$ sudo ib_send_bw -F -a"]
+
+
+def test_two_different_tests_in_one_paste_are_not_taken_for_the_two_sides_of_one_run():
+    parsed = parse_perftest((FIXTURES / "perftest" / "ib_atomic_bw_then_ib_atomic_lat_two_tests_wrapped_terminal_with_prompts_mlx4.txt").read_text())
+    assert (parsed["test"], parsed["kind"], parsed["sides"]) == ("Atomic FETCH_AND_ADD BW Test", "bw", 1)
+    assert [(row["bytes"], row["iterations"]) for row in parsed["results"]] == [(8, 20000)]
+    assert parsed["results"][0]["msg_rate_mpps"] == pytest.approx(2.446776)
+    assert any("another test's output starts here (Atomic FETCH_AND_ADD Latency Test after Atomic FETCH_AND_ADD BW Test)" in n["reason"]
+               for n in parsed["notes"])
+    assert not any("sides printed different units" in n["reason"] for n in parsed["notes"])

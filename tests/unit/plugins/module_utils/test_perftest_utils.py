@@ -66,6 +66,9 @@ EXPECTED = {
         (2 ** n, None) for n in range(17, 23)] + [(8388608, 779.21)],
     "ib_write_bw_bidir_q4_a_ionic_server_background_terminal_with_prompts_perftest_new.txt": [(2 ** n, None) for n in range(1, 23)] + [
         (8388608, 779.21)],
+    "ib_send_bw_a_server_mlx5_ib_mail_quoted_tabs_lost_terminal_with_prompts_qemu_devel_2024.txt": [(2 ** n, None) for n in range(1, 23)] + [
+        (8388608, round(11511.01 * MIB_GBPS, 6))],
+    "ib_atomic_bw_then_ib_atomic_lat_two_tests_wrapped_terminal_with_prompts_mlx4.txt": [(8, round(18.67 * MIB_GBPS, 6))],
     "ib_write_bw_bidir_use_rocm_mi355x_ionic_server_prompt.txt": [(2 ** n, None) for n in range(1, 16)] + [(65536, 687.41)] + [
         (2 ** n, None) for n in range(17, 23)] + [(8388608, 697.97)],
 }

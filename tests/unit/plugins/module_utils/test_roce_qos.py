@@ -96,6 +96,23 @@ def test_dcb_several_attributes_on_one_line_and_app_names_in_a_service_log():
         parse_dcb_apptrust(text)
 
 
+@pytest.mark.parametrize("name", [
+    "netdev-2024-09-30-idosch_dcb-j-p-app-show-dscp-prio_two-json-outputs_after-app-add.txt",
+    # The same, quoted in a reply: "> " before every line.
+    "netdev-2024-09-30-gnault-reply_quoted-gt_dcb-j-p-app-show-dscp-prio_two-json-outputs.txt",
+])
+def test_dcb_json_shown_twice_in_a_mail_is_read_as_its_last_output(name):
+    assert parse_dcb_app((QOS / name).read_text()) == {"dscp_prio": {"8": [0], "16": [1]}, "pcp_prio": {}, "default_prio": []}
+
+
+def test_dcb_json_of_two_different_runs_reads_the_last_and_a_cut_one_is_refused():
+    first = '# dcb -j app show dev swp1\n{"dscp_prio":[[8,0," "]]}\n'
+    second = '# dcb -j app show dev swp1\n{"dscp_prio":[[16,1," "]]}\n$ echo ${PS1}\n'
+    assert parse_dcb_app(first + second)["dscp_prio"] == {"16": [1]}
+    with pytest.raises(QosTextError, match=r"^dcb app show: the output starts like JSON but is not JSON \(it ends before its closing brace"):
+        parse_dcb_app('{"dscp_prio":[[8,0," "]')
+
+
 def test_dcb_apptrust_and_pcp_names_of_the_man_pages_and_a_joined_prompt():
     assert parse_dcb_apptrust((QOS / "iproute2-man_dcb-apptrust_show_prompt.txt").read_text()) == {"order": ["port", "pcp", "ethtype"]}
     joined = (QOS / "netdev-apptrust-cover-letter-v3_show-prompt-and-output-one-line.txt").read_text()
@@ -154,7 +171,10 @@ def test_mlnx_qos_script_log_reads_the_last_output():
     (parse_dcb_pfc, '{"prio_pfc": [tru', r"^dcb pfc show: the output starts like JSON but is not JSON"),
     (parse_dcb_app, "dscp-prio BOGUS:3\n", r"^dcb app show: 'BOGUS' is neither a number nor a DSCP/PCP name dcb prints$"),
     (parse_dcb_apptrust, "Object \"apptrust\" is unknown, try \"dcb help\".", r"^dcb apptrust show: no 'order:' line"),
-    (parse_mlnx_qos, "Interface name is required\n", r"^mlnx_qos -i: no 'Priority trust state:' or 'DCBX mode:' line"),
+    (parse_mlnx_qos, "Interface name is required\n", r"^mlnx_qos -i: no line starts with 'Priority trust state:' or 'DCBX mode:'"),
+    # A web page's copy that lost every line break: the words are there, glued, and no line starts with them.
+    (parse_mlnx_qos, "[root@l-csi-0835d ~]# mlnx_qos -i enp4s0f1DCBX mode: OS controlledPriority trust state: pcpdefault priority:",
+     r"^mlnx_qos -i: no line starts with"),
     (parse_mlnx_qos, "Priority trust state: dscp\nPFC configuration:\n\tpriority    0   1   2   3   4   5   6   7\n\tenabled     0 1\n",
      r"^mlnx_qos -i: the PFC enabled row does not hold 8 numbers"),
     (parse_mlnx_qos, None, r"^mlnx_qos -i: expected text, got NoneType$"),
