@@ -154,6 +154,9 @@ def parse_lid(text):
 # Longest line the text parsers read: real tool output lines are far shorter, and a bound keeps every
 # pattern's work per line small whatever is pasted.
 MAX_LINE = 1024
+# A mail's quote marks before a pasted line ("> ", nested ">> "), with one blank after each at most:
+# what follows keeps its indentation, which the lspci and perftest parsers read.
+MAIL_QUOTE_MARKS = re.compile(r"^(?:>[ \t]?)+")
 _PROMPT_CHARS = "$#%"
 
 

@@ -31,6 +31,7 @@ import os
 import re
 import struct
 
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAIL_QUOTE_MARKS
 from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes, read_text_and_reason
 from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, FactReadError, reader
 from ansible_collections.rdma.node.plugins.module_utils._pci_tree import hca_nodes, node_of
@@ -178,9 +179,6 @@ _ATS_CTL = re.compile(r"^ATSCtl:\s*Enable(?P<enabled>[+-]),?\s*Smallest Translat
 _EXPRESS = re.compile(r"^Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*(?:\([^)]*\)\s*)?(?P<kind>\S.*)$")
 # lspci's word for a function whose configuration space reads all ones (gone from the bus, or in reset).
 _NO_ANSWER = re.compile(r"^!!! (?:Unknown header type|Invalid class)")
-# A mail's quote marks before a pasted listing ("> \tACSCtl: ..."), possibly nested: one blank after each
-# mark at most, the indentation after it is lspci's and tells device headers from their lines.
-_QUOTE_MARKS = re.compile(r"^(?:>[ \t]?)+")
 # The rest of an ACSCap/ACSCtl line a mail or a terminal broke: nothing but ACS flags.
 _ACS_CONTINUATION = re.compile(r"^(?:(?:SrcValid|TransBlk|ReqRedir|CmpltRedir|UpstreamFwd|EgressCtrl|DirectTrans)[+-]\s*)+$")
 _IOMMU_GROUP = re.compile(r"^IOMMU group:\s*(?P<group>[0-9]+)$")
@@ -215,7 +213,8 @@ def parse_lspci_vvv(text):
     if not isinstance(text, str):
         raise LspciTextError("expected lspci -vvv text, got %s" % type(text).__name__)
     functions, unattributed, notes, current = {}, [], [], None
-    lines = _joined_acs_lines([_QUOTE_MARKS.sub("", raw) for raw in text.splitlines()])
+    # After a mail's quote marks, the indentation is lspci's: it tells device headers from their lines.
+    lines = _joined_acs_lines([MAIL_QUOTE_MARKS.sub("", raw) for raw in text.splitlines()])
     header_indent = min((_indent(raw) for raw in lines if _HEADER.match(raw.strip())), default=0)
     listed = {}  # address -> the capabilities its "Capabilities: [..] <name>" lines name
     for number, raw in enumerate(lines, 1):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAX_LINE, is_shell_prompt
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAIL_QUOTE_MARKS, MAX_LINE, is_shell_prompt
 
 # Gb/s per printed bandwidth unit.
 #
@@ -93,8 +93,6 @@ _KNOWN_HEADER_KEYS = frozenset(key.lower() for key in _HEADER_KEYS)
 # one space: a mail or a web page turns the tabs between the two pairs of a line into one blank.
 _PAIR = re.compile(r"(?:^|(?<=\s\s)|(?<=\t)|(?<=\S )(?=(?:%s)\s*:))\s*([A-Za-z][\w.*/()\- ]*?)\s*:\s*(\S+)"
                    % "|".join(re.escape(key) for key in sorted(_HEADER_KEYS, key=len, reverse=True)))
-# Mail quote marks before a line ("> "), which no line of perftest's starts with.
-_QUOTE_MARKS = re.compile(r"^(?:>[ \t]?)+")
 
 _HINTS = {
     "memlock": (
@@ -221,7 +219,8 @@ def hint_for(cause):
 def _text_lines(text):
     if text is None:
         return []
-    return [_QUOTE_MARKS.sub("", line) for line in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    # No line of perftest's starts with ">": mail quote marks go.
+    return [MAIL_QUOTE_MARKS.sub("", line) for line in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")]
 
 
 def _column_names(header_line):

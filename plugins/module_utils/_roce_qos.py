@@ -25,6 +25,7 @@ import json
 import os
 import re
 
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAIL_QUOTE_MARKS
 from ansible_collections.rdma.node.plugins.module_utils._files import read_text_and_reason
 from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, reader
 from ansible_collections.rdma.node.plugins.module_utils._query_commands import (
@@ -44,8 +45,6 @@ DSCP_NAMES = {"default": 0, "CS1": 8, "AF11": 10, "AF12": 12, "AF13": 14, "CS2":
               "EF": 46, "CS6": 48, "CS7": 56}
 # dcb's names for PCP values: 0nd..7nd (drop-eligible clear), 0de..7de (set).
 PCP_NAMES = {"%d%s" % (pcp, suffix): pcp + (8 if suffix == "de" else 0) for suffix in ("nd", "de") for pcp in range(8)}
-# A mail's quote marks before a pasted line ("> {", ">> ").
-_QUOTE_MARKS = re.compile(r"^\s*(?:>[ \t]?)+")
 
 
 class QosTextError(ValueError):
@@ -62,7 +61,7 @@ def _json_object(text, what):
     """The JSON object in ``text`` (from its first ``{``), or None when it holds none. A paste of several
     runs holds several objects: the last is read, as of mlnx_qos outputs. Mail quote marks ("> ")
     before the lines are read past."""
-    text = "\n".join(_QUOTE_MARKS.sub("", line) for line in text.split("\n"))
+    text = "\n".join(MAIL_QUOTE_MARKS.sub("", line) for line in text.split("\n"))
     position = text.find("{")
     if position < 0:
         return None
