@@ -570,7 +570,7 @@ def parse_ibstatus(data, strict=False):
             reader.unplaced(number, line, "a port header that cannot be read; the port's fields are left out")
             port = None
             continue
-        missing = _IBSTATUS_NONE.match(line)
+        missing = _IBSTATUS_NONE.match(" ".join(line.split()))  # a paste through `column -t` spaces the words out
         if missing:
             name = missing.group("device")
             reader.note(number, line, "ibstatus found no RDMA device" if name == "*" else

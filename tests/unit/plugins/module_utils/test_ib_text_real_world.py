@@ -363,6 +363,9 @@ def test_ibstatus_without_any_device_says_so_instead_of_refusing():
     result = PARSERS["ibstatus"]((FIXTURES / "ibstatus" / "trinity_219_fatal_error_sys_files_not_found_prompt.txt").read_text(encoding="utf-8"))
     assert result["ports"] == []
     assert [(n["line"], n["reason"]) for n in result["notes"]] == [(2, "ibstatus found no RDMA device")]
+    # As `column -t` spaces it out.
+    spaced = PARSERS["ibstatus"]("Fatal          error:  device    '*':  sys  files  not  found  (/sys/class/infiniband/*/ports)\n")
+    assert spaced["ports"] == [] and spaced["notes"][0]["reason"] == "ibstatus found no RDMA device"
     named = PARSERS["ibstatus"]("Fatal error:  device 'mlx5_9': sys files not found (/sys/class/infiniband/mlx5_9/ports)\n")
     assert named["ports"] == [] and named["notes"][0]["reason"] == "ibstatus found no RDMA device named 'mlx5_9'"
 
