@@ -33,6 +33,8 @@ _KNOWN_SECTIONS = frozenset((SECTION_OPERATIONAL, SECTION_BER, SECTION_MODULE, S
                              "Supported Info", "Tool Information"))
 # mlxlink's error lines: "-E- Device not found", "-E- "--show_ber_monitor" option is not supported for HCA".
 _ERROR_LINE = re.compile(r"^-E-\s*(?P<message>.*)$")
+# What of a saved output's error lines goes into the facts and reasons: a file may hold a megabyte of them.
+_MAX_ERRORS, _MAX_ERROR_CHARS = 3, 200
 # Per-lane module flags (mlxlink's "[per lane]" fields; 1 means the condition is present on that lane).
 LANE_FAULTS = {
     "Rx LOS [per lane]": "rx_loss_of_signal",
@@ -113,7 +115,9 @@ def _sections_from_text(text):
             continue
         error = _ERROR_LINE.match(line)
         if error:
-            errors.append(error.group("message").strip())
+            message = error.group("message").strip()
+            if len(errors) < _MAX_ERRORS:
+                errors.append("-E- " + (message if len(message) <= _MAX_ERROR_CHARS else message[:_MAX_ERROR_CHARS - 3] + "..."))
             previous = None
             continue
         if line in _KNOWN_SECTIONS:
@@ -131,10 +135,10 @@ def _sections_from_text(text):
         raise _several_outputs("'%s' section" % next(name for name, count in starts.items() if count == repeated), repeated)
     if not sections:
         if errors:
-            raise MlxlinkTextError("mlxlink printed an error and no section: -E- %s" % errors[0])
+            raise MlxlinkTextError("mlxlink printed an error and no section: %s" % errors[0])
         raise MlxlinkTextError("no 'Section' / '-------' / 'Field : value' block and no JSON: this is not mlxlink output")
     # An error beside the sections (an option this device does not support) leaves what was printed good.
-    return sections, {"code": None, "message": "; ".join("-E- %s" % e for e in errors) or None}
+    return sections, {"code": None, "message": "; ".join(errors) or None}
 
 
 def _number(text):

@@ -83,6 +83,7 @@ class CodeCache:
         self.path = path
         self._fd = None
         self._opened = False
+        self._pruned = False
 
     def _directory(self):
         """A descriptor of the cache's directory, created if needed, or None when it cannot be trusted."""
@@ -141,8 +142,8 @@ class CodeCache:
         return code if isinstance(code, types.CodeType) else None
 
     def store(self, key, code):
-        """Keep ``code``, compiled from the source whose key is ``key``; then remove the entries not
-        rewritten for MAX_AGE."""
+        """Keep ``code``, compiled from the source whose key is ``key``; then, at the first store of the
+        process, remove the entries not rewritten for MAX_AGE."""
         directory = self._directory()
         if directory is None:
             return
@@ -163,7 +164,9 @@ class CodeCache:
             except OSError:
                 pass
             return
-        self._remove_old(directory, time.time() - MAX_AGE)
+        if not self._pruned:  # once a process: a first call after an upgrade stores every module
+            self._pruned = True
+            self._remove_old(directory, time.time() - MAX_AGE)
 
     @staticmethod
     def _remove_old(directory, before):

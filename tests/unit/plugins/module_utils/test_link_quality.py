@@ -210,6 +210,16 @@ def test_an_error_line_beside_the_sections_is_kept_in_the_status_and_the_values_
     assert (facts["state"], facts["speed"], facts["width"]) == ("Active", "100G", "4x")
 
 
+def test_error_lines_reach_the_facts_and_the_reason_bounded():
+    first = _first_port((LINK / SIGCOMM_TWO_PORTS).read_text())
+    flood = "".join("\n-E- %s" % ("x" * 5000) for dummy in range(1000))
+    message = parse_mlxlink(first + flood)["status"]["message"]
+    assert message == "; ".join(["-E- " + "x" * 197 + "..."] * 3)
+    with pytest.raises(MlxlinkTextError) as error:
+        parse_mlxlink(flood)
+    assert str(error.value) == "mlxlink printed an error and no section: -E- " + "x" * 197 + "..."
+
+
 def test_two_json_outputs_in_one_text_are_refused():
     single = (LINK / "rdma_exporter_mft4341_json_m_c_osfp_400g_dr4.json").read_text()
     with pytest.raises(MlxlinkTextError, match=r"^the text holds more than one mlxlink --json object"):
