@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAX_LINE, is_shell_prompt
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAIL_QUOTE_MARKS, MAX_LINE, is_shell_prompt
 
 # The states dkms prints, best first: a module is usable on a kernel when it is installed there.
 # dkms 3 says "broken" for a module whose source directory is gone.
@@ -64,7 +64,10 @@ _COMMAND = re.compile(r"^(?:sudo\s+)?dkms(?:\s+(?:status|build|install|add|remov
 # The command after a prompt the paste cut or that is_shell_prompt does not know ("user@host ~]$ dkms status").
 _PROMPTED_COMMAND = re.compile(r"[$#>]\s*(?:sudo\s+)?dkms(?:\s|$)")
 # A run of dkms status in a paste, with or without its prompt: a later one lists the modules as they are now.
-_STATUS_RUN = re.compile(r"(?:^|[$#>]\s*)(?:sudo\s+)?dkms\s+status\b")
+_STATUS_RUN = re.compile(r"(?:^|[$#>]\s*)(?:sudo\s+)?dkms\s+status\b(?P<args>[^|;&<>#]*)(?P<pipe>\|)?")
+# The options of dkms status that narrow its listing, and the key of a module each one names.
+_FILTER_OPTIONS = {"-m": "name", "-v": "version", "-k": "kernel", "-a": "arch"}
+_IDENTITY = ("name", "version", "kernel", "arch")
 _REDACTED = re.compile(r"^(?:\.{3,}|\u2026+|[\[<(]\s*(?:\.{3}|snip(?:ped)?|redacted|cut|truncated|omitted)\s*[\]>)])$",
                        re.IGNORECASE)
 _PAREN = re.compile(r"^\((?P<text>[^()]*)\)")
@@ -149,7 +152,7 @@ def _numbered_items(text):
     diagnostic = None
     cut_module = None  # a status line a diagnostic was glued into: its suffixes may follow alone
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip().strip("\ufeff")
+        line = MAIL_QUOTE_MARKS.sub("", raw.strip().strip("\ufeff")).strip()
         if len(line) > MAX_LINE:
             if diagnostic is not None:
                 yield diagnostic
@@ -255,24 +258,29 @@ def parse_dkms_status(text, strict=False):
     line that could not be placed as ``{"line": N, "text": ..., "reason": ...}`` (1-based line
     numbers). Output that holds only errors gives the errors and no module.
 
-    A paste of several ``dkms status`` runs (with the commands run between them) is read from its
-    last run, with a note. Raises ``DkmsParseError`` with ``strict`` at the first line that could not
-    be placed, and in any case when lines are there but none is a status line or a dkms diagnostic.
+    A paste of several ``dkms status`` runs (with the commands run between them) is read run by run,
+    with a note at each run that changes what an earlier one listed: a run of every module lists the
+    node as it is now (what came before it is left out); a run narrowed to some modules (``dkms status
+    xone``, ``-m``, ``-k``) or piped into another command (``| grep``) updates the modules it lists and
+    keeps the rest. Raises ``DkmsParseError`` with ``strict`` at the first line that could not be placed,
+    and in any case when lines are there but none is a status line or a dkms diagnostic.
     """
     result = {"modules": [], "errors": [], "warnings": [], "notes": []}
     first_unplaced = None
-    runs = [(number, raw.strip()) for number, raw in enumerate((text or "").splitlines(), start=1)
-            if len(raw) <= MAX_LINE and _STATUS_RUN.search(raw.strip())]
-    # Two runs pasted with commands between (dkms remove, install, a reboot): the last one is the node now.
-    last_run, left_out = (runs[-1] if len(runs) > 1 else (0, None)), 0
+    runs = []
+    for number, raw in enumerate((text or "").splitlines(), start=1):
+        line = MAIL_QUOTE_MARKS.sub("", raw.strip()) if len(raw) <= MAX_LINE else ""
+        run = _STATUS_RUN.search(line)
+        if run:
+            runs.append((number, line, _run_scope(run)))
+    # The text before the first run is read with it (a paste that cut the prompt, or has none).
+    segments = [(number, line, scope, []) for number, line, scope in runs] or [(0, None, WHOLE, [])]
+    at = 0
     for number, item in _numbered_items(text or ""):
+        while at + 1 < len(segments) and segments[at + 1][0] <= number:
+            at += 1
         state = item["state"]
-        if number < last_run[0] and state not in ("unparsed", "redacted"):
-            left_out += 1
-            continue
-        if state in ("error", "warning"):
-            result[state + "s"].append({"line": number, "message": item["message"]})
-        elif state in ("unparsed", "redacted"):
+        if state in ("unparsed", "redacted"):
             if strict:
                 raise DkmsParseError("line %d is not dkms status output: %r" % (number, _shown(item["message"])))
             if state == "unparsed" and first_unplaced is None:
@@ -284,16 +292,72 @@ def parse_dkms_status(text, strict=False):
                 else "a redaction mark: the listing around it is incomplete",
             })
         else:
-            result["modules"].append(item)
-    if left_out:
-        result["notes"].append({"line": last_run[0], "text": _shown(last_run[1]),
-                                "reason": "a later dkms status run: the %d line(s) of output before it are left out" % left_out})
-        result["notes"].sort(key=lambda note: note["line"])
+            segments[at][3].append((number, item))
+    for number, line, scope, items in segments:
+        _fold_run(result, number, line, scope, items)
+    result["notes"].sort(key=lambda note: note["line"])
     recognised = result["modules"] or result["errors"] or result["warnings"]
     if not recognised and first_unplaced is not None:
         raise DkmsParseError("nothing in the text is dkms status output (line %d: %r)" % (
             first_unplaced[0], _shown(first_unplaced[1])))
     return result
+
+
+# What one dkms status run lists: every module, or only those its arguments name (a dict of the keys
+# they fix), or what a command it was piped into kept (PIPED: unknown which).
+WHOLE = None
+PIPED = "piped"
+
+
+def _run_scope(run):
+    """The scope of the dkms status run ``run`` (a match of _STATUS_RUN): WHOLE, PIPED or the keys it names."""
+    if run.group("pipe"):
+        return PIPED
+    # A redirection's file descriptor ("2>&1") is not an argument.
+    args = [arg for arg in run.group("args").split() if not arg.isdigit()]
+    wanted = {}
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        key = _FILTER_OPTIONS.get(arg)
+        if key and index + 1 < len(args):
+            value = args[index + 1]
+            index += 2
+        elif arg.startswith("-"):
+            index += 1  # an option that narrows nothing (--verbose)
+            continue
+        else:
+            key, value = "name", arg  # dkms 3: module[/version]
+            index += 1
+        # module/version and kernel/arch, as dkms 3 and -k take them.
+        if "/" in value and key in ("name", "kernel"):
+            value, wanted["version" if key == "name" else "arch"] = value.split("/", 1)
+        wanted[key] = value
+    return wanted or WHOLE
+
+
+def _fold_run(result, number, line, scope, items):
+    """Take the status lines and diagnostics of one run into ``result`` (see parse_dkms_status)."""
+    modules = [item for dummy, item in items if item["state"] not in ("error", "warning")]
+    if scope is WHOLE:
+        earlier = len(result["modules"]) + len(result["errors"]) + len(result["warnings"])
+        if earlier:
+            result["modules"], result["errors"], result["warnings"] = [], [], []
+            result["notes"].append({"line": number, "text": _shown(line),
+                                    "reason": "a later dkms status run: the %d line(s) of output before it are left out" % earlier})
+    elif result["modules"]:
+        listed = {tuple(module[key] for key in _IDENTITY) for module in modules}
+        kept = [module for module in result["modules"]
+                if tuple(module[key] for key in _IDENTITY) not in listed
+                and (scope is PIPED or any(module[key] != value for key, value in scope.items()))]
+        result["notes"].append({"line": number, "text": _shown(line), "reason": (
+            "a later dkms status run of some modules only: the %d module line(s) it lists are read from it, "
+            "the other %d from the runs before" % (len(modules), len(kept)))})
+        result["modules"] = kept
+    for item_number, item in items:
+        if item["state"] in ("error", "warning"):
+            result[item["state"] + "s"].append({"line": item_number, "message": item["message"]})
+    result["modules"].extend(modules)
 
 
 def _shown(line):

@@ -108,7 +108,10 @@ _EVENT_FORMS = (
     ("networkd", re.compile(r"^(?P<netdev>[\w.@-]+): (?P<state>Lost|Gained) carrier\b", re.IGNORECASE)),
 )
 # Words that make an unmatched record worth a note: it may be a carrier change in a form not known here.
-_LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b", re.IGNORECASE)
+# Messages about a link this parser does not count, noted: mlx5's cable module events ("Port module event:
+# module 1, Cable unplugged", "Port module event[error]: ...") say why a link went down, not that it did.
+_LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\bport module event\b|\bcable (?:unplugged|error)\b",
+                      re.IGNORECASE)
 _PROMPT = re.compile(r"^\s*(?:\S*[$#>]|\[[^\]]*\][$#])\s+\S")
 # A mail's quote marks before a pasted log (">> [18865.848172] mlx5_core ..."), possibly nested.
 _QUOTE_MARKS = re.compile(r"^\s*(?:>[ \t]?)+(?=\S)")
@@ -255,10 +258,19 @@ def iter_carrier_events(lines, tally, notes=None):
 
 
 def summarize_carrier(events):
-    """Per netdev: ``down``, ``up``, ``losses`` (transitions into down) and ``last`` carrier."""
+    """Per netdev: ``down``, ``up``, ``losses`` (transitions into down) and ``last`` carrier.
+
+    Devices of one name at other PCI addresses (virtual functions named alike in the pods' network
+    namespaces: ``net1``) are counted under that name, each one's losses apart: one going down after
+    the other is two losses, not a message repeated."""
     summary = {}
+    carriers = {}  # the last carrier of each (name, PCI address)
+    buses = {}  # the PCI address a name was last seen with (a message without one is that device's)
     for event in events:
-        count_carrier(summary, event["netdev"], event["carrier"])
+        name = event["netdev"]
+        bus = buses[name] = event.get("pci_address") or buses.get(name)
+        count_carrier(summary, name, event["carrier"], carriers.get((name, bus)))
+        carriers[(name, bus)] = event["carrier"]
     return summary
 
 
@@ -413,11 +425,15 @@ def _period(opened, closing, moment, ongoing):
             "seconds": round(moment - down_at, 3), "ongoing": ongoing}
 
 
-def count_carrier(summary, netdev, carrier):
-    """Add one carrier change to a :func:`summarize_carrier` summary."""
+_SAME_DEVICE = object()
+
+
+def count_carrier(summary, netdev, carrier, previous=_SAME_DEVICE):
+    """Add one carrier change to a :func:`summarize_carrier` summary; ``previous``, the carrier the
+    device had before (None for none) where the netdev's name covers more than one device."""
     entry = summary.setdefault(netdev, {"down": 0, "up": 0, "losses": 0, "last": None})
     entry[carrier] += 1
-    if carrier == "down" and entry["last"] != "down":
+    if carrier == "down" and (entry["last"] if previous is _SAME_DEVICE else previous) != "down":
         entry["losses"] += 1
     entry["last"] = carrier
 

@@ -161,19 +161,25 @@ _PROMPT_CHARS = "$#%"
 
 
 # A shell's name and version, as bash and sh print them in their default prompt.
-_SHELL_NAME = re.compile(r"^(?:ba|z|k|da|tc|c)?sh(?:-[0-9]+(?:\.[0-9]+)*)?$")
+_SHELL_NAME = re.compile(r"^-?(?:ba|z|k|da|tc|c)?sh(?:-[0-9]+(?:\.[0-9]+)*)?$")
+# The arrows themes draw as the prompt (starship, oh-my-zsh, powerline), followed by a blank.
+_PROMPT_ARROWS = ("\u276f ", "\u279c ", "\u2192 ", "\u03bb ")
 
 
 def is_shell_prompt(line):
     """True for a shell prompt line, with or without a command after it, and for a ``#`` comment.
 
     ``$ ibstat``, ``# ibstat``, ``[root@node ~]# ibstat``, ``root@node:~# ibstat``, ``user@host $``,
-    ``bash-5.1$ ibstat``.
+    ``bash-5.1$ ibstat``, ``-bash-4.1# ibstat`` (a login shell), ``\u276f ibstat`` (a themed prompt),
+    ``[node:~] ibstat`` (a bracketed prompt without a prompt character), and any of these after a
+    virtual environment's name (``(venv) [user@host ~]$ ibstat``).
     Written without backtracking patterns so that a long line costs linear time.
     """
+    if line[:1] == "(":
+        line = line[_after_environment_names(line):]
     if not line:
         return False
-    if line[0] in _PROMPT_CHARS:
+    if line[0] in _PROMPT_CHARS or line.startswith(_PROMPT_ARROWS):
         return True
     if line[0] == "[":
         close = line.find("]")
@@ -182,6 +188,10 @@ def is_shell_prompt(line):
             if after[:1].isspace():
                 after = after[1:]
             if after[:1] and after[0] in _PROMPT_CHARS:
+                return True
+            # "[node:~] ibstat": a host and a directory in the brackets, a command after them.
+            inside = line[1:close]
+            if after[:1] and line[close + 1:close + 2].isspace() and (":~" in inside or inside.endswith("~")):
                 return True
     token = line.split(None, 1)[0] if not line[0].isspace() else ""
     if token[-1:] in _PROMPT_CHARS and _SHELL_NAME.match(token[:-1]):
@@ -193,6 +203,28 @@ def is_shell_prompt(line):
         return True
     rest = line[len(token):]
     return len(rest) >= 2 and rest[0].isspace() and rest[1] in _PROMPT_CHARS
+
+
+def _after_environment_names(line):
+    """Where the prompt starts after the virtual environments' names shells print before it: ``(venv) ``,
+    ``((env-1.2) ) `` (nested); ``len(line)`` when the line is not such a prompt."""
+    start = index = depth = 0
+    while index < len(line):
+        char = line[index]
+        index += 1
+        if char == "(":
+            depth += 1
+        elif char == ")" and depth:
+            depth -= 1
+            if depth == 0:
+                if not line[index:index + 1].isspace():
+                    return len(line)  # "(0) InfiniBand" is a value, "(venv)$" no prompt
+                while line[index:index + 1].isspace():
+                    index += 1
+                start = index
+                if line[index:index + 1] != "(":
+                    return start
+    return len(line) if depth or not start else start
 
 
 def port_key(device, port):

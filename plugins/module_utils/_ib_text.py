@@ -108,7 +108,7 @@ _NOISE = re.compile(
 # A value an operator blanked out before pasting ("Node GUID: ...").
 _REDACTED_VALUE = re.compile(r"^(?:\.{3,}|\u2026+|<\s*redacted\s*>|\[\s*redacted\s*\]|x{4,}|X{4,})$")
 _REDACTED = re.compile(
-    r"^(?:\.{3,}|\u2026+|\[\s*(?:\.{3}|\u2026|snip(?:ped)?|redacted|cut|truncated|output truncated|omitted)\s*\]"
+    r"^(?:\.+|\u2026+|\[\s*(?:\.{3}|\u2026|snip(?:ped)?|redacted|cut|truncated|output truncated|omitted)\s*\]"
     r"|<\s*(?:\.{3}|snip(?:ped)?|redacted|cut|truncated|omitted)\s*>|\(\s*(?:snip(?:ped)?|redacted|truncated)\s*\)"
     r"|-+\s*(?:snip|cut)\s*-+|8<-*|-*>8-*|snip)$",
     re.IGNORECASE,
@@ -207,6 +207,9 @@ class _Reader:
                 line = line[:comment.start()].rstrip()
                 if not line or _COMMAND.match(line):
                     continue
+                if _REDACTED.match(line):
+                    self.note(number, line, "a redaction mark: the listing around it is incomplete")
+                    continue
             yield number, line
 
     def note(self, number, line, reason):
@@ -261,6 +264,16 @@ def _known(text):
     if text.upper() in _UNKNOWN_WORDS or text.lower().startswith("invalid"):
         return None
     return text
+
+
+# The link layer as sysfs names it. Old infiniband-diags (OFED 1.5) print "Link layer: IB".
+_LINK_LAYER_NAMES = {"ib": "InfiniBand", "infiniband": "InfiniBand", "eth": "Ethernet", "ethernet": "Ethernet"}
+
+
+def _link_layer(text):
+    """The link layer as sysfs names it (``InfiniBand``, ``Ethernet``), other words as printed; None when unknown."""
+    text = _known(text)
+    return _LINK_LAYER_NAMES.get(text.lower(), text) if text is not None else None
 
 
 def _int(text):
@@ -435,7 +448,7 @@ _IBSTAT_PORT_KEYS = {
     "sm lid": ("sm_lid", parse_lid),
     "capability mask": ("cap_mask", _known),
     "port guid": ("port_guid", normalize_guid),
-    "link layer": ("link_layer", _known),
+    "link layer": ("link_layer", _link_layer),
 }
 
 
@@ -551,7 +564,7 @@ _IBSTATUS_NONE = re.compile(r"^Fatal error:\s+device '(?P<device>[^']*)': sys fi
 _IBSTATUS_KEYS = {
     "base lid": ("lid", parse_lid),
     "sm lid": ("sm_lid", parse_lid),
-    "link layer": ("link_layer", _known),
+    "link layer": ("link_layer", _link_layer),
 }
 
 
@@ -648,11 +661,16 @@ _DEVINFO_PORT_KEYS = {
     "sm lid": ("sm_lid", parse_lid),
     "port lid": ("lid", parse_lid),
     "port lmc": ("lmc", parse_lid),
-    "link layer": ("link_layer", _known),
+    "link layer": ("link_layer", _link_layer),
     "port cap flags": ("cap_mask", _known),
     "max mtu": ("max_mtu", lambda v: _int(_strip_code(v))),
     "active mtu": ("active_mtu", lambda v: _int(_strip_code(v))),
 }
+
+
+# The fields ibv_devinfo prints only under a port: line.
+_DEVINFO_PORT_ONLY_KEYS = frozenset(_DEVINFO_PORT_KEYS) | {
+    "state", "phys state", "active width", "active speed", "max msg sz", "port lid"}
 
 
 def parse_ibv_devinfo(data, strict=False):
@@ -732,7 +750,9 @@ def _devinfo_blocks(reader, lines):
             field, convert = _DEVINFO_DEVICE_KEYS[key]
             _Block(reader, number, line, device["fields"])[field] = _convert(reader, number, line, field, convert, value)
         elif port is None:
-            continue  # one of the many device attributes of -v; not a port field
+            if key in _DEVINFO_PORT_ONLY_KEYS or _DEVINFO_GID.match(key):
+                reader.note(number, line, "a port's field before any port: line (the paste left the port line out): not read")
+            continue  # otherwise one of the many device attributes of -v; not a port field
         elif key == "state":
             _set_state(port_fields, value)
         elif key == "phys state":

@@ -189,6 +189,10 @@ _CAPABILITY_LISTED = re.compile(r"^Capabilities:\s*\[[0-9a-fA-F]+(?:\s+v[0-9]+)?
 _LISTED_REGISTERS = (("Access Control Services", "ACSCap/ACSCtl", "acs", "control"),
                      ("Address Translation Service", "ATSCap/ATSCtl", "ats", "enabled"))
 _LSPCI_NAMES = {name: key for key, name in ACS_BITS}
+# The lines lspci -v/-vv/-vvv prints under a device header: a function with none of them in the text was
+# listed on one line (lspci, lspci -nn, lspci | grep), which shows none of its capabilities.
+_DETAIL_LINE = re.compile(r"^(?:Subsystem|Control|Status|Capabilities|Kernel driver in use|Kernel modules|Flags|Latency|"
+                          r"Interrupt|Physical Slot|NUMA node|IOMMU group|Bus|DeviceName|BridgeCtl|Secondary status)\s*:|^Region \d")
 
 
 def _lspci_flags(text):
@@ -217,6 +221,8 @@ def parse_lspci_vvv(text):
     lines = _joined_acs_lines([MAIL_QUOTE_MARKS.sub("", raw) for raw in text.splitlines()])
     header_indent = min((_indent(raw) for raw in lines if _HEADER.match(raw.strip())), default=0)
     listed = {}  # address -> the capabilities its "Capabilities: [..] <name>" lines name
+    shown = []  # [address, whether a line of lspci -v follows, block] of each device header, in text order
+    block = 0  # counts the lines at the headers' indentation that are no header (a prompt, another command's output)
     for number, raw in enumerate(lines, 1):
         line = raw.strip()
         if not line:
@@ -227,7 +233,12 @@ def parse_lspci_vvv(text):
                                        header.group("dev").lower(), header.group("fn"))
             current = functions.setdefault(address, {"description": line.split(" ", 1)[1].strip(), "port_type": None,
                                                      "acs": None, "ats": None, "iommu_group": None, "unreadable": None})
+            shown.append([address, False, block])
             continue
+        if _indent(raw) <= header_indent:
+            block += 1
+        if current is not None and (_DETAIL_LINE.match(line) or _NO_ANSWER.match(line) or _field(line) is not None):
+            shown[-1][1] = True
         if current is not None and _NO_ANSWER.match(line):
             current["unreadable"] = ("the function does not answer configuration reads (lspci: %r): it has fallen off "
                                      "the bus or is held in reset" % line[:60])
@@ -262,7 +273,12 @@ def parse_lspci_vvv(text):
             current["iommu_group"] = value
     if not functions and not unattributed:
         raise LspciTextError("no 'BB:DD.F class: name' device header and no ACSCtl/ATSCtl line: this is not lspci -vvv output")
+    listing_only = _listing_only(shown)
     for address, entry in functions.items():
+        if address in listing_only and entry["unreadable"] is None:
+            entry["unreadable"] = ("only its one-line listing is in the text (lspci without -vvv, or a listing filtered by "
+                                   "grep): its ACS and ATS are not shown")
+            continue
         names = listed.get(address, set())
         missing = [(capability, registers) for capability, registers, key, needed in _LISTED_REGISTERS
                    if capability in names and (entry[key] or {}).get(needed) is None]
@@ -271,6 +287,18 @@ def parse_lspci_vvv(text):
                                             "-vvv, or the text was cut, filtered by grep or its lines broken)" % pair
                                             for pair in missing)
     return {"functions": functions, "unattributed": unattributed, "notes": notes}
+
+
+def _listing_only(shown):
+    """The addresses whose every header stands among headers without a line of their own (a one-line listing:
+    lspci, lspci -nn). A header without lines next to one with lines, with nothing else between them, is a
+    function a filter left bare (lspci -vvv | grep -e ^0 -e ACSCtl): what the filter keeps, it does not have."""
+    bare = set()
+    described = set()
+    for index, (address, detailed, block) in enumerate(shown):
+        neighbours = [other for dummy, other, where in shown[max(index - 1, 0):index + 2] if where == block]
+        (described if detailed or any(neighbours) else bare).add(address)
+    return bare - described
 
 
 def _joined_acs_lines(lines):

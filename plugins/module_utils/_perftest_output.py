@@ -51,7 +51,7 @@ _CUDA = re.compile(
 # what it prints before a completion error (src/perftest_resources.c: the send and completion counts).
 _INFO = re.compile(
     r"^(?:Using sampled CPU speed \d+ MHz over reported speed \d+ MHz|(?:Connected|Completed): .+|Total run time: [0-9.]+\s*s|"
-    r"scnt=\d+, ccnt=\d+|Min msg size for RawEth is \d+B - changing msg size to \d+)\s*$"
+    r"scnt=\d+, ccnt=\d+|Min msg size for RawEth is \d+B - changing msg size to \d+|Inline data is used up to \d+ bytes message)\s*$"
 )
 # Which GPU a run used: perftest lists the CUDA devices with their PCIe bus, then the one it picked.
 _CUDA_DEVICE = re.compile(r"^CUDA device (?P<index>\d+): PCIe address is (?P<bus>[0-9A-Fa-f]+):(?P<slot>[0-9A-Fa-f]+)\s*$")
@@ -79,6 +79,16 @@ _ERRORISH = re.compile(r"couldn'?t|unable|failed|error|not found|cannot|refused|
 # ``[root@node ~]# ...``), a ``#`` comment, the tool's command line itself.
 _PERFTEST_COMMAND = re.compile(r"^(?:sudo\s+)?(?:ib_(?:write|read|send|atomic)_(?:bw|lat)|raw_ethernet_\w+)(?:\s.*)?$")
 _COLUMN_UNIT = re.compile(r"^(?P<name>.*?)\[(?P<unit>[^\]]*)\]$")
+# A perftest run in a command line (after taskset, numactl, sudo...), and what it asks for: perftest's
+# --output=latency|bandwidth|message_rate prints one bare figure instead of the report
+# (perftest_parameters.c): the average latency in usec, the average bandwidth in the report's unit
+# (MB/sec, Gb/sec with --report_gbits) or the message rate in Mpps, of one message size (-s, --size;
+# 2 bytes by default for a latency test, 65536 for a bandwidth test).
+_PERFTEST_RUN = re.compile(r"(?:^|[\s/])(?:ib_(?:write|read|send|atomic)_(?P<kind>bw|lat)|raw_ethernet_(?P<raw>bw|lat))(?:\s|$)")
+_OUTPUT_MODE = re.compile(r"(?:^|\s)--output[= ](?P<mode>latency|bandwidth|message_rate)\b")
+_SIZE_OPTION = re.compile(r"(?:^|\s)(?:--size[= ]|-s\s*)(?P<bytes>[0-9]{1,12})\b")
+_BARE_FIGURE = re.compile(r"^[0-9]{1,15}\.[0-9]{1,12}$")
+_DEFAULT_BYTES = {"lat": 2, "bw": 65536}
 
 # Header keys perftest prints, accepted even outside a header block (a paste may start mid-header).
 _HEADER_KEYS = (
@@ -277,8 +287,33 @@ def _parse_address(rest):
     parts = _ADDRESS_KEYS.split(rest)
     address = {}
     for index in range(1, len(parts) - 1, 2):
-        address[parts[index].lower()] = " ".join(parts[index + 1].split())
+        # Older perftest separates the fields with commas ("LID 0x02, QPN 0x70004b, PSN 0xc14da8").
+        address[parts[index].lower()] = " ".join(parts[index + 1].split()).rstrip(",").rstrip()
     return address
+
+
+def _output_mode_run(command):
+    """``{mode, kind, bytes, unit}`` of a perftest command line that asks for one bare figure
+    (``--output=...``), None for any other command line."""
+    run = _PERFTEST_RUN.search(command)
+    mode = _OUTPUT_MODE.search(command) if run else None
+    if not mode:
+        return None
+    kind = run.group("kind") or run.group("raw")
+    size = _SIZE_OPTION.search(command)
+    everything = re.search(r"(?:^|\s)(?:-a|--all)(?:\s|$)", command)
+    return {"mode": mode.group("mode"), "kind": "lat" if mode.group("mode") == "latency" else kind,
+            "bytes": None if everything else int(size.group("bytes")) if size else _DEFAULT_BYTES[kind],
+            "unit": "Gb/sec" if re.search(r"(?:^|\s)--report_gbits\b", command) else "MB/sec"}
+
+
+def _figure_row(run, value):
+    """The result row of the bare figure ``value`` printed by ``run`` (see _output_mode_run)."""
+    if run["mode"] == "latency":
+        return {"bytes": run["bytes"], "t_avg_usec": value}
+    if run["mode"] == "message_rate":
+        return {"bytes": run["bytes"], "msg_rate_mpps": value}
+    return {"bytes": run["bytes"], "bw_average_gbps": round(value * _GBPS_PER_UNIT[run["unit"].lower()], 6)}
 
 
 class _Table:
@@ -508,6 +543,8 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
     recognised = 0
     first_unplaced = None
     gpu_lines = []
+    figure_run = None  # the last command line that asked for a bare figure (--output=...)
+    figures = []  # (run, row) of the bare figures it printed
 
     numbered = [(number, raw, "") for number, raw in enumerate(_text_lines(stdout), start=1)]
     numbered += [(number, raw, " on stderr") for number, raw in enumerate(_text_lines(stderr), start=1)]
@@ -524,6 +561,16 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
             continue
         stripped = line.strip()
         if not stripped.startswith("#bytes") and (is_shell_prompt(stripped) or _PERFTEST_COMMAND.match(stripped)):
+            if _PERFTEST_RUN.search(stripped):
+                figure_run = _output_mode_run(stripped)
+            continue
+        if figure_run is not None and _BARE_FIGURE.match(stripped):
+            recognised += 1
+            if figures and figures[-1][0] is figure_run:
+                if figures[-1][1] != _figure_row(figure_run, _number(stripped)):
+                    _note(notes, "a second figure of one --output=%s run%s, not read" % (figure_run["mode"], stream), number, line)
+                continue
+            figures.append((figure_run, _figure_row(figure_run, _number(stripped))))
             continue
         recognised += 1
         if _BANNER.search(line):
@@ -603,6 +650,10 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
 
     sides = max(len(titles), len(tables))
     rows, sides_agree = _merge_sides(raw_rows, sides, notes)
+    if figures and not rows:
+        rows = [row for dummy, row in figures]
+        units.append("usec" if figures[0][0]["mode"] == "latency" else
+                     "Mpps" if figures[0][0]["mode"] == "message_rate" else figures[0][0]["unit"])
     units_printed = []
     for tbl in tables:
         unit = tbl.bw_unit or tbl.time_unit
@@ -623,6 +674,8 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
         kind = "lat" if re.search(r"Lat(ency)? Test$", titles[0]) else "bw"
     elif tables:
         kind = "bw" if tables[-1].bw_unit else ("lat" if tables[-1].time_unit else None)
+    elif figures:
+        kind = figures[0][0]["kind"]
     averages = [row["bw_average_gbps"] for row in rows if row.get("bw_average_gbps") is not None]
 
     result = {

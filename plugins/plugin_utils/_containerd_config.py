@@ -281,6 +281,13 @@ def _choose_runtimes(data, version, configured, legacy, runtimes, state, create_
         names = available
         if not names and state == "present":
             default = default_runtime_name(data, version, source)
+            imports = [item for item in data.get("imports") or [] if isinstance(item, str)]
+            if imports and not create_missing:
+                # Not the advice to add them: a runtime added here would stand beside, or over, the imported one.
+                raise ContainerdConfigError(
+                    "%s: no CRI runtime is configured under '%s', and the file imports %s, where its runtimes "
+                    "probably are: give that file as path instead; nothing was changed." % (
+                        source, toml_path(rpath), ", ".join(imports)))
             if not create_missing:
                 raise ContainerdConfigError(
                     "%s: no CRI runtime is configured under '%s'; name the runtimes to change and set "

@@ -134,6 +134,25 @@ EXPECTED_WITH_DIAGNOSTICS = {
         warnings=[],
         notes=[],
     ),
+    # A Markdown quote ("> " before every line): dkms's error with an empty path, then the modules.
+    "dkms2_blockquote_error_empty_file_path_installed_weak_zfs_issue4596.txt": dict(
+        modules=[(name, "0.6.5.6", kernel, "x86_64", "installed-weak")
+                 for kernel in ("2.6.32-504.23.4.el6.x86_64", "2.6.32-504.el6.x86_64", "2.6.32-573.18.1.el6.x86_64")
+                 for name in ("spl", "zfs")],
+        errors=[(2, "Could not locate dkms.conf file. File:  does not exist.")],
+        warnings=[],
+        notes=[],
+    ),
+    # A run of every module, then three runs of one module each (the last one, xpad, prints nothing): the node
+    # has the six modules of the first run, each module's lines read from its own run.
+    "dkms3_debian_root_prompt_three_runs_last_filtered_empty_xpad_xone_pr59.txt": dict(
+        modules=[(name, version, kernel, "x86_64", "installed")
+                 for name, version in (("xone", "v0.3-94-g2be4b81"), ("v4l2loopback", "0.13.2"))
+                 for kernel in ("6.10.11-amd64", "6.12.5-amd64", "6.12.6-amd64")],
+        errors=[],
+        warnings=[],
+        notes=[8, 12, 16],
+    ),
     "dkms3_status_zfs_stale_version_error_only_root_prompt.txt": dict(
         modules=[],
         errors=[(2, "Could not locate dkms.conf file. File: /var/lib/dkms/zfs/2.1.12/source/dkms.conf does not exist.")],
@@ -165,7 +184,8 @@ def test_samples_with_errors_give_the_errors_and_no_bogus_module(name):
     assert [(e["line"], e["message"]) for e in result["errors"]] == want["errors"]
     assert [(w["line"], w["message"]) for w in result["warnings"]] == want["warnings"]
     assert [n["line"] for n in result["notes"]] == want["notes"]
-    assert all(n["reason"] == "not dkms status output" for n in result["notes"])
+    assert all(n["reason"] == "not dkms status output" or n["reason"].startswith("a later dkms status run")
+               for n in result["notes"])
     assert all(module["name"] for module in result["modules"])
 
 
@@ -380,3 +400,36 @@ def test_a_paste_of_two_runs_is_read_from_the_last_one():
                                 "reason": "a later dkms status run: the 2 line(s) of output before it are left out"}]
     # One run, however it is pasted, keeps every module.
     assert len(parse_dkms_status(paste.split("# dkms remove", maxsplit=1)[0])["modules"]) == 2
+
+
+def test_a_later_run_of_some_modules_updates_them_and_keeps_the_others():
+    xone = parse_dkms_status((DKMS_FIXTURES / "dkms3_debian_root_prompt_three_runs_last_filtered_empty_xpad_xone_pr59.txt").read_text())
+    assert [(n["line"], n["reason"]) for n in xone["notes"]] == [
+        (8, "a later dkms status run of some modules only: the 3 module line(s) it lists are read from it, the other 3 from the runs before"),
+        (12, "a later dkms status run of some modules only: the 3 module line(s) it lists are read from it, the other 3 from the runs before"),
+        (16, "a later dkms status run of some modules only: the 0 module line(s) it lists are read from it, the other 6 from the runs before")]
+    whole = ("$ dkms status\n"
+             "mlnx-ofed-kernel/24.10, 6.8.0-45-generic, x86_64: installed\n"
+             "mlnx-ofed-kernel/24.10, 6.8.0-47-generic, x86_64: built\n"
+             "nvidia-peermem/550.90, 6.8.0-47-generic, x86_64: built\n")
+    # -m names the module: its lines not listed again are gone (removed), its listed ones are as listed.
+    by_name = parse_dkms_status(whole + "$ sudo dkms status -m mlnx-ofed-kernel\n"
+                                "mlnx-ofed-kernel/24.10, 6.8.0-47-generic, x86_64: installed\n")
+    assert _rows(by_name["modules"]) == [("nvidia-peermem", "550.90", "6.8.0-47-generic", "x86_64", "built"),
+                                         ("mlnx-ofed-kernel", "24.10", "6.8.0-47-generic", "x86_64", "installed")]
+    # -k names the kernel (dkms 3 takes kernel/arch): the other kernel's lines stay.
+    by_kernel = parse_dkms_status(whole + "$ dkms status -k 6.8.0-47-generic/x86_64 2>&1\n"
+                                  "mlnx-ofed-kernel/24.10, 6.8.0-47-generic, x86_64: installed\n"
+                                  "nvidia-peermem/550.90, 6.8.0-47-generic, x86_64: installed\n")
+    assert [(m["kernel"], m["state"]) for m in by_kernel["modules"]] == [
+        ("6.8.0-45-generic", "installed"), ("6.8.0-47-generic", "installed"), ("6.8.0-47-generic", "installed")]
+    # Piped into grep: only the lines it shows are known to have changed.
+    piped = parse_dkms_status(whole + "$ dkms status | grep peermem\n"
+                              "nvidia-peermem/550.90, 6.8.0-47-generic, x86_64: installed\n")
+    assert [(m["name"], m["kernel"], m["state"]) for m in piped["modules"]] == [
+        ("mlnx-ofed-kernel", "6.8.0-45-generic", "installed"), ("mlnx-ofed-kernel", "6.8.0-47-generic", "built"),
+        ("nvidia-peermem", "6.8.0-47-generic", "installed")]
+    # A later run of every module is the node now.
+    again = parse_dkms_status(whole + "$ dkms status\nnvidia-peermem/550.90, 6.8.0-47-generic, x86_64: installed\n")
+    assert _rows(again["modules"]) == [("nvidia-peermem", "550.90", "6.8.0-47-generic", "x86_64", "installed")]
+    assert again["notes"][-1]["reason"] == "a later dkms status run: the 3 line(s) of output before it are left out"

@@ -54,6 +54,32 @@ def test_a_dmesg_quoted_in_a_mail_is_read_past_its_quote_marks():
     assert result["records"] == 10
 
 
+def test_two_virtual_functions_of_one_name_lose_their_link_apart():
+    # The E810's VFs in two pods are both llsm1 (0000:10:09.2 and .3): two devices, two losses.
+    result = parse_carrier_events(read("intel-wired-lan_2023_e810_ice_iavf_quoted_two_vfs_one_name_cut_line.txt"))
+    assert [(e["netdev"], e["pci_address"], e["carrier"]) for e in result["events"]] == [
+        ("ens1f1", "0000:10:00.1", "down"), ("net1", "0000:10:09.1", "down"), ("llsm1", "0000:10:09.2", "down"),
+        ("llsm1", "0000:10:09.3", "down"), ("ens1f2", "0000:10:00.2", "up"), ("llsm2", "0000:10:11.1", "up"),
+        ("net2", "0000:10:11.2", "up"), ("llsm2", "0000:10:11.3", "up")]
+    assert result["netdevs"]["llsm1"] == {"down": 2, "up": 0, "losses": 2, "last": "down"}
+    assert result["netdevs"]["llsm2"] == {"down": 0, "up": 2, "losses": 0, "last": "up"}
+    # One device repeating its loss is still one loss, whether its messages carry its address or not.
+    repeated = parse_carrier_events("[1.0] iavf 0000:10:09.2 llsm1: NIC Link is Down\n[2.0] iavf 0000:10:09.2 llsm1: NIC Link is Down\n"
+                                    "[3.0] IPv6: ADDRCONF(NETDEV_CHANGE): llsm1: link becomes ready\n"
+                                    "[4.0] iavf 0000:10:09.2 llsm1: NIC Link is Down\n")
+    assert repeated["netdevs"]["llsm1"] == {"down": 3, "up": 1, "losses": 2, "last": "down"}
+
+
+def test_a_cable_module_event_is_noted_as_a_link_message_not_read():
+    # mlx5 says why a link went down ("Port module event: module 1, Cable unplugged"), not that it did: noted.
+    result = parse_carrier_events(read("netdev_2020_cx4lx_caller_id_quoted_printable_port_module_cable_unplugged.txt"))
+    assert result["events"] == []
+    assert [(n["line"], n["reason"]) for n in result["notes"] if "link" in n["reason"]] == [
+        (10, "a link message this filter does not read"), (17, "a link message this filter does not read")]
+    whole = parse_carrier_events("[  230.026346] mlx5_core 0000:0b:00.1: Port module event: module 1, Cable unplugged\n")
+    assert whole["notes"][0]["reason"] == "a link message this filter does not read"
+
+
 def test_a_prefix_of_another_tool_before_the_kernels_time_stamp_is_read_past():
     # A test harness's "INFO - INFO - " before every dmesg line of a switch's mlxsw_spectrum ports.
     result = parse_carrier_events(read("dentos_11_harness_prefix_info_info_mlxsw_spectrum_lowercase_link_down_up_trailing_space_partial.txt"))

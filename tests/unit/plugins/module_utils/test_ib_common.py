@@ -83,6 +83,18 @@ def test_parse_lid(text, expected):
     ("$ ibstat", True), ("# dkms status", True), ("[root@node ~]# ibstat", True), ("root@node:~# ibstat", True),
     ("user@host $", True), ("bash-5.1$ dkms status onload", True), ("sh-4.2# ibstat", True), ("bash$ ibstat", True),
     ("mlx5_0 port 1 ==> ib0 (Up)", False), ("bash-5.1: command not found", False), ("nvidia/535.86.05, 6.5.0, x86_64: installed", False),
+    # The prompts of real pastes: a login shell, a themed prompt, a bracketed one without a prompt
+    # character, and after virtual environments' names (conda nests them).
+    ("-bash-4.1# ibstat", True), ("\u276f ibstat", True), ("[aae4:~] ibv_devinfo -v", True),
+    ("((sglang-0.5.9) ) [user@host ~]$ ibdev2netdev", True), ("(base) root@node:~# ibstat", True), ("(a) (b) $ ls", True),
+    ("[  12.345678] mlx5_core 0000:3b:00.0: Link up", False), ("(0) InfiniBand", False), ("(venv)$ x", False),
+    ("(WARNING! Diff between built and installed module!)", False), ("(", False), ("[8086:1234] x", False),
 ])
 def test_shell_prompts(line, prompt):
     assert ib.is_shell_prompt(line) is prompt
+
+
+def test_a_long_run_of_environment_names_is_read_whole():
+    # Read index by index (slicing the line again at each name would make this quadratic).
+    assert ib.is_shell_prompt("(a) " * 100000 + "$ ibstat") is True
+    assert ib.is_shell_prompt("(" * 100000) is False

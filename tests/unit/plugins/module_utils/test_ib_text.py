@@ -255,6 +255,11 @@ EXPECTED = {
                state="ACTIVE", state_code=4, phys_state=None, link_layer="Ethernet", max_mtu=1024, active_mtu=1024,
                rate_gbps=None, vendor_id="0x626d74"),
     ],
+    # The author cut the port: line out with four "  ." lines: the device's fields stay, the port's are noted.
+    "ibv_devinfo/linux-rdma_2020_bnxt_re2_v_elided_port_line_dots_gid_types.txt": [
+        _entry("bnxt_re2", None, transport="InfiniBand", fw_ver="216.0.220.0", node_guid="0xb22628fffed3b0f0",
+               sys_image_guid="0xb22628fffed3b0f0", state=None, phys_state=None, gid=None),
+    ],
     "ibv_devinfo/pib_2_libibverbs_warnings_no_ib_devices_found.txt": [],
     # ibstatus where /sys/class/infiniband holds no device: its "Fatal error: ... sys files not found".
     "ibstatus/trinity_219_fatal_error_sys_files_not_found_prompt.txt": [],
@@ -856,3 +861,21 @@ def test_rdma_link_json_nested_too_deeply_is_one_sentence(nested, strict):
     with pytest.raises(IbTextError) as raised:
         _ib_text.parse_rdma_link(nested, strict=strict)
     assert str(raised.value) == "parse_rdma_link: the JSON is nested too deeply to be rdma -j link output"
+
+
+def test_fields_of_a_port_whose_port_line_was_cut_are_noted_not_lost():
+    result = _ib_text.parse_ibv_devinfo((FIXTURES / "ibv_devinfo" / "linux-rdma_2020_bnxt_re2_v_elided_port_line_dots_gid_types.txt").read_text())
+    assert [(n["line"], n["reason"]) for n in result["notes"]] == [
+        (number, "a redaction mark: the listing around it is incomplete") for number in (7, 8, 9, 10)] + [
+        (number, "a port's field before any port: line (the paste left the port line out): not read") for number in range(11, 16)]
+
+
+@pytest.mark.parametrize("printed, named", [("IB", "InfiniBand"), ("InfiniBand", "InfiniBand"), ("ETH", "Ethernet"),
+                                            ("Ethernet", "Ethernet"), ("Unknown", None)])
+def test_the_link_layer_is_named_as_sysfs_names_it(printed, named):
+    """Old infiniband-diags (OFED 1.5) print "Link layer: IB" where sysfs and later tools say InfiniBand."""
+    text = ("-bash-4.1# ibstat\nCA 'mthca0'\n\tCA type: MT25204\n\tNumber of ports: 1\n\tPort 1:\n\t\tState: Active\n"
+            "\t\tPhysical state: LinkUp\n\t\tRate: 20\n\t\tLink layer: %s\n" % printed)
+    result = _ib_text.parse_ibstat(text)
+    assert [(p["device"], p["state"], p["link_layer"]) for p in result["ports"]] == [("mthca0", "ACTIVE", named)]
+    assert result["notes"] == []

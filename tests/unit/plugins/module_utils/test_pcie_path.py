@@ -98,6 +98,24 @@ def test_an_acs_capability_without_its_registers_is_unknown():
     assert notes == ["ACSCap without all seven ACS flags; not read", "ACSCtl without all seven ACS flags; not read"]
 
 
+LISTED_ONLY = ("only its one-line listing is in the text (lspci without -vvv, or a listing filtered by grep): "
+               "its ACS and ATS are not shown")
+
+
+def test_a_function_only_in_a_one_line_listing_is_unknown_not_without_acs():
+    # A switch's ports shown by lspci -nns only, after the one port shown with -vvv: unknown, not "no ACS".
+    switch = parse_lspci_vvv((LSPCI / "kvm_2023_matisse_switch_access_denied_then_root_acs_then_nns_listing.txt").read_text())["functions"]
+    redirect = dict(REDIRECT, translation_blocking=False, p2p_egress_control=False, direct_translated_p2p=False)
+    assert switch["0000:03:02.0"]["acs"]["control"] == redirect
+    assert switch["0000:03:05.0"]["unreadable"].startswith("lspci could not read its capabilities")
+    assert sorted(address for address, function in switch.items() if function["unreadable"] == LISTED_ONLY) == [
+        "0000:02:00.0", "0000:03:01.0", "0000:03:03.0", "0000:03:06.0", "0000:03:08.0", "0000:03:09.0", "0000:03:0a.0"]
+    # lspci | grep MT lists both functions of a ConnectX-5; lspci -s 81:00.0 -vv shows only the first.
+    cx5 = parse_lspci_vvv((LSPCI / "lkml_2023_kunpeng_cx5_lspci_grep_listing_then_s_vv_quoted_printable.txt").read_text())["functions"]
+    assert (cx5["0000:81:00.0"]["port_type"], cx5["0000:81:00.0"]["unreadable"]) == ("endpoint", None)
+    assert (cx5["0000:81:00.1"]["acs"], cx5["0000:81:00.1"]["unreadable"]) == (None, LISTED_ONLY)
+
+
 def test_mail_pastes_quoted_and_wrapped_are_read_whole():
     # Quoted "> " as in a reply: the endpoint and its ATS (off) are read.
     quoted = parse_lspci_vvv((LSPCI / "linux-pci-2019-08-06_cameron_ccix_quoted-reply_ats-disabled_partial.txt").read_text())

@@ -71,6 +71,11 @@ EXPECTED = {
     "ib_atomic_bw_then_ib_atomic_lat_two_tests_wrapped_terminal_with_prompts_mlx4.txt": [(8, round(18.67 * MIB_GBPS, 6))],
     "ib_write_bw_bidir_use_rocm_mi355x_ionic_server_prompt.txt": [(2 ** n, None) for n in range(1, 16)] + [(65536, 687.41)] + [
         (2 ** n, None) for n in range(17, 23)] + [(8388608, 697.97)],
+    # OFED 1.5-era perftest: UD, no message-rate column, commas between the address fields.
+    "ib_send_bw_a_UD_mlx4_old_perftest_commas_in_addresses_no_msgrate.txt": [(2 ** n, None) for n in range(1, 11)] + [
+        (2048, round(2919.91 * MIB_GBPS, 6))],
+    # --output=latency: one bare figure, the average latency of 2-byte messages (no bandwidth).
+    "ib_write_lat_output_latency_bare_figure_taskset_prompts_comments.txt": [(2, None)],
 }
 
 
@@ -581,3 +586,29 @@ def test_pinning_to_a_node_the_machine_lacks(tmp_path):
 def test_gpu_arguments_follow_the_order_perftest_needs():
     argv = pt.build_argv("ib_write_bw", device="mlx5_2", size=1048576, use_cuda=3, use_cuda_dmabuf=True, extra_args=["-F"], server="10.0.0.2")
     assert argv == ["ib_write_bw", "-d", "mlx5_2", "-s", "1048576", "--report_gbits", "--use_cuda=3", "--use_cuda_dmabuf", "-F", "--", "10.0.0.2"]
+
+
+def test_old_perftest_separates_the_address_fields_with_commas():
+    parsed = pto.parse_perftest(fixture("ib_send_bw_a_UD_mlx4_old_perftest_commas_in_addresses_no_msgrate.txt"))
+    assert parsed["local_addresses"] == [{"lid": "0x02", "qpn": "0x70004b", "psn": "0xc14da8"}]
+    assert parsed["remote_addresses"] == [{"lid": "0x0b", "qpn": "0x28004c", "psn": "0xfaa100"}]
+    assert (parsed["connection_type"], parsed["mtu"], parsed["kind"]) == ("UD", 2048, "bw")
+
+
+def test_the_bare_figure_of_output_modes_is_read_from_the_command_line_that_asked_for_it():
+    parsed = pto.parse_perftest(fixture("ib_write_lat_output_latency_bare_figure_taskset_prompts_comments.txt"))
+    assert (parsed["kind"], parsed["unit"], parsed["results"], parsed["notes"]) == (
+        "lat", "usec", [{"bytes": 2, "t_avg_usec": 1.846569}], [])
+    bandwidth = pto.parse_perftest("$ ib_write_bw -d mlx5_0 -s 1048576 --output=bandwidth 10.0.0.2\n11129.09\n")
+    assert (bandwidth["kind"], bandwidth["results"]) == ("bw", [{"bytes": 1048576, "bw_average_gbps": round(11129.09 * MIB_GBPS, 6)}])
+    assert bandwidth["bw_average_gbps"] == round(11129.09 * MIB_GBPS, 6)
+    gbits = pto.parse_perftest("$ ib_send_bw --report_gbits --output bandwidth host\n96.42\n")
+    assert gbits["results"] == [{"bytes": 65536, "bw_average_gbps": 96.42}]
+    rate = pto.parse_perftest("# numactl -N 1 ib_write_bw --output=message_rate -s 64 host\n12.345678\n")
+    assert (rate["kind"], rate["unit"], rate["results"]) == ("bw", "Mpps", [{"bytes": 64, "msg_rate_mpps": 12.345678}])
+    # Another figure from the same run is noted, not read; a figure with no command line that asked for one is no output.
+    twice = pto.parse_perftest("$ ib_read_lat --output=latency h\n2.5\n3.5\n")
+    assert twice["results"] == [{"bytes": 2, "t_avg_usec": 2.5}]
+    assert twice["notes"][0]["reason"] == "a second figure of one --output=latency run, not read"
+    with pytest.raises(pto.PerftestOutputError, match="nothing in the text is perftest output"):
+        pto.parse_perftest("$ ib_read_lat h\n2.5\n")

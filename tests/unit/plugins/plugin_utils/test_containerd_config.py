@@ -34,7 +34,15 @@ EXPECTED = {
     # no version, and its runtime under the version 3 name only: containerd 2.x reads it there
     "talos-ext_v3-names_noversion_nvidia_dropin.toml": (3, ["nvidia"]),
 }
-ALL_FIXTURES = sorted(path.name for path in FIXTURES.glob("*.toml"))
+# Real files the edit refuses, with the reason it gives.
+REFUSED = {
+    # Talos keeps its runtimes in a file the main one imports: adding one here would stand beside it.
+    "talos_hack_v3_imports_only_no_runtimes.toml": (
+        "talos_hack_v3_imports_only_no_runtimes.toml: no CRI runtime is configured under "
+        "'plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes', and the file imports /etc/cri/conf.d/cri.toml, "
+        "where its runtimes probably are: give that file as path instead; nothing was changed."),
+}
+ALL_FIXTURES = sorted(path.name for path in FIXTURES.glob("*.toml") if path.name not in REFUSED)
 KEY_LINE = re.compile(r"^[ \t]*base_runtime_spec[ \t]*=")
 
 
@@ -66,6 +74,21 @@ def changed_lines(before: str, after: str):
 
 def test_every_fixture_is_covered():
     assert ALL_FIXTURES == sorted(EXPECTED)
+    assert all((FIXTURES / name).is_file() for name in REFUSED)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_fixture_refused_in_one_sentence(name):
+    with pytest.raises(cc.ContainerdConfigError) as raised:
+        cc.plan_base_runtime_spec(read(name), SPEC, source=name)
+    assert str(raised.value) == REFUSED[name]
+
+
+def test_an_import_only_file_gets_the_runtime_it_is_asked_to_create():
+    # create_missing=true is the operator's explicit choice: the default runtime is added beside the import.
+    plan = cc.plan_base_runtime_spec(read("talos_hack_v3_imports_only_no_runtimes.toml"), SPEC, create_missing=True)
+    assert (plan.runtimes_changed, plan.runtimes_created) == (["runc"], ["runc"])
+    assert tomllib.loads(plan.new_text)["imports"] == ["/etc/cri/conf.d/cri.toml"]
 
 
 @pytest.mark.parametrize("name", ALL_FIXTURES)
