@@ -67,7 +67,14 @@ _PROMPTED_COMMAND = re.compile(r"[$#>]\s*(?:sudo\s+)?dkms(?:\s|$)")
 _STATUS_RUN = re.compile(r"(?:^|[$#>]\s*)(?:sudo\s+)?dkms\s+status\b(?P<args>[^|;&<>#]*)(?P<pipe>\|)?")
 # The options of dkms status that narrow its listing, and the key of a module each one names.
 _FILTER_OPTIONS = {"-m": "name", "-v": "version", "-k": "kernel", "-a": "arch"}
-_IDENTITY = ("name", "version", "kernel", "arch")
+# What one dkms status run lists: every module (_WHOLE), only those its arguments name (a dict of the keys
+# they fix), or what a command it was piped into kept (_PIPED: unknown which, so only the lines it shows
+# are known to be new).
+_WHOLE = None
+_PIPED = "piped"
+# A narrowed run drops the earlier lines it covers, a scan of them all: past this many narrowed runs (no
+# real paste has them), a run only replaces the lines it shows, so that a pasted megabyte costs linear time.
+_MAX_NARROWED_RUNS = 64
 _REDACTED = re.compile(r"^(?:\.{3,}|\u2026+|[\[<(]\s*(?:\.{3}|snip(?:ped)?|redacted|cut|truncated|omitted)\s*[\]>)])$",
                        re.IGNORECASE)
 _PAREN = re.compile(r"^\((?P<text>[^()]*)\)")
@@ -274,7 +281,7 @@ def parse_dkms_status(text, strict=False):
         if run:
             runs.append((number, line, _run_scope(run)))
     # The text before the first run is read with it (a paste that cut the prompt, or has none).
-    segments = [(number, line, scope, []) for number, line, scope in runs] or [(0, None, WHOLE, [])]
+    segments = [(number, line, scope, []) for number, line, scope in runs] or [(0, None, _WHOLE, [])]
     at = 0
     for number, item in _numbered_items(text or ""):
         while at + 1 < len(segments) and segments[at + 1][0] <= number:
@@ -293,8 +300,14 @@ def parse_dkms_status(text, strict=False):
             })
         else:
             segments[at][3].append((number, item))
+    modules = {}  # (name, version, kernel, arch) -> the lines of that module, in the order first seen
+    narrowed = 0
     for number, line, scope, items in segments:
-        _fold_run(result, number, line, scope, items)
+        if scope is not _WHOLE and scope is not _PIPED:
+            narrowed += 1
+            scope = scope if narrowed <= _MAX_NARROWED_RUNS else _PIPED
+        modules = _fold_run(result, modules, number, line, scope, items)
+    result["modules"] = [item for lines in modules.values() for item in lines]
     result["notes"].sort(key=lambda note: note["line"])
     recognised = result["modules"] or result["errors"] or result["warnings"]
     if not recognised and first_unplaced is not None:
@@ -303,16 +316,10 @@ def parse_dkms_status(text, strict=False):
     return result
 
 
-# What one dkms status run lists: every module, or only those its arguments name (a dict of the keys
-# they fix), or what a command it was piped into kept (PIPED: unknown which).
-WHOLE = None
-PIPED = "piped"
-
-
 def _run_scope(run):
-    """The scope of the dkms status run ``run`` (a match of _STATUS_RUN): WHOLE, PIPED or the keys it names."""
+    """The scope of the dkms status run ``run`` (a match of _STATUS_RUN): _WHOLE, _PIPED or the keys it names."""
     if run.group("pipe"):
-        return PIPED
+        return _PIPED
     # A redirection's file descriptor ("2>&1") is not an argument.
     args = [arg for arg in run.group("args").split() if not arg.isdigit()]
     wanted = {}
@@ -333,31 +340,42 @@ def _run_scope(run):
         if "/" in value and key in ("name", "kernel"):
             value, wanted["version" if key == "name" else "arch"] = value.split("/", 1)
         wanted[key] = value
-    return wanted or WHOLE
+    return wanted or _WHOLE
 
 
-def _fold_run(result, number, line, scope, items):
-    """Take the status lines and diagnostics of one run into ``result`` (see parse_dkms_status)."""
-    modules = [item for dummy, item in items if item["state"] not in ("error", "warning")]
-    if scope is WHOLE:
-        earlier = len(result["modules"]) + len(result["errors"]) + len(result["warnings"])
+def _identity(module):
+    return module["name"], module["version"], module["kernel"], module["arch"]
+
+
+def _fold_run(result, modules, number, line, scope, items):
+    """Take the status lines and diagnostics of one run into ``result`` and ``modules`` (the module lines so
+    far, by identity); returns the module lines after the run (see parse_dkms_status)."""
+    listed = {}
+    for dummy, item in items:
+        if item["state"] not in ("error", "warning"):
+            listed.setdefault(_identity(item), []).append(item)
+    if scope is _WHOLE:
+        earlier = sum(len(lines) for lines in modules.values()) + len(result["errors"]) + len(result["warnings"])
         if earlier:
-            result["modules"], result["errors"], result["warnings"] = [], [], []
+            modules, result["errors"], result["warnings"] = {}, [], []
             result["notes"].append({"line": number, "text": _shown(line),
                                     "reason": "a later dkms status run: the %d line(s) of output before it are left out" % earlier})
-    elif result["modules"]:
-        listed = {tuple(module[key] for key in _IDENTITY) for module in modules}
-        kept = [module for module in result["modules"]
-                if tuple(module[key] for key in _IDENTITY) not in listed
-                and (scope is PIPED or any(module[key] != value for key, value in scope.items()))]
+    elif modules:
+        for identity in listed:
+            modules.pop(identity, None)
+        if scope is not _PIPED:
+            modules = {identity: lines for identity, lines in modules.items()
+                       if any(lines[0][key] != value for key, value in scope.items())}
         result["notes"].append({"line": number, "text": _shown(line), "reason": (
             "a later dkms status run of some modules only: the %d module line(s) it lists are read from it, "
-            "the other %d from the runs before" % (len(modules), len(kept)))})
-        result["modules"] = kept
+            "the other %d from the runs before" % (sum(len(lines) for lines in listed.values()),
+                                                   sum(len(lines) for lines in modules.values())))})
     for item_number, item in items:
         if item["state"] in ("error", "warning"):
             result[item["state"] + "s"].append({"line": item_number, "message": item["message"]})
-    result["modules"].extend(modules)
+    for identity, lines in listed.items():
+        modules.setdefault(identity, []).extend(lines)
+    return modules
 
 
 def _shown(line):

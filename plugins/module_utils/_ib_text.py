@@ -669,8 +669,7 @@ _DEVINFO_PORT_KEYS = {
 
 
 # The fields ibv_devinfo prints only under a port: line.
-_DEVINFO_PORT_ONLY_KEYS = frozenset(_DEVINFO_PORT_KEYS) | {
-    "state", "phys state", "active width", "active speed", "max msg sz", "port lid"}
+_DEVINFO_PORT_ONLY_KEYS = frozenset(_DEVINFO_PORT_KEYS) | {"state", "phys state", "active width", "active speed", "max msg sz"}
 
 
 def parse_ibv_devinfo(data, strict=False):

@@ -287,7 +287,7 @@ def _choose_runtimes(data, version, configured, legacy, runtimes, state, create_
                 raise ContainerdConfigError(
                     "%s: no CRI runtime is configured under '%s', and the file imports %s, where its runtimes "
                     "probably are: give that file as path instead; nothing was changed." % (
-                        source, toml_path(rpath), ", ".join(imports)))
+                        source, toml_path(rpath), ", ".join(repr(item) for item in imports)))
             if not create_missing:
                 raise ContainerdConfigError(
                     "%s: no CRI runtime is configured under '%s'; name the runtimes to change and set "

@@ -433,3 +433,14 @@ def test_a_later_run_of_some_modules_updates_them_and_keeps_the_others():
     again = parse_dkms_status(whole + "$ dkms status\nnvidia-peermem/550.90, 6.8.0-47-generic, x86_64: installed\n")
     assert _rows(again["modules"]) == [("nvidia-peermem", "550.90", "6.8.0-47-generic", "x86_64", "installed")]
     assert again["notes"][-1]["reason"] == "a later dkms status run: the 3 line(s) of output before it are left out"
+
+
+def test_past_many_narrowed_runs_a_run_only_replaces_the_lines_it_shows():
+    # Each narrowed run drops the earlier lines it covers, a scan of all of them: a paste of thousands of such
+    # runs would cost their product. Past 64 (no real paste has them) only the lines a run shows are replaced.
+    whole = "$ dkms status\n" + "".join("m%d/1.0, 6.8.0-%d-generic, x86_64: installed\n" % (n, n) for n in range(100))
+    empty_runs = "".join("$ dkms status -k 6.8.0-%d-generic\n" % n for n in range(100))
+    result = parse_dkms_status(whole + empty_runs)
+    assert [m["name"] for m in result["modules"]] == ["m%d" % n for n in range(64, 100)]
+    shown_runs = "".join("$ dkms status -m m%d\nm%d/1.0, 6.8.0-%d-generic, x86_64: built\n" % (n, n, n) for n in range(100))
+    assert {m["state"] for m in parse_dkms_status(whole + shown_runs)["modules"]} == {"built"}

@@ -39,7 +39,7 @@ REFUSED = {
     # Talos keeps its runtimes in a file the main one imports: adding one here would stand beside it.
     "talos_hack_v3_imports_only_no_runtimes.toml": (
         "talos_hack_v3_imports_only_no_runtimes.toml: no CRI runtime is configured under "
-        "'plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes', and the file imports /etc/cri/conf.d/cri.toml, "
+        "'plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes', and the file imports '/etc/cri/conf.d/cri.toml', "
         "where its runtimes probably are: give that file as path instead; nothing was changed."),
 }
 ALL_FIXTURES = sorted(path.name for path in FIXTURES.glob("*.toml") if path.name not in REFUSED)
@@ -82,6 +82,13 @@ def test_fixture_refused_in_one_sentence(name):
     with pytest.raises(cc.ContainerdConfigError) as raised:
         cc.plan_base_runtime_spec(read(name), SPEC, source=name)
     assert str(raised.value) == REFUSED[name]
+
+
+def test_the_imports_named_in_a_refusal_are_quoted_with_their_control_characters_escaped():
+    text = 'version = 3\nimports = ["/etc/cri/\\u001b[2Jcri.toml"]\n'
+    with pytest.raises(cc.ContainerdConfigError) as raised:
+        cc.plan_base_runtime_spec(text, SPEC, source="config.toml")
+    assert "imports '/etc/cri/\\x1b[2Jcri.toml'" in str(raised.value) and "\x1b" not in str(raised.value)
 
 
 def test_an_import_only_file_gets_the_runtime_it_is_asked_to_create():
