@@ -100,8 +100,9 @@ options:
     type: path
   kernel_log_file:
     description:
-      - With the V(kernel_log) subset, a file of saved kernel log text (C(journalctl -k -o short-iso),
-        C(dmesg), syslog) to read instead of running C(journalctl) on the node.
+      - With the V(kernel_log) subset, a file of saved kernel log text (C(journalctl -k) with C(-o short),
+        C(short-iso), C(short-monotonic), C(short-full) or C(json); C(dmesg) plain, C(-T), C(-d) or
+        C(--time-format iso); C(/dev/kmsg) records; syslog) to read instead of running C(journalctl) on the node.
       - A file is judged as of its newest carrier change with an ISO time stamp, so a copy reads the same later.
     type: path
   kernel_log_window_hours:

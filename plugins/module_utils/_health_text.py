@@ -43,12 +43,22 @@ _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _CALLER = r"(?:\[\s*[TC][0-9]{1,10}\])?"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 # Each record form: (kind, pattern with the groups time/host/tag/message).
+_ISO_TIME = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+# dmesg -d adds the time since the message before: "[  123.456789 <    0.000123>]".
+_SECONDS = r"\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})(?:\s*<\s*[0-9]{1,12}\.[0-9]{1,9}>)?\]"
 _RECORD_FORMS = (
     # /dev/kmsg: "prio,seq,usec,flags;message"
     ("kmsg", re.compile(r"^(?P<prio>[0-9]{1,9}),(?P<seq>[0-9]{1,20}),(?P<usec>[0-9]{1,20}),[^;]*;(?P<message>.*)$")),
+    # journalctl -o short-monotonic: "[  123.456789] host kernel: message"
+    ("journal", re.compile(r"^" + _SECONDS + r" (?P<host>\S+) (?P<tag>kernel): (?P<message>.*)$")),
+    # journalctl -o short-full: "Tue 2024-11-26 10:11:12 UTC host kernel: message" (the zone's name is left out)
+    ("journal", re.compile(r"^" + _DAY + r" (?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) [A-Z][A-Za-z0-9+-]{0,5} "
+                           r"(?P<host>\S+) (?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
+    # RFC 5424 syslog: "<6>1 2024-11-26T10:11:12.123456+00:00 host kernel - - - message"
+    ("syslog", re.compile(r"^<[0-9]{1,3}>1 (?P<time>" + _ISO_TIME + r") (?P<host>\S+) (?P<tag>\S+) \S+ \S+ (?:-|\[.*?\]) ?(?P<message>.*)$")),
     # A log without host names (a container's journal, a cut column): "Jan 31 17:38:44.384098 kernel: message"
     ("journal", re.compile(
-        r"^(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) (?P<tag>kernel): (?P<message>.*)$")),
+        r"^(?P<time>" + _ISO_TIME + r") (?P<tag>kernel): (?P<message>.*)$")),
     ("syslog", re.compile(
         r"^(?P<time>" + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<tag>kernel): (?P<message>.*)$")),
     # talosctl dmesg: "node-1: kern:    info: [2026-04-24T02:31:03.359109363Z]: message"
@@ -57,7 +67,7 @@ _RECORD_FORMS = (
         r"\[(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]: (?P<message>.*)$")),
     # journalctl -o short-iso / syslog with ISO time: "2024-01-08T10:11:12+0000 host tag[pid]: message"
     ("journal", re.compile(
-        r"^(?P<time>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) (?P<host>\S+) "
+        r"^(?P<time>" + _ISO_TIME + r") (?P<host>\S+) "
         r"(?:(?P<level>[A-Z]+) )?(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
     # OpenWrt logread: "Sun Apr 27 05:48:33 2025 kern.info kernel: message"
     ("syslog", re.compile(
@@ -71,7 +81,9 @@ _RECORD_FORMS = (
     ("dmesg", re.compile(
         r"^\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d \d{4})\]" + _CALLER + r" ?(?P<message>.*)$")),
     # dmesg: "[ 1202.718785] message"; dmesg -r and pstore's dmesg put the level first: "<6>[ 14.952018] message"
-    ("dmesg", re.compile(r"^(?:<[0-9]{1,3}>)?\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")),
+    ("dmesg", re.compile(r"^(?:<[0-9]{1,3}>)?" + _SECONDS + _CALLER + r" ?(?P<message>.*)$")),
+    # dmesg --time-format iso: "2024-11-26T10:11:12,123456+00:00 message" (a comma before the microseconds)
+    ("dmesg", re.compile(r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d) (?P<message>.*)$")),
     # The same after a prefix of another tool's (a test harness's "INFO - INFO - ", a timestamped
     # console capture): short, without a bracket, before the kernel's own time stamp.
     ("dmesg", re.compile(r"^[^\[\]]{1,60}?\s\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")),
@@ -117,9 +129,36 @@ _PROMPT = re.compile(r"^\s*(?:\S*[$#>]|\[[^\]]*\][$#])\s+\S")
 _QUOTE_MARKS = re.compile(r"^\s*(?:>[ \t]?)+(?=\S)")
 
 
+def _journal_json(text):
+    """``(kind, time text, monotonic seconds, host, message)`` of a ``journalctl -o json`` entry, or None.
+
+    The time is the entry's ``__REALTIME_TIMESTAMP`` (microseconds since the epoch) in ISO form, the
+    monotonic seconds its ``__MONOTONIC_TIMESTAMP``; a ``MESSAGE`` journald kept as bytes (an array) is
+    no text to read."""
+    try:
+        entry = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("MESSAGE"), str):
+        return None
+
+    def microseconds(key):
+        value = entry.get(key)
+        return int(value) if isinstance(value, str) and value.isdigit() and len(value) <= 19 else None
+
+    realtime, monotonic = microseconds("__REALTIME_TIMESTAMP"), microseconds("__MONOTONIC_TIMESTAMP")
+    moment = None
+    if realtime is not None and realtime < 253402300800 * 10 ** 6:  # before the year 10000
+        moment = datetime.datetime.fromtimestamp(realtime / 1e6, datetime.timezone.utc).isoformat()
+    host = entry.get("_HOSTNAME") if isinstance(entry.get("_HOSTNAME"), str) else None
+    return "journal", moment, monotonic / 1e6 if monotonic is not None else None, host, entry["MESSAGE"]
+
+
 def _record(line):
     """``(kind, time text, monotonic seconds, host, message)`` of a log line, or None."""
     text = _DROPPED.sub("", line.strip())
+    if text.startswith('{"') and text.endswith("}"):
+        return _journal_json(text)
     for kind, form in _RECORD_FORMS:
         match = form.match(text)
         if not match:
@@ -167,8 +206,9 @@ def _event(message):
 def parse_carrier_events(data):
     """Carrier losses and gains of network devices in kernel-log text.
 
-    Reads ``dmesg`` (with or without ``-T``), ``/dev/kmsg`` records, ``journalctl`` (short and
-    short-iso), syslog and OpenWrt ``logread`` lines, also mixed and with shell prompts. Returns
+    Reads ``dmesg`` (plain, ``-T``, ``-d``, ``--time-format iso``), ``/dev/kmsg`` records, ``journalctl``
+    (short, short-iso, short-monotonic, short-full and json), syslog (classic and RFC 5424) and OpenWrt
+    ``logread`` lines, also mixed and with shell prompts. Returns
     ``{"events", "netdevs", "notes", "lines", "records", "end"}``: every carrier change in order; per
     netdev the counts of ``down`` and ``up`` events, ``losses`` (changes from up, or from the start,
     to down; a message repeated while already down is not another loss) and the ``last`` state;

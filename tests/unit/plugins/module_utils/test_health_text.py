@@ -80,6 +80,36 @@ def test_a_cable_module_event_is_noted_as_a_link_message_not_read():
     assert whole["notes"][0]["reason"] == "a link message this filter does not read"
 
 
+@pytest.mark.parametrize("log, time, seconds, host", [
+    # dmesg -d: the time since the message before, after the time stamp.
+    ("[  123.456789 <    0.000123>] mlx5_core 0000:3b:00.0 ens1f0np0: Link down", None, 123.456789, None),
+    # dmesg --time-format iso: a comma before the microseconds.
+    ("2024-11-26T10:11:12,123456+00:00 mlx5_core 0000:3b:00.0 ens1f0np0: Link down", "2024-11-26T10:11:12,123456+00:00", None, None),
+    # journalctl -o short-monotonic, -o short-full (the zone's name is left out of the time).
+    ("[  123.456789] node1 kernel: mlx5_core 0000:3b:00.0 ens1f0np0: Link down", None, 123.456789, "node1"),
+    ("Tue 2024-11-26 10:11:12 UTC node1 kernel: mlx5_core 0000:3b:00.0 ens1f0np0: Link down", "2024-11-26 10:11:12", None, "node1"),
+    # RFC 5424 syslog (rsyslog's RSYSLOG_SyslogProtocol23Format).
+    ("<6>1 2024-11-26T10:11:12.123456+00:00 node1 kernel - - - mlx5_core 0000:3b:00.0 ens1f0np0: Link down",
+     "2024-11-26T10:11:12.123456+00:00", None, "node1"),
+    # journalctl -o json: the times in microseconds, the realtime one given in ISO form.
+    ('{"__REALTIME_TIMESTAMP":"1732615872123456","__MONOTONIC_TIMESTAMP":"123456789","_HOSTNAME":"node1",'
+     '"MESSAGE":"mlx5_core 0000:3b:00.0 ens1f0np0: Link down","_TRANSPORT":"kernel"}',
+     "2024-11-26T10:11:12.123456+00:00", 123.456789, "node1"),
+])
+def test_the_time_formats_of_dmesg_journalctl_and_syslog(log, time, seconds, host):
+    result = parse_carrier_events(log + "\n")
+    assert [(e["netdev"], e["carrier"], e["pci_address"], e["time"], e["monotonic_seconds"], e["host"]) for e in result["events"]] == [
+        ("ens1f0np0", "down", "0000:3b:00.0", time, seconds, host)]
+    assert result["notes"] == []
+
+
+def test_journal_json_entries_that_hold_no_text_are_noted_not_read():
+    # journald keeps a message that is not UTF-8 as an array of bytes; a cut or nested-too-deep line is no entry.
+    entries = '{"MESSAGE":[109,108,120]}\n{"MESSAGE":"ib0: Link is Down"\n{"' + "[" * 9000 + "}\n"
+    result = parse_carrier_events(entries)
+    assert result["events"] == [] and [n["reason"] for n in result["notes"]] == ["not a log record"] * 3
+
+
 def test_a_prefix_of_another_tool_before_the_kernels_time_stamp_is_read_past():
     # A test harness's "INFO - INFO - " before every dmesg line of a switch's mlxsw_spectrum ports.
     result = parse_carrier_events(read("dentos_11_harness_prefix_info_info_mlxsw_spectrum_lowercase_link_down_up_trailing_space_partial.txt"))
