@@ -154,7 +154,7 @@ def kernel_log_facts(data, netdevs, sysfs_root, window_hours, source, windowed_b
             since, until, window_applied = start.isoformat(), newest.isoformat(), True
     summary, kept, total, oldest = {}, collections.deque(maxlen=MAX_EVENTS), 0, None
     timed = collections.deque(maxlen=DURATION_EVENTS)
-    tally = {"lines": 0, "records": 0, "end": None}
+    tally = {"lines": 0, "records": 0, "unread": 0, "end": None}
     for event in iter_carrier_events(iter_text_lines(data, newest_first), tally):
         oldest = oldest or event["time"]
         owner = rdma_netdev_of(event["netdev"], netdevs, sysfs_root)
@@ -189,6 +189,7 @@ def kernel_log_facts(data, netdevs, sysfs_root, window_hours, source, windowed_b
         "future_dated": future_dated,
         "lines": tally["lines"],
         "records": tally["records"],
+        "unread_lines": tally["unread"],
         "netdevs": summary,
         "events": list(kept),
         "events_total": total,

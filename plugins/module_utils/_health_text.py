@@ -92,6 +92,8 @@ _RECORD_FORMS = (
 _KERNEL_SECONDS = re.compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")
 # A program that writes to the kernel log (systemd-networkd, udevd) tags its message: "name[pid]: ".
 _PROGRAM_TAG = re.compile(r"^[\w.-]+\[[0-9]+\]: ")
+# journalctl's own lines between the entries: "-- No entries --", "-- Boot 0f2e... --", "-- Logs begin at ... --".
+_JOURNAL_MARKER = re.compile(r"^\s*-- .* --\s*$")
 # A console that dropped messages prefixes the next one: "11 printk messages dropped ** "
 _DROPPED = re.compile(r"^\d+ printk messages dropped \*\* ")
 
@@ -218,7 +220,7 @@ def parse_carrier_events(data):
     :func:`carrier_down_periods` measures a link still down at the end of the log to.
     """
     lines = _lines(data, "parse_carrier_events")
-    tally = {"lines": 0, "records": 0, "end": None}
+    tally = {"lines": 0, "records": 0, "unread": 0, "end": None}
     notes = []
     events = list(iter_carrier_events(lines, tally, notes))
     return {"events": events, "netdevs": summarize_carrier(events), "notes": notes, "lines": len(lines),
@@ -253,7 +255,8 @@ def iter_text_lines(data, backwards=False):
 def iter_carrier_events(lines, tally, notes=None):
     """Yield each carrier change of ``lines`` (any iterable of str), in order.
 
-    ``tally`` gets the counts of ``lines`` and ``records`` and the time of the last record with one
+    ``tally`` gets the counts of ``lines``, ``records`` and ``unread`` (lines that are neither a record nor
+    blank nor one of journalctl's own ``-- ... --`` lines) and the time of the last record with one
     (``end``); ``notes``, when given, gets the notes
     :func:`parse_carrier_events` returns (a caller that only counts keeps memory flat by not asking).
     """
@@ -267,6 +270,8 @@ def iter_carrier_events(lines, tally, notes=None):
             # A bare message (pasted without its time stamp) still counts when it is a carrier change.
             found = _event(_DROPPED.sub("", line.strip()))
             if found is None:
+                if not _JOURNAL_MARKER.match(line):
+                    tally["unread"] = tally.get("unread", 0) + 1
                 if notes is not None:
                     reason = "a shell prompt" if _PROMPT.match(line) else "not a log record"
                     notes.append({"line": number, "text": line, "reason": reason})

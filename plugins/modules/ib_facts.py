@@ -411,6 +411,11 @@ ansible_facts:
               C(future_dated) counts the changes dated later (they count, but do not move the window).
             - C(journalctl) is read newest first, up to 64 MiB and 120 s; when it printed more, C(cut)
               says so and C(since) is the oldest carrier change read (else C(cut) is V(null)).
+            - >-
+              C(lines) counts the lines read, C(records) the log records among them and C(unread_lines) the
+              other lines (blank lines and the marker lines C(journalctl) prints between entries aside), so a
+              log with lines and no record was in a form the parser does not read, and its carrier changes
+              are not checked.
             - C(down_periods) has per netdev the periods its carrier was down, with C(down_at), C(up_at),
               C(seconds) and C(ongoing), measured on the log's own clock (C(clock), the kernel's monotonic
               time, wall time, or yearless syslog time), or the C(reason) durations could not be told.
@@ -426,6 +431,7 @@ ansible_facts:
             future_dated: 0
             lines: 5120
             records: 5120
+            unread_lines: 0
             netdevs:
               ibp94s0f0: {down: 3, up: 3, losses: 3, last: up, port: mlx5_0/1}
             events:

@@ -386,12 +386,12 @@ def link_down_duration(facts, params, found):
     if periods is None:
         not_checked(found, "kernel log", log.get("error") or "the kernel log's carrier changes were not gathered")
         return
-    lines = log.get("lines")
-    if isinstance(lines, int) and not isinstance(lines, bool) and lines > 0 and log.get("records") == 0:
+    unread = log.get("unread_lines")
+    if isinstance(unread, int) and not isinstance(unread, bool) and unread > 0 and log.get("records") == 0:
         # A saved log in a form the reader does not know gives no carrier change: that is not a quiet link.
         not_checked(found, "kernel log", "none of the %d lines of %s is a kernel log record in a form the reader knows "
                     "(dmesg, /dev/kmsg, journalctl, syslog), so its carrier changes were not read" % (
-                        lines, "the saved kernel log" if log.get("source") != "journalctl" else "journalctl's output"))
+                        unread, "the saved kernel log" if log.get("source") != "journalctl" else "journalctl's output"))
         return
     flap_seconds = params.get("flap_down_seconds") or 25
     flap_count = params.get("flap_count") or 3

@@ -298,13 +298,17 @@ def test_a_saved_log_in_a_form_the_reader_does_not_know_is_not_checked_not_quiet
     # Not one record among its lines (a format no form reads): no carrier change is no evidence of a stable link.
     unread = kernel_log_facts("ib0 went down at noon\nib0 came back\n", {"ib0": {"device": "mlx5_0", "port": 1}}, str(tmp_path), 24,
                               "saved", False)
-    assert (unread["lines"], unread["records"]) == (2, 0)
+    assert (unread["lines"], unread["records"], unread["unread_lines"]) == (2, 0, 2)
     assert judge("link_down_duration", {"kernel_log": unread}) == [
         ("info", "kernel log", "not checked: none of the 2 lines of the saved kernel log is a kernel log record in a form the reader "
                                "knows (dmesg, /dev/kmsg, journalctl, syslog), so its carrier changes were not read")]
-    # A log read whole without a carrier change of the RDMA netdevs is a quiet link, and an empty window nothing to say.
+    # A log read whole without a carrier change of the RDMA netdevs is a quiet link, and an empty window nothing to
+    # say, also when journalctl says so in its own words.
     quiet = log_facts(tmp_path, [])
     assert judge("link_down_duration", {"kernel_log": quiet}) == []
+    nothing = kernel_log_facts("-- No entries --\n", {"ib0": {"device": "mlx5_0", "port": 1}}, str(tmp_path), 24, "journalctl", True)
+    assert (nothing["lines"], nothing["records"], nothing["unread_lines"]) == (1, 0, 0)
+    assert judge("link_down_duration", {"kernel_log": nothing}) == []
     other = kernel_log_facts("[  12.5] eth9: Link is Down\n", {"ib0": {"device": "mlx5_0", "port": 1}}, str(tmp_path), 24, "saved", False)
     assert other["records"] == 1 and judge("link_down_duration", {"kernel_log": other}) == []
 
