@@ -120,12 +120,20 @@ _EVENT_FORMS = (
     ("addrconf", re.compile(r"^(?:IPv6: )?ADDRCONF\(NETDEV_CHANGE\): (?P<netdev>[\w.@-]+): link becomes ready")),
     # systemd-networkd: ib0: Lost carrier / ib0: Gained carrier (a real log of Azure's health checks has "lost carrier")
     ("networkd", re.compile(r"^(?P<netdev>[\w.@-]+): (?P<state>Lost|Gained) carrier\b", re.IGNORECASE)),
+    # qede (QLogic/Marvell FastLinQ) puts its function and line first: [qede_link_update:2426(p6p4)]Link is down,
+    # [qede_unload:2244(p6p4)]Link is down
+    ("driver", re.compile(r"^\[(?P<driver>qede)_\w+:[0-9]+\((?P<netdev>[\w.@-]+)\)\]\s*Link is (?P<state>up|down)\b",
+                          re.IGNORECASE)),
 )
+# A console that printed one record into the middle of another ("...dhcp for interfa[  142.361359] bnxt_en ...").
+_EMBEDDED_STAMP = re.compile(r"\[\s*[0-9]{1,12}\.[0-9]{1,9}\] ")
+# Only a message whose halves speak of a link or a carrier is tried whole (the cheap test before the others).
+_LINK_WORD = re.compile(r"link|carrier", re.IGNORECASE)
 # Words that make an unmatched record worth a note: it may be a carrier change in a form not known here.
 # Messages about a link this parser does not count, noted: mlx5's cable module events ("Port module event:
 # module 1, Cable unplugged", "Port module event[error]: ...") say why a link went down, not that it did.
-_LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\bport module event\b|\bcable (?:unplugged|error)\b",
-                      re.IGNORECASE)
+_LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\bport module event\b|\bcable (?:unplugged|error)\b"
+                      r"|\bmodule is not present\b", re.IGNORECASE)
 _PROMPT = re.compile(r"^\s*(?:\S*[$#>]|\[[^\]]*\][$#])\s+\S")
 # A mail's quote marks before a pasted log (">> [18865.848172] mlx5_core ..."), possibly nested.
 _QUOTE_MARKS = re.compile(r"^\s*(?:>[ \t]?)+(?=\S)")
@@ -259,8 +267,14 @@ def iter_carrier_events(lines, tally, notes=None):
     blank nor one of journalctl's own ``-- ... --`` lines) and the time of the last record with one
     (``end``); ``notes``, when given, gets the notes
     :func:`parse_carrier_events` returns (a caller that only counts keeps memory flat by not asking).
+    Two forms of pasted text are read whole: a carrier message a mail wrapped onto the next line
+    ("eth1: NIC" / "Link is Up"), and a record a console printed into the middle of another line.
     """
-    for number, line in enumerate(lines, 1):
+    numbered = enumerate(lines, 1)
+    ahead = next(numbered, None)
+    while ahead is not None:
+        number, line = ahead
+        ahead = next(numbered, None)
         tally["lines"] = number
         line = _QUOTE_MARKS.sub("", line[:MAX_LOG_LINE])
         if not line.strip():
@@ -269,19 +283,31 @@ def iter_carrier_events(lines, tally, notes=None):
         if record is None:
             # A bare message (pasted without its time stamp) still counts when it is a carrier change.
             found = _event(_DROPPED.sub("", line.strip()))
-            if found is None:
+            embedded = _embedded_record(line) if found is None else None
+            if found is None and embedded is None:
                 if not _JOURNAL_MARKER.match(line):
                     tally["unread"] = tally.get("unread", 0) + 1
                 if notes is not None:
                     reason = "a shell prompt" if _PROMPT.match(line) else "not a log record"
                     notes.append({"line": number, "text": line, "reason": reason})
                 continue
-            record = (None, None, None, None, line.strip())
+            record = embedded or (None, None, None, None, line.strip())
         tally["records"] += 1
         kind, time_text, seconds, host, message = record
         if time_text is not None or seconds is not None:
             tally["end"] = {"time": time_text, "monotonic_seconds": seconds}
         found = _event(message)
+        if found is None and ahead is not None:
+            wrapped = _wrapped_event(message, ahead[1])
+            if wrapped is not None:
+                found, message = wrapped
+                tally["lines"], ahead = ahead[0], next(numbered, None)
+        if found is None:
+            embedded = _embedded_record(message)
+            if embedded is not None:
+                kind, time_text, seconds, host, message = embedded[0], embedded[1], embedded[2], host, embedded[4]
+                tally["end"] = {"time": time_text, "monotonic_seconds": seconds}
+                found = _event(message)
         if found is None:
             if notes is not None and _LINKISH.search(message):
                 notes.append({"line": number, "text": line, "reason": "a link message this filter does not read"})
@@ -300,6 +326,23 @@ def iter_carrier_events(lines, tally, notes=None):
             "log_format": kind,
             "message": message,
         }
+
+
+def _embedded_record(text):
+    """The dmesg record a console printed into the middle of ``text`` (after its first character), or None."""
+    match = _EMBEDDED_STAMP.search(text, 1)
+    return _record(text[match.start():]) if match else None
+
+
+def _wrapped_event(message, following):
+    """``(event, whole message)`` when ``message`` and the line after it, a mail's wrap of one carrier message
+    ("eth1: NIC" / "Link is Up, 10 Gbps"), make a carrier change together; None otherwise."""
+    rest = _QUOTE_MARKS.sub("", following[:MAX_LOG_LINE]).strip()
+    if not rest or not (_LINK_WORD.search(message) or _LINK_WORD.search(rest)) or _record(rest) is not None:
+        return None
+    whole = message.rstrip() + " " + rest
+    found = _event(whole)
+    return (found, whole) if found is not None else None
 
 
 def summarize_carrier(events):

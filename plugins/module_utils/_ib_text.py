@@ -154,9 +154,13 @@ def _input_text(data, parser):
 _TRAILING_COMMENT = re.compile(r"(?<=\s)(?:#|//)")
 
 
+# Inline markup a blog or a rendered page leaves in a pasted listing (<font color="red">DOWN</font>).
+_HTML_TAG = re.compile(r"</?(?:font|span|b|strong|em|i|u|code|mark)(?:\s[^<>]*)?>", re.IGNORECASE)
+
+
 def _clean(line):
-    """Return a line without colours, borders, quote marks and indentation; '' for a line that says nothing."""
-    line = _ANSI.sub("", line).strip(_STRIP_CHARS)
+    """Return a line without colours, markup, borders, quote marks and indentation; '' for a line that says nothing."""
+    line = _HTML_TAG.sub("", _ANSI.sub("", line)).strip(_STRIP_CHARS)
     line = _QUOTE_MARKS.sub("", line).strip(_STRIP_CHARS)
     if _DECORATION.match(line):
         return ""
@@ -165,6 +169,43 @@ def _clean(line):
 
 def _shown(line):
     return line if len(line) <= 120 else line[:117] + "..."
+
+
+# The mark of a line kept as a comment, with one space after it.
+_COMMENT_MARK = re.compile(r"^[ \t]*# ?")
+
+
+def _uncommented(text):
+    """``text`` without the "#" marks when every non-blank line starts with one (after indentation), else None."""
+    lines = re.split(r"\r\n|\r|\n", text)
+    if not any(line.strip() for line in lines) or not all(line.lstrip(" \t").startswith("#") for line in lines if line.strip()):
+        return None
+    return "\n".join(_COMMENT_MARK.sub("", line, count=1) for line in lines)
+
+
+def _reads_commented_listings(parse):
+    """``parse``, which also reads a listing kept as comments (a script's or a recipe's: every line starts
+    with "#"). Such lines look like root prompts, so the text is read without the marks, with a note, when
+    it gives no port as it stands and, without them, ports with a number or a state (a bare name per line,
+    as ibstat -l prints, could be any comment)."""
+    def parse_also_commented(data, strict=False):
+        parsed = parse(data, strict)
+        if parsed["ports"]:
+            return parsed
+        text = _uncommented(_input_text(data, parse.__name__))
+        if text is None:
+            return parsed
+        try:
+            again = parse(text, strict)
+        except IbTextError:
+            return parsed
+        # A port of a listing has a number or a state; a bare name per line (ibstat -l) may be any comment.
+        if not any(port.get("port") is not None or port.get("state") for port in again["ports"]):
+            return parsed
+        again["notes"].insert(0, {"line": None, "text": None, "reason": "every line is commented out with '#': read without the marks"})
+        return again
+    parse_also_commented.__name__, parse_also_commented.__doc__ = parse.__name__, parse.__doc__
+    return parse_also_commented
 
 
 class _Reader:
@@ -452,6 +493,7 @@ _IBSTAT_PORT_KEYS = {
 }
 
 
+@_reads_commented_listings
 def parse_ibstat(data, strict=False):
     """Parse ``ibstat``, ``ibstat -s``, ``ibstat -l``, ``ibstat -p`` and ``ibstat CA PORT``."""
     reader = _Reader(data, "parse_ibstat", "ibstat", strict)
@@ -568,6 +610,7 @@ _IBSTATUS_KEYS = {
 }
 
 
+@_reads_commented_listings
 def parse_ibstatus(data, strict=False):
     """Parse ``ibstatus`` (the sysfs values as the kernel prints them, LIDs in hex)."""
     reader = _Reader(data, "parse_ibstatus", "ibstatus", strict)
@@ -672,6 +715,7 @@ _DEVINFO_PORT_KEYS = {
 _DEVINFO_PORT_ONLY_KEYS = frozenset(_DEVINFO_PORT_KEYS) | {"state", "phys state", "active width", "active speed", "max msg sz"}
 
 
+@_reads_commented_listings
 def parse_ibv_devinfo(data, strict=False):
     """Parse ``ibv_devinfo``, ``ibv_devinfo -v`` and ``ibv_devinfo -l``."""
     reader = _Reader(data, "parse_ibv_devinfo", "ibv_devinfo", strict)
@@ -801,6 +845,7 @@ _IBDEV2NETDEV_VERBOSE = re.compile(
 _CARRIER = {"UP": "Up", "DOWN": "Down"}
 
 
+@_reads_commented_listings
 def parse_ibdev2netdev(data, strict=False):
     """Parse ``ibdev2netdev``, ``ibdev2netdev -v`` and the old ``dev port N <===> netdev`` form.
 
@@ -850,6 +895,7 @@ _RDMA_PHYS_CODES = {"NOP": 0, "SLEEP": 1, "POLLING": 2, "DISABLED": 3, "ARMED": 
                     "LINK_ERROR_RECOVER": 6, "PHY_TEST": 7, "OPA_OFFLINE": 9, "OPA_TEST": 11}
 
 
+@_reads_commented_listings
 def parse_rdma_link(data, strict=False):
     """Parse ``rdma link show`` (also the older ``1/1: mlx5_0/1: ...`` form, ``-d`` and ``-j``)."""
     reader = _Reader(data, "parse_rdma_link", "rdma link", strict)

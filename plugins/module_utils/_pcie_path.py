@@ -181,8 +181,14 @@ _EXPRESS = re.compile(r"^Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*(?:\([^)]*
 _NO_ANSWER = re.compile(r"^!!! (?:Unknown header type|Invalid class)")
 # The rest of an ACSCap/ACSCtl line a mail or a terminal broke: nothing but ACS flags.
 _ACS_CONTINUATION = re.compile(r"^(?:(?:SrcValid|TransBlk|ReqRedir|CmpltRedir|UpstreamFwd|EgressCtrl|DirectTrans)[+-]\s*)+$")
+# lspci -t's root of a tree: "-[0000:00]-+-00.0" (a domain and bus in brackets, then a branch).
+_TREE = re.compile(r"\[[0-9a-fA-F]{4}:[0-9a-fA-F]{2}\]-[-+]")
 _IOMMU_GROUP = re.compile(r"^IOMMU group:\s*(?P<group>[0-9]+)$")
 _CAPABILITY_DENIED = re.compile(r"^Capabilities:\s*<access denied>")
+# Any capability lspci lists, by its offset: at 0x100 and above, an extended one (ACS and ATS are).
+_CAPABILITY_OFFSET = re.compile(r"^Capabilities:\s*\[([0-9a-fA-F]{1,4})(?:\s+v[0-9]+)?\]")
+# What the capability names of a function (``listed``) also hold: an extended capability, the PCI Express one.
+_EXTENDED, _EXPRESS_LISTED = "<extended>", "<express>"
 _CAPABILITY_LISTED = re.compile(r"^Capabilities:\s*\[[0-9a-fA-F]+(?:\s+v[0-9]+)?\]\s*(?P<name>Access Control Services|Address Translation Service)")
 # A capability lspci names, the register lines that must follow it, the function's key they fill and
 # the value without which that key says nothing (the ACS control register, ATS on or off).
@@ -217,6 +223,7 @@ def parse_lspci_vvv(text):
     if not isinstance(text, str):
         raise LspciTextError("expected lspci -vvv text, got %s" % type(text).__name__)
     functions, unattributed, notes, current = {}, [], [], None
+    read_at = {}  # (address, field) -> the line it was last read from
     # After a mail's quote marks, the indentation is lspci's: it tells device headers from their lines.
     lines = _joined_acs_lines([MAIL_QUOTE_MARKS.sub("", raw) for raw in text.splitlines()])
     header_indent = min((_indent(raw) for raw in lines if _HEADER.match(raw.strip())), default=0)
@@ -250,6 +257,12 @@ def parse_lspci_vvv(text):
         capability = _CAPABILITY_LISTED.match(line)
         if capability and current is not None:
             listed.setdefault(address, set()).add(capability.group("name"))
+        offset = _CAPABILITY_OFFSET.match(line)
+        if offset and current is not None:
+            if int(offset.group(1), 16) >= CONFIG_CONVENTIONAL_BYTES:
+                listed.setdefault(address, set()).add(_EXTENDED)
+            elif _EXPRESS.match(line):
+                listed.setdefault(address, set()).add(_EXPRESS_LISTED)
         field = _field(line)
         if field is None:
             continue
@@ -262,16 +275,24 @@ def parse_lspci_vvv(text):
                 notes.append("line %d: %s without all seven ACS flags; not read" % (number, name))
                 continue
             acs = current["acs"] = current["acs"] or {"capable": None, "control": None}
-            acs["capable" if name == "ACSCap" else "control"] = value
+            key = "capable" if name == "ACSCap" else "control"
+            _note_relisted(notes, number, address, name, acs[key], value, read_at)
+            acs[key] = value
         elif name == "ATSCap":
+            _note_relisted(notes, number, address, name, (current["ats"] or {}).get("invalidate_queue_depth"), value, read_at)
             current["ats"] = dict(current["ats"] or {"enabled": None, "smallest_translation_unit": None}, invalidate_queue_depth=value)
         elif name == "ATSCtl":
+            earlier = current["ats"] or {}
+            _note_relisted(notes, number, address, name, earlier.get("enabled") if "enabled" in earlier else None,
+                           value["enabled"], read_at)
             current["ats"] = dict(current["ats"] or {"invalidate_queue_depth": None}, **value)
         elif name == "port_type":
             current["port_type"] = value
         elif name == "iommu_group":
             current["iommu_group"] = value
     if not functions and not unattributed:
+        if _TREE.search(text):
+            raise LspciTextError("this is the tree lspci -t prints, which shows no capability: ACS and ATS need lspci -vvv")
         raise LspciTextError("no 'BB:DD.F class: name' device header and no ACSCtl/ATSCtl line: this is not lspci -vvv output")
     listing_only = _listing_only(shown)
     for address, entry in functions.items():
@@ -282,11 +303,26 @@ def parse_lspci_vvv(text):
         names = listed.get(address, set())
         missing = [(capability, registers) for capability, registers, key, needed in _LISTED_REGISTERS
                    if capability in names and (entry[key] or {}).get(needed) is None]
+        if (_EXPRESS_LISTED in names and _EXTENDED not in names and entry["acs"] is None and entry["ats"] is None
+                and entry["unreadable"] is None):
+            entry["unreadable"] = ("its PCI Express capability is listed but none of its extended capabilities, where ACS and ATS "
+                                   "are: the text was cut, or lspci could not read the extended configuration space")
+            continue
         if missing and entry["unreadable"] is None:
             entry["unreadable"] = "; ".join("its %s capability is listed but no complete %s lines follow it (lspci -v instead of "
                                             "-vvv, or the text was cut, filtered by grep or its lines broken)" % pair
                                             for pair in missing)
     return {"functions": functions, "unattributed": unattributed, "notes": notes}
+
+
+def _note_relisted(notes, number, address, field, earlier, value, read_at):
+    """A function listed twice (lspci run again after a change) whose ``field`` differs: the later listing is
+    read, and said so, as the earlier state is lost."""
+    where = read_at.get((address, field))
+    read_at[(address, field)] = number
+    if where is not None and earlier is not None and earlier != value:
+        notes.append("line %d: %s is listed again and its %s differs from line %d's; the later one is read"
+                     % (number, address, field, where))
 
 
 def _listing_only(shown):

@@ -233,13 +233,17 @@ def _text_lines(text):
     return [MAIL_QUOTE_MARKS.sub("", line) for line in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")]
 
 
+_COUNT_COLUMNS = ("bytes", "iterations")
+
+
 def _column_names(header_line):
     """Split a table header into column names; names may contain spaces (``BW peak[MB/sec]``)."""
     columns = []
     pending = []
     for token in header_line.split():
-        if token.startswith("#") and not pending:
-            columns.append(token)
+        # A paste can lose a "#" ("#bytes     iterations    BW peak[MB/sec]"): the counts are known by name.
+        if (token.startswith("#") or token.lower() in _COUNT_COLUMNS) and not pending:
+            columns.append("#" + token.lstrip("#"))
             continue
         pending.append(token)
         if "]" in token:

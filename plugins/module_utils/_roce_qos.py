@@ -246,15 +246,22 @@ _CABLE = re.compile(r"^Cable len:\s*(?P<len>[0-9]+)")
 _BUFFERS = re.compile(r"^Receive buffer size \(bytes\):\s*(?P<sizes>[0-9,]+)(?:max_buffer_size=(?P<max>[0-9]+))?")
 _TC = re.compile(r"^tc:\s*(?P<tc>[0-9]+)\s+ratelimit:\s*(?P<rate>[^,]+),\s*tsa:\s*(?P<tsa>\w+)(?:,\s*bw:\s*(?P<bw>[0-9]+)%)?")
 _TC_PRIO = re.compile(r"^priority:\s*(?P<prio>[0-7])$")
+_PFC_TITLE = re.compile(r"^PFC configuration:\s*$")
 
 
 def _output_starts(lines):
-    """Where each mlnx_qos output begins: its ``DCBX mode:`` line, or its trust line when it has none."""
-    starts, previous = [], None
+    """Where each mlnx_qos output begins: its ``DCBX mode:`` line, or its trust line when it has none, or,
+    from an mlnx_qos that prints neither (MLNX_OFED 3.x), its ``PFC configuration:`` line."""
+    starts, previous, headed = [], None, False
     for index, line in enumerate(lines):
         stripped = line.strip()
         if _DCBX.match(stripped) or (_TRUST.match(stripped) and not (previous and _DCBX.match(previous))):
             starts.append(index)
+            headed = True
+        elif _PFC_TITLE.match(stripped):
+            if not headed:
+                starts.append(index)
+            headed = False
         if stripped:
             previous = stripped
     return starts
@@ -285,8 +292,8 @@ def parse_mlnx_qos(text):
     lines = _lines(text, what)
     starts = _output_starts(lines)
     if not starts:
-        raise QosTextError("%s: no line starts with 'Priority trust state:' or 'DCBX mode:' (a text that lost its line breaks "
-                           "has none either): this is not mlnx_qos output" % what)
+        raise QosTextError("%s: no line starts with 'Priority trust state:', 'DCBX mode:' or 'PFC configuration:' (a text that "
+                           "lost its line breaks has none either): this is not mlnx_qos output" % what)
     notes = ["line %d runs mlnx_qos with %s, which writes: the table after it shows what that command set"
              % (number, " ".join(flags)) for number, flags in _setting_commands(lines, "mlnx_qos")]
     first = starts[-1]
@@ -336,6 +343,8 @@ def parse_mlnx_qos(text):
             current_tc["priorities"].append(int(match.group("prio")))
     if result["trust"] is None and result["enabled_priorities"] is None:
         raise QosTextError("%s: neither the trust state nor the PFC 'enabled' row could be read" % what)
+    if result["trust"] is None:
+        notes.append("the output has no 'Priority trust state:' line (an older mlnx_qos prints none): the trust mode is not in it")
     result["dscp_prio"] = dict(sorted(result["dscp_prio"].items(), key=lambda item: int(item[0])))
     return result
 
@@ -477,6 +486,8 @@ def qos_of_netdev(sysfs_root, netdev, outputs):
         entry["dscp_prio"] = parsed["mlnx_qos"]["dscp_prio"]
     if "mlnx_qos" in parsed:
         entry["notes"].extend(parsed["mlnx_qos"]["notes"])
+        if not parsed["mlnx_qos"]["trust"]:
+            reasons.append("mlnx_qos -i printed no 'Priority trust state:' line")
     if entry["pfc"] is None:
         entry["pfc"] = {"enabled_priorities": None, "source": None, "reason": "; ".join(r for r in reasons if r) or "no PFC output"}
     if entry["trust"] is None:

@@ -125,10 +125,13 @@ class _Reader:
                 )
 
     def pci_function(self, path):
-        """Resolve a ``device`` link to ``(pci_address, realpath)``; dangling links are reported."""
+        """Resolve a ``device`` link to ``(pci_address, realpath)``; dangling links are reported.
+
+        Without that link (a tree saved without it), the class entry's own link tells the function too:
+        ``class/infiniband/irdma0 -> ../../devices/pci0000:17/.../0000:1a:00.0/infiniband/irdma0``."""
         link = os.path.join(path, "device")
         if not os.path.lexists(link):
-            return None, None
+            return self._function_above(path)
         real = os.path.realpath(link)
         if not os.path.isdir(real):
             if os.path.islink(link):
@@ -138,6 +141,15 @@ class _Reader:
             return None, None
         address = os.path.basename(real)
         return (address if _PCI_ADDRESS.match(address) else None), real
+
+    @staticmethod
+    def _function_above(path):
+        """``(pci_address, path)`` of the PCI function whose ``<class>/<name>`` directory ``path`` resolves to."""
+        real = os.path.realpath(path)
+        holder, function = os.path.dirname(real), os.path.dirname(os.path.dirname(real))
+        if os.path.basename(holder) != os.path.basename(os.path.dirname(path)) or not _PCI_ADDRESS.match(os.path.basename(function)):
+            return None, None
+        return (os.path.basename(function), function) if os.path.isdir(function) else (None, None)
 
     def device(self, name, path):
         node_type_name, node_type_code = _node_type(read_attr(os.path.join(path, "node_type")))

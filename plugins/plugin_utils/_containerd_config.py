@@ -267,6 +267,41 @@ def runtime_table_path(data: dict, version: int, name: str, source: str) -> t.Tu
     return runtimes_path(version) + (name,)
 
 
+# The IDs under which disabled_plugins turns off the plugin that runs pods (its short ID, or type and ID).
+CRI_PLUGIN_IDS = {1: ("cri", "io.containerd.grpc.v1.cri"), 2: ("cri", "io.containerd.grpc.v1.cri"),
+                  3: ("io.containerd.cri.v1.runtime", "io.containerd.grpc.v1.cri")}
+# The shim of Windows containers: a Linux process's rlimits mean nothing to it.
+WINDOWS_RUNTIME_TYPE = "io.containerd.runhcs."
+
+
+def _refuse_disabled_cri(data, version, source):
+    """A file whose ``disabled_plugins`` turns CRI off (Docker's containerd.io package ships one) runs no pod:
+    a base_runtime_spec set there would be reported as done and never used."""
+    disabled = data.get("disabled_plugins")
+    if not isinstance(disabled, list):
+        return
+    off = [item for item in disabled if isinstance(item, str) and item.strip() in CRI_PLUGIN_IDS[version]]
+    if off:
+        raise ContainerdConfigError(
+            "%s: disabled_plugins holds %r, so containerd runs no Kubernetes (CRI) pod with this file and none would "
+            "get base_runtime_spec; take it out of disabled_plugins (and restart containerd) first; nothing was "
+            "changed." % (source, off[0]))
+
+
+def _linux_runtimes(data, version, names, source, plan):
+    """``names`` without the Windows runtimes (runhcs), each left alone with a warning."""
+    kept = []
+    for name in names:
+        table = _get_table(data, runtime_table_path(data, version, name, source), source) or {}
+        kind = table.get("runtime_type")
+        if isinstance(kind, str) and kind.startswith(WINDOWS_RUNTIME_TYPE):
+            plan.warnings.append("%s: runtime '%s' runs Windows containers (%s): a Linux process's memory lock limit "
+                                 "does not apply to it, so it was left alone." % (source, name, kind))
+            continue
+        kept.append(name)
+    return kept
+
+
 def _choose_runtimes(data, version, configured, legacy, runtimes, state, create_missing, source, plan):
     """The runtime names to edit (``default_runtime`` for the deprecated table containerd uses)."""
     rpath = runtimes_path(version)
@@ -278,7 +313,9 @@ def _choose_runtimes(data, version, configured, legacy, runtimes, state, create_
                 toml_path(CRI_PLUGIN_PATHS[version] + LEGACY_DEFAULT_SUBPATH), LEGACY_DEFAULT_RUNTIME))
     available = list(configured) + ([LEGACY_DEFAULT_RUNTIME] if legacy is not None else [])
     if runtimes is None:
-        names = available
+        names = _linux_runtimes(data, version, available, source, plan) if state == "present" else available
+        if available and not names:
+            return names  # a Windows node's file: every runtime was left alone, each with its warning
         if not names and state == "present":
             default = default_runtime_name(data, version, source)
             imports = [item for item in data.get("imports") or [] if isinstance(item, str)]
@@ -356,6 +393,8 @@ def plan_base_runtime_spec(
     legacy = legacy_default_runtime(data, version, source)
     if not configured and legacy is None:
         _check_schema_names(data, version, source)
+    if state == "present":
+        _refuse_disabled_cri(data, version, source)
     plan = EditPlan(text=bom + text, new_text=bom + text, config_version=version)
     names = _choose_runtimes(data, version, configured, legacy, runtimes, state, create_missing, source, plan)
     plan.runtimes = list(names)

@@ -140,12 +140,17 @@ def test_programs_writing_to_the_kernel_log_and_kmsg_records():
     assert {e["log_format"] for e in kmsg["events"]} == {"kmsg"}
 
 
-def test_a_bonds_wrapped_lines_are_not_given_to_the_bond():
-    # Every "bond-san: link status ..." line was wrapped by the mail client before "interface ethX":
-    # the slave is on the next line, so the message is not read as the bond's own carrier.
+def test_a_bonds_wrapped_lines_are_read_whole_and_given_to_the_slave():
+    # Every "bond-san: link status ..." line was wrapped by the mail client before "interface ethX": the two
+    # halves are one message, so the slave the second half names gets the event, never the bond itself.
     parsed = parse_carrier_events((DOWN / "netdev_bonding_8023ad_dmesg_T_wrapped_mlx4_bond_san.txt").read_text())
-    assert [(e["line"], e["netdev"], e["carrier"]) for e in parsed["events"]] == [(17, "eth2", "up"), (25, "eth2", "up"), (32, "eth2", "up")]
-    assert {n["line"] for n in parsed["notes"] if n["reason"] == "a link message this filter does not read"} >= {12, 18, 20, 26, 29, 33, 35}
+    assert [(e["line"], e["netdev"], e["carrier"], e["bond"]) for e in parsed["events"]] == [
+        (10, "bond-san", "up", None), (12, "eth3", "up", "bond-san"), (17, "eth2", "up", None), (18, "eth2", "up", "bond-san"),
+        (20, "eth2", "up", "bond-san"), (25, "eth2", "up", None), (26, "eth2", "up", "bond-san"), (29, "eth2", "up", "bond-san"),
+        (32, "eth2", "up", None), (33, "eth2", "up", "bond-san"), (35, "eth2", "up", "bond-san")]
+    assert parsed["events"][1]["message"] == "bond-san: link status definitely up for interface eth3, 10000 Mbps full duplex"
+    # "bond-san: link" / "is not ready" joins into no carrier change: neither half is counted.
+    assert not [e for e in parsed["events"] if e["line"] in (7, 8)]
 
 
 def test_iso_times_with_nine_digits_of_a_second_are_measured_on_every_python():
@@ -155,3 +160,37 @@ def test_iso_times_with_nine_digits_of_a_second_are_measured_on_every_python():
     result = periods_of(log)["enp1s0f0np0"]
     assert result["reason"] is None
     assert [(p["seconds"], p["ongoing"]) for p in result["periods"]] == [(30.0, False)]
+
+
+def test_qedes_own_form_with_its_function_and_line_first():
+    """qede prints "[qede_link_update:2426(p6p4)]Link is down": in syslog and in dmesg, each a carrier change."""
+    parsed = parse_carrier_events((DOWN / "cnbond_qede_var_log_messages_function_prefix_three_flaps_prompt.txt").read_text())
+    assert [(e["line"], e["netdev"], e["carrier"], e["time"]) for e in parsed["events"]] == [
+        (4, "p6p4", "down", "Sep 18 20:51:10"), (5, "p6p4", "up", "Sep 18 20:51:10"), (6, "p6p4", "down", "Sep 18 21:00:07"),
+        (7, "p6p4", "up", "Sep 18 21:00:07"), (8, "p6p4", "down", "Sep 18 21:00:11"), (9, "p6p4", "up", "Sep 18 21:00:11")]
+    assert parsed["netdevs"]["p6p4"]["losses"] == 3
+    dmesg = parse_carrier_events((DOWN / "linux_cifs_dmesg_grep_qed_qede_link_update_up_prompt.txt").read_text())
+    assert [(e["netdev"], e["carrier"], e["monotonic_seconds"]) for e in dmesg["events"]] == [
+        ("enp25s0f0", "up", 8.917308), ("enp25s0f1", "up", 8.947363)]
+
+
+def test_a_record_a_console_printed_inside_another_line_is_read():
+    parsed = parse_carrier_events((DOWN / "lkml_console_bnxt_en_record_inside_another_line.txt").read_text())
+    assert [(e["line"], e["netdev"], e["carrier"], e["monotonic_seconds"]) for e in parsed["events"]] == [
+        (1, "eno2np0", "up", 119.300502), (4, "eno3np1", "up", 142.361359)]
+    assert parsed["events"][1]["message"].startswith("bnxt_en 0000:3b:00.1 eno3np1: NIC Link is Up, 25000 Mbps")
+
+
+def test_carrier_messages_a_mail_wrapped_onto_the_next_line_are_read_whole():
+    parsed = parse_carrier_events((DOWN / "linux_nfs_quoted_syslog_wrapped_i40e_tg3_link_up.txt").read_text())
+    assert [(e["line"], e["netdev"], e["carrier"], e["time"], e["pci_address"]) for e in parsed["events"]] == [
+        (1, "eth1", "up", "Jun 20 10:23:01", "0000:98:00.0"), (15, "em1", "up", "Jun 20 10:23:10", "0000:04:00.0")]
+    assert parsed["events"][1]["message"] == "tg3 0000:04:00.0 em1: Link is up at 1000 Mbps, full duplex"
+
+
+def test_an_absent_cable_module_is_noted_not_counted():
+    parsed = parse_carrier_events((DOWN / "kmm_ice_e810_reload_dmesg_module_not_present.txt").read_text())
+    assert [(e["netdev"], e["source"]) for e in parsed["events"]] == [("ens1f1", "driver"), ("ens1f1", "addrconf"), ("ens2f1", "driver")]
+    absent = [n["text"] for n in parsed["notes"] if "Module is not present" in n["text"]]
+    assert len(absent) == 4 and all(n["reason"] == "a link message this filter does not read"
+                                    for n in parsed["notes"] if "Module is not present" in n["text"])

@@ -392,3 +392,37 @@ def test_a_state_word_the_kernel_does_not_use_is_kept_without_a_code_and_said():
     changed = [p for p in result["ports"] if p["state"] == "Activate"]
     assert len(changed) == 1 and changed[0]["state_code"] is None
     assert sum(p["state"] == "ACTIVE" for p in result["ports"]) == sum(p["state"] == "ACTIVE" for p in PARSERS["ibstat"](text)["ports"]) - 1
+
+
+def test_a_listing_kept_as_comments_is_read_without_the_marks():
+    """A Chef recipe keeps the ibstat of a QLogic qib0 as Ruby comments ("    # \\tCA type: ..."): each line looks
+    like a root prompt, so the text is read without the marks, with a note; the same as the plain listing."""
+    text = (FIXTURES / "pastes" / "chef_recipe_qib0_QLE7340_qdr_as_ruby_comments.txt").read_text(encoding="utf-8")
+    for strict in (False, True):
+        result = PARSERS["ibstat"](text, strict=strict)
+        (port,) = result["ports"]
+        assert (port["device"], port["hca_type"], port["port"], port["state"], port["phys_state"], port["rate_gbps"]) == (
+            "qib0", "InfiniPath_QLE7340", 1, "ACTIVE", "LinkUp", 40.0)
+        assert (port["lid"], port["sm_lid"], port["link_layer"], port["fw_ver"], port["node_guid"]) == (
+            6, 3, "InfiniBand", None, "0x001175000076dcbe")
+        assert result["notes"][0] == {"line": None, "text": None, "reason": "every line is commented out with '#': read without the marks"}
+    plain = "\n".join(line.split("# ", 1)[1] for line in text.splitlines() if line.strip())
+    assert PARSERS["ibstat"](plain)["ports"] == result["ports"]
+    assert PARSERS["ibstat"](text.splitlines())["ports"] == result["ports"]
+
+
+@pytest.mark.parametrize("text", ["# just\n# a comment\n# here\n", "# ibstat\n", "    # mlx5_0\n    # mlx5_1\n"])
+def test_comments_that_hold_no_listing_give_no_ports(text):
+    # ibstat -l prints a bare name per line, which any comment could be: names alone are not read out of comments.
+    assert PARSERS["ibstat"](text) == {"ports": [], "notes": []}
+
+
+def test_inline_markup_of_a_rendered_page_is_left_out():
+    """A blog marked the SR-IOV VFs of an ibdev2netdev -v listing red (<font color="red">...</font>)."""
+    text = (FIXTURES / "pastes" / "sriov_kvm_notes_ibdev2netdev_v_quoted_font_tags_vf_down.txt").read_text(encoding="utf-8")
+    result = PARSERS["ibdev2netdev"](text, strict=True)
+    assert [(p["pci_address"], p["device"], p["state"], p["state_code"], p["netdevs"], p["netdev_state"]) for p in result["ports"]] == [
+        ("0000:02:00.0", "mlx5_0", "ACTIVE", 4, ["ib0"], "Up"), ("0000:81:00.0", "mlx5_1", "ACTIVE", 4, ["ib1"], "Up"),
+        ("0000:02:00.1", "mlx5_2", "DOWN", 1, ["ib2"], "Down"), ("0000:02:00.2", "mlx5_3", "DOWN", 1, ["ib3"], "Down"),
+        ("0000:02:00.3", "mlx5_4", "DOWN", 1, ["ib4"], "Down"), ("0000:02:00.4", "mlx5_5", "DOWN", 1, ["ib5"], "Down")]
+    assert result["notes"] == []

@@ -81,6 +81,26 @@ def test_lspci_without_root_is_unreadable_not_without_acs():
         'lspci could not read its capabilities ("Capabilities: <access denied>"): lspci -vvv must run as root'}
 
 
+def test_a_function_listed_twice_with_other_acs_bits_says_so_and_reads_the_later():
+    parsed = parse_lspci_vvv((LSPCI / "hygon_root_port_listed_twice_acs_redirect_on_then_off.txt").read_text())
+    (address,) = parsed["functions"]
+    root = parsed["functions"][address]
+    assert (address, root["port_type"], root["unreadable"]) == ("0000:00:01.1", "root_port", None)
+    assert (root["acs"]["capable"]["p2p_request_redirect"], root["acs"]["control"]["p2p_request_redirect"],
+            root["acs"]["control"]["p2p_completion_redirect"]) == (True, False, False)
+    (note,) = parsed["notes"]
+    assert note.startswith("line ") and note.endswith(" differs from line 78's; the later one is read")
+    assert "0000:00:01.1 is listed again and its ACSCtl" in note
+
+
+def test_a_listing_cut_before_the_extended_capabilities_is_unknown_not_without_acs():
+    parsed = parse_lspci_vvv((LSPCI / "rpi-pcie-devices-80_pex8619_upstream_port_cut_after_express_line_partial.txt").read_text())
+    switch = parsed["functions"]["0000:01:00.0"]
+    assert (switch["port_type"], switch["acs"], switch["ats"]) == ("upstream_port", None, None)
+    assert switch["unreadable"] == ("its PCI Express capability is listed but none of its extended capabilities, where ACS and "
+                                    "ATS are: the text was cut, or lspci could not read the extended configuration space")
+
+
 def test_an_acs_capability_without_its_registers_is_unknown():
     parsed = parse_lspci_vvv((LSPCI / "linux-pci_alexw_raptorlake_grep-headers-and-acs-capability-only.txt").read_text())
     functions = parsed["functions"]
@@ -273,3 +293,8 @@ def test_unreadable_config_space_everywhere_is_the_reason(tmp_path):
         os.unlink(os.path.realpath(os.path.join(tmp_path, "bus", "pci", "devices", address, "config")))
     facts = read_pcie_path(str(tmp_path), FACTS)
     assert (facts["available"], facts["applicable"]) == (False, True) and facts["reason"].endswith("/config does not exist")
+
+
+def test_the_tree_of_lspci_t_is_refused_with_what_to_run_instead():
+    with pytest.raises(LspciTextError, match=r"^this is the tree lspci -t prints, which shows no capability: ACS and ATS need lspci -vvv$"):
+        parse_lspci_vvv((LSPCI / "lkml-2024-01-29_icelake_h800_lspci-tv_tree_partial.txt").read_text())

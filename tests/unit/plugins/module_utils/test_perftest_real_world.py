@@ -109,3 +109,13 @@ def test_two_different_tests_in_one_paste_are_not_taken_for_the_two_sides_of_one
     assert any("another test's output starts here (Atomic FETCH_AND_ADD Latency Test after Atomic FETCH_AND_ADD BW Test)" in n["reason"]
                for n in parsed["notes"])
     assert not any("sides printed different units" in n["reason"] for n in parsed["notes"])
+
+
+def test_a_header_that_lost_the_hash_of_iterations_keeps_its_columns():
+    """' #bytes     iterations    BW peak[MB/sec] ...': without its "#", iterations is still a count column,
+    so BW average is the fourth figure of each row (MB/sec), not the third."""
+    parsed = parse_perftest((FIXTURES / "perftest" / "ib_read_bw_a_mlx5_IB_header_lost_hash_of_iterations_prompt_no_space_ucx_issue8852.txt").read_text())
+    assert (parsed["unit"], parsed["device"], parsed["link_type"]) == ("MB/sec", "mlx5_1", "IB")
+    last = parsed["results"][-1]
+    assert (last["bytes"], last["iterations"]) == (128, 1000)
+    assert parsed["bw_average_gbps"] == pytest.approx(310.05 * 8 / 1000 * 1.048576, rel=1e-6)

@@ -35,6 +35,9 @@ EXPECTED = {
     "seed_err_ib_write_bw_mlx5_0_port_down_client.txt": ("port_down", "Port number 1 state is Down"),
     "seed_err_ib_write_bw_mlx5_bond_0_device_not_found.txt": ("device_not_found", "IB device mlx5_bond_0 not found"),
     "ib_read_bw_a_mlx4_IB_MBsec.txt": [(2 ** n, None) for n in range(1, 24)],
+    "ib_read_bw_a_mlx5_IB_header_lost_hash_of_iterations_prompt_no_space_ucx_issue8852.txt": [
+        (size, round(average * MIB_GBPS, 6)) for size, average in
+        ((2, 4.67), (4, 9.71), (8, 19.50), (16, 38.95), (32, 77.83), (64, 155.39), (128, 310.05))],
     "ib_write_bw_postlist_report_gbits_roce_tabs_in_rows.txt": [(8, 0.48)],
     "ib_write_bw_s1M_client_IB_MBsec.txt": [(1048576, round(11129.09 * MIB_GBPS, 6))],
     "ib_write_bw_s1M_server_IB_MBsec.txt": [(1048576, round(11129.09 * MIB_GBPS, 6))],

@@ -154,6 +154,25 @@ def test_mlnx_qos_ofed_4_2_community_page_single_spaced_with_blank_lines():
     assert all(tc["priorities"] for tc in parsed["tcs"].values()) and len(parsed["tcs"]) == 8
 
 
+def test_mlnx_qos_of_an_older_ofed_without_dcbx_and_trust_lines():
+    """MLNX_OFED 3.x's mlnx_qos starts at 'PFC configuration:': PFC is read, the trust mode is said to be missing."""
+    parsed = parse_mlnx_qos((QOS / "cnrdma-eth35_ofed33_no-dcbx-no-trust_skprio_4space.txt").read_text())
+    assert (parsed["trust"], parsed["dcbx_mode"], parsed["enabled_priorities"]) == (None, None, [])
+    assert sorted(parsed["tcs"]) == [str(tc) for tc in range(8)] and parsed["tcs"]["1"]["priorities"] == [0]
+    assert {tc["tsa"] for tc in parsed["tcs"].values()} == {"vendor"}
+    assert parsed["notes"] == ["the output has no 'Priority trust state:' line (an older mlnx_qos prints none): the trust mode is not in it"]
+    echoed = parse_mlnx_qos((QOS / "cnrdma-eth35_ofed33_pfc-echo_prio4_row-misaligned.txt").read_text())
+    assert echoed["enabled_priorities"] == [4]
+    assert echoed["notes"][0] == "line 1 runs mlnx_qos with --pfc, which writes: the table after it shows what that command set"
+
+
+def test_an_older_mlnx_qos_gives_pfc_and_says_why_the_trust_mode_is_unknown(tmp_path):
+    text = (QOS / "cnrdma-eth35_ofed33_no-dcbx-no-trust_skprio_4space.txt").read_text()
+    entry = qos_of_netdev(str(tmp_path), "eth35", {"mlnx_qos": (text, None)})
+    assert entry["pfc"] == {"enabled_priorities": [], "source": "mlnx_qos -i", "reason": None}
+    assert entry["trust"]["mode"] is None and "mlnx_qos -i printed no 'Priority trust state:' line" in entry["trust"]["reason"]
+
+
 def test_mlnx_qos_script_log_reads_the_last_output():
     parsed = parse_mlnx_qos((QOS / "netarbiter_setup-nic-lossless-layer3_xtrace_two_outputs.md").read_text())
     assert parsed["notes"] == ["line 5 runs mlnx_qos with --trust, which writes: the table after it shows what that command set",
@@ -171,7 +190,7 @@ def test_mlnx_qos_script_log_reads_the_last_output():
     (parse_dcb_pfc, '{"prio_pfc": [tru', r"^dcb pfc show: the output starts like JSON but is not JSON"),
     (parse_dcb_app, "dscp-prio BOGUS:3\n", r"^dcb app show: 'BOGUS' is neither a number nor a DSCP/PCP name dcb prints$"),
     (parse_dcb_apptrust, "Object \"apptrust\" is unknown, try \"dcb help\".", r"^dcb apptrust show: no 'order:' line"),
-    (parse_mlnx_qos, "Interface name is required\n", r"^mlnx_qos -i: no line starts with 'Priority trust state:' or 'DCBX mode:'"),
+    (parse_mlnx_qos, "Interface name is required\n", r"^mlnx_qos -i: no line starts with 'Priority trust state:', 'DCBX mode:' or 'PFC configuration:'"),
     # A web page's copy that lost every line break: the words are there, glued, and no line starts with them.
     (parse_mlnx_qos, "[root@l-csi-0835d ~]# mlnx_qos -i enp4s0f1DCBX mode: OS controlledPriority trust state: pcpdefault priority:",
      r"^mlnx_qos -i: no line starts with"),

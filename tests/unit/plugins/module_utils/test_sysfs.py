@@ -356,3 +356,15 @@ def test_a_port_directory_whose_name_is_not_a_number_is_skipped_with_a_warning(t
     assert facts["devices"]["mlx5_0"]["ports"] == [1]
     (warning,) = warnings
     assert warning.endswith("mlx5_0/ports holds an entry named '²', not a port number; skipped.")
+
+
+def test_without_device_links_the_class_links_name_each_devices_pci_function(tmp_path):
+    """A tree saved as ``ls -lR /sys/class/infiniband`` shows it (node_exporter issue 2846): only the class links,
+    no ``device`` link. Each link's target still names the PCI function the device sits on."""
+    sysfs_tree.unpack((FIXTURES / "sysfs/node-exporter-issue2846-class-links.sysfs").read_bytes(), str(tmp_path))
+    facts, dummy = gather(str(tmp_path))
+    assert {name: device["pci_address"] for name, device in facts["devices"].items()} == {
+        "irdma0": "0000:1a:00.0", "irdma1": "0000:1a:00.3", "irdma2": "0000:1a:00.1", "irdma3": "0000:1a:00.2",
+        "mlx5_0": "0000:3b:00.0"}
+    # The functions' own files are not in the listing: what they would give stays unknown.
+    assert {(device["numa_node"], device["driver"]) for device in facts["devices"].values()} == {(None, None)}

@@ -20,6 +20,8 @@ SPEC = "/etc/containerd/rdma-spec.json"
 
 # What each real file is: its schema and the runtimes it configures for CRI.
 EXPECTED = {
+    # k3s's containerd 2.x template: its Windows runtime (runhcs-wcow-process) is left alone, with a warning.
+    "k3s-tmpl_v3_crun_default_wasm_runhcs_v2-name-wasmedge.toml": (3, ["runc", "crun", "wasm"]),
     "containerd-1.6_config_default_v2.toml": (2, ["runc"]),
     "eks-ami_containerd2_v3_default_base_runtime_spec.toml": (3, ["runc"]),
     "eks-ami_v2_nvidia_default-runtime_base_runtime_spec.toml": (2, ["nvidia"]),
@@ -30,19 +32,25 @@ EXPECTED = {
     "containerd-1.7_config_default_v2.toml": (2, ["runc"]),
     "nvidia-ctk_v3_dropin_default_nvidia.toml": (3, ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]),
     "aks-ubuntu-gb_v2_default_nvidia_untrusted_4space.toml": (2, ["nvidia", "runc", "untrusted"]),
-    "aks-windows_v1_noversion_runhcs_default_runtime.toml": (1, ["runhcs-wcow-process", "default_runtime"]),
     # no version, and its runtime under the version 3 name only: containerd 2.x reads it there
     "talos-ext_v3-names_noversion_nvidia_dropin.toml": (3, ["nvidia"]),
 }
 # Real files the edit refuses, with the reason it gives.
 REFUSED = {
+    # Docker's containerd.io package turns CRI off: no pod would ever get the spec.
+    "containerd.io-deb_noversion_cri_disabled_all_commented.toml": (
+        "containerd.io-deb_noversion_cri_disabled_all_commented.toml: disabled_plugins holds 'cri', so containerd runs no "
+        "Kubernetes (CRI) pod with this file and none would get base_runtime_spec; take it out of disabled_plugins (and "
+        "restart containerd) first; nothing was changed."),
     # Talos keeps its runtimes in a file the main one imports: adding one here would stand beside it.
     "talos_hack_v3_imports_only_no_runtimes.toml": (
         "talos_hack_v3_imports_only_no_runtimes.toml: no CRI runtime is configured under "
         "'plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes', and the file imports '/etc/cri/conf.d/cri.toml', "
         "where its runtimes probably are: give that file as path instead; nothing was changed."),
 }
-ALL_FIXTURES = sorted(path.name for path in FIXTURES.glob("*.toml") if path.name not in REFUSED)
+# A Windows node's file: every runtime runs Windows containers (runhcs), so the edit leaves each alone.
+WINDOWS_NODE = "aks-windows_v1_noversion_runhcs_default_runtime.toml"
+ALL_FIXTURES = sorted(path.name for path in FIXTURES.glob("*.toml") if path.name not in REFUSED and path.name != WINDOWS_NODE)
 KEY_LINE = re.compile(r"^[ \t]*base_runtime_spec[ \t]*=")
 
 
@@ -483,8 +491,18 @@ AKS_WINDOWS_V3 = (
 )
 
 
+def test_a_windows_nodes_runtimes_are_left_alone_each_with_a_warning():
+    for text, version, source in ((read(WINDOWS_NODE), 1, WINDOWS_NODE), (AKS_WINDOWS_V3, 3, "config.toml")):
+        plan = cc.plan_base_runtime_spec(text, SPEC, source=source)
+        assert plan.config_version == version and not plan.changed and plan.runtimes == [] and plan.runtimes_changed == []
+        assert sorted(w.split("'")[1] for w in plan.warnings) == ["default_runtime", "runhcs-wcow-process"]
+        assert all("runs Windows containers (io.containerd.runhcs.v1): a Linux process's memory lock limit does not apply"
+                   in warning for warning in plan.warnings)
+
+
 def test_a_runtime_named_default_runtime_is_a_runtime_in_schema_3():
-    plan = cc.plan_base_runtime_spec(AKS_WINDOWS_V3, SPEC)
+    # Named on purpose, a runhcs runtime is edited like any other.
+    plan = cc.plan_base_runtime_spec(AKS_WINDOWS_V3, SPEC, runtimes=["default_runtime", "runhcs-wcow-process"])
     assert (plan.runtimes_changed, plan.runtimes_created) == (["default_runtime", "runhcs-wcow-process"], [])
     runtimes = runtime_table(plan.new_text, 3)
     assert {name: runtimes[name]["base_runtime_spec"] for name in runtimes} == {"default_runtime": SPEC, "runhcs-wcow-process": SPEC}
@@ -499,3 +517,19 @@ def test_schema_2_with_the_deprecated_table_and_a_runtime_of_its_name_is_refused
             '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.default_runtime]\n  runtime_type = "io.containerd.runc.v2"\n')
     with pytest.raises(cc.ContainerdConfigError, match="are both named 'default_runtime'; rename the runtime first"):
         cc.plan_base_runtime_spec(text, SPEC)
+
+
+def test_k3s_template_leaves_its_windows_runtime_alone_and_says_so():
+    name = "k3s-tmpl_v3_crun_default_wasm_runhcs_v2-name-wasmedge.toml"
+    plan = cc.plan_base_runtime_spec(read(name), SPEC, source=name)
+    assert plan.warnings == ["%s: runtime 'runhcs-wcow-process' runs Windows containers (io.containerd.runhcs.v1): a Linux "
+                             "process's memory lock limit does not apply to it, so it was left alone." % name]
+    assert "base_runtime_spec" not in runtime_table(plan.new_text, 3)["runhcs-wcow-process"]
+
+
+def test_cri_disabled_is_refused_even_where_runtimes_may_be_created():
+    name = "containerd.io-deb_noversion_cri_disabled_all_commented.toml"
+    with pytest.raises(cc.ContainerdConfigError, match="disabled_plugins holds 'cri'"):
+        cc.plan_base_runtime_spec(read(name), SPEC, runtimes=["runc"], create_missing=True, source=name)
+    # Taking the spec away needs no CRI: state=absent has nothing to remove here and changes nothing.
+    assert not cc.plan_base_runtime_spec(read(name), state="absent", source=name).changed
