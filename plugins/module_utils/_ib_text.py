@@ -333,11 +333,17 @@ def _strip_code(text):
     return match.group("text") if match else text.strip()
 
 
+_GUID_DIGITS = re.compile(r"[^0-9a-f]")
+
+
 def _convert(reader, number, line, field, convert, value):
     """Convert a value; a value that is there but cannot be read gives None and a note."""
     converted = convert(value)
     if converted is None and _known(value) is not None:
         reader.bad_value(number, line, field)
+    elif convert is normalize_guid and converted is not None and len(_GUID_DIGITS.sub("", value.lower().replace("0x", "", 1))) < 16:
+        # The tools print all 16 digits: fewer were cut or masked before the paste (0x000000, 0xbbbbbb).
+        reader.note(number, line, "a GUID of fewer than 16 hex digits (cut or masked?), read with leading zeros")
     return converted
 
 

@@ -419,7 +419,7 @@ def parse_nccl_tests(text, strict=False):
     }
     notes = result["notes"]
     columns = None
-    recognised = 0
+    recognised = misfits = 0
     first = None
     for number, raw in enumerate(_lines(text), start=1):
         line = raw.rstrip()
@@ -491,6 +491,7 @@ def parse_nccl_tests(text, strict=False):
                 if strict:
                     raise NcclOutputError("line %d is no row of the nccl-tests table: %r" % (number, stripped[:120]))
                 _note(notes, "a numeric line that fits no table of the text, ignored", number, line)
+                misfits += 1
             continue
         result["rows"].append(row)
         recognised += 1
@@ -502,6 +503,9 @@ def parse_nccl_tests(text, strict=False):
         result["largest"] = largest
         result["busbw_at_largest"] = largest["out_of_place"]["busbw"]
         result["busbw_at_largest_gbps"] = largest["out_of_place"]["busbw_gbps"]
+    elif misfits:
+        _note(notes, "no result row: %d numeric line(s) fit none of the table's columns (tables side by side, or rows cut or "
+                     "joined), so no bandwidth is read" % misfits)
     else:
         _note(notes, "no result row: the test printed no table (it failed, or the paste ends before the rows)")
     return result

@@ -252,6 +252,11 @@ def _is_count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _shown_limit(value):
+    """An rlimit value of the spec as the messages show it (a malformed one as written)."""
+    return format_rlimit_value(value) if _is_count(value) else repr(value)
+
+
 def apply_rlimits(current: list, desired: list, nofile_floor: int, source: str) -> tuple:
     """Return ``(new_rlimits, nofile_raised, messages)`` for normalised ``desired`` entries.
 
@@ -273,6 +278,11 @@ def apply_rlimits(current: list, desired: list, nofile_floor: int, source: str) 
             result.append({"type": rtype, "hard": item["hard"], "soft": item["soft"]})
             continue
         entry = result[positions[0]]
+        if (entry.get("soft"), entry.get("hard")) != (item["soft"], item["hard"]):
+            # The value replaced is said: someone chose it, and the spec keeps no trace of it.
+            messages.append("%s was soft %s/hard %s in %s; now soft %s/hard %s." % (
+                rtype, _shown_limit(entry.get("soft")), _shown_limit(entry.get("hard")), source,
+                format_rlimit_value(item["soft"]), format_rlimit_value(item["hard"])))
         entry["hard"] = item["hard"]
         entry["soft"] = item["soft"]
         for index in reversed(positions[1:]):

@@ -426,3 +426,15 @@ def test_inline_markup_of_a_rendered_page_is_left_out():
         ("0000:02:00.1", "mlx5_2", "DOWN", 1, ["ib2"], "Down"), ("0000:02:00.2", "mlx5_3", "DOWN", 1, ["ib3"], "Down"),
         ("0000:02:00.3", "mlx5_4", "DOWN", 1, ["ib4"], "Down"), ("0000:02:00.4", "mlx5_5", "DOWN", 1, ["ib5"], "Down")]
     assert result["notes"] == []
+
+
+def test_guids_masked_short_before_a_paste_are_read_padded_and_noted():
+    text = (FIXTURES / "pastes" / "sriov_cx6_vf_ibstat_author_masked_short_guids_prompt.txt").read_text(encoding="utf-8")
+    result = PARSERS["ibstat"](text)
+    (port,) = result["ports"]
+    assert (port["device"], port["hca_type"], port["state"], port["phys_state"], port["rate_gbps"], port["lid"]) == (
+        "mlx5_0", "MT4124", "DOWN", "LinkUp", 10.0, 65535)
+    assert (port["node_guid"], port["sys_image_guid"], port["port_guid"]) == ("0x0000000000000000", "0x0000000000bbbbbb", "0x0000000000000000")
+    assert [(n["line"], n["text"]) for n in result["notes"]] == [
+        (8, "Node GUID: 0x000000"), (9, "System image GUID: 0xbbbbbb"), (18, "Port GUID: 0x000000")]
+    assert {n["reason"] for n in result["notes"]} == {"a GUID of fewer than 16 hex digits (cut or masked?), read with leading zeros"}

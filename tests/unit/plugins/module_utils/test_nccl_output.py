@@ -160,3 +160,14 @@ def test_nccl_tests_built_against_nccl_1_list_their_devices_without_a_pid():
         (rank, rank, None, "Tesla P100-PCIE-16GB") for rank in range(8)]
     assert parsed["params"] == {"nthread": 1, "ngpus": 8, "min_bytes": 8, "max_bytes": 134217728}
     assert parsed["rows"] == []
+
+
+def test_two_tables_side_by_side_give_no_row_and_say_why():
+    """rccl-tests' before/after tables printed side by side ("... 0  |  ... 0"): no row fits nccl-tests' columns, so
+    no bandwidth is read from either half, and the note says the rows were there."""
+    parsed = table("rccl_tests_all_reduce_perf_two_tables_side_by_side_rccl_pr1352_PARTIAL.txt")
+    assert (parsed["rows"], parsed["largest"], parsed["busbw_at_largest"]) == ([], None, None)
+    assert [n["reason"] for n in parsed["notes"] if n["line"] is None] == [
+        "no result row: 2 numeric line(s) fit none of the table's columns (tables side by side, or rows cut or joined), "
+        "so no bandwidth is read"]
+    assert len([n for n in parsed["notes"] if n["reason"] == "a numeric line that fits no table of the text, ignored"]) == 2

@@ -109,7 +109,8 @@ def test_nofile_managed_by_the_user_disables_the_floor():
     plan = plan_rlimits(DEBIAN.read_text(), desired)
     assert plan["nofile_raised"] is False
     assert plan["rlimits"] == [{"type": "RLIMIT_NOFILE", "hard": 8192, "soft": 4096}]
-    assert plan["messages"] == []
+    # The value the spec held is said, as it is replaced.
+    assert plan["messages"] == ["RLIMIT_NOFILE was soft 1024/hard 1024 in the spec; now soft 4096/hard 8192."]
 
 
 def test_nofile_absent_removes_it_and_no_floor_applies():
@@ -168,7 +169,8 @@ def test_duplicates_of_a_managed_type_are_folded():
     ]}}, indent=2)
     plan = plan_rlimits(text, MEMLOCK_UNLIMITED, source="spec.json")
     assert [entry["type"] for entry in plan["rlimits"]] == ["RLIMIT_MEMLOCK", "RLIMIT_NOFILE"]
-    assert plan["messages"] == ["RLIMIT_MEMLOCK appeared 2 times in spec.json; kept one entry."]
+    assert plan["messages"] == ["RLIMIT_MEMLOCK was soft 1/hard 1 in spec.json; now soft unlimited/hard unlimited.",
+                                "RLIMIT_MEMLOCK appeared 2 times in spec.json; kept one entry."]
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.name)
