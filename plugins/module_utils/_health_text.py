@@ -305,7 +305,7 @@ def iter_carrier_events(lines, tally, notes=None):
         if found is None:
             embedded = _embedded_record(message)
             if embedded is not None:
-                kind, time_text, seconds, host, message = embedded[0], embedded[1], embedded[2], host, embedded[4]
+                kind, time_text, seconds, dummy, message = embedded
                 tally["end"] = {"time": time_text, "monotonic_seconds": seconds}
                 found = _event(message)
         if found is None:

@@ -75,10 +75,10 @@ options:
         the schema 3 name C(io.containerd.cri.v1.runtime) only (Talos's CRI drop-ins), which containerd 2.x
         reads there, so it is edited as schema 3.
       - When omitted, a runtime of Windows containers (C(runtime_type) C(io.containerd.runhcs.v1), which
-        k3s's containerd 2.x template lists) is left alone with a warning: a Linux memory lock limit means
-        nothing to it. Named in O(runtimes), it is edited like any other.
+        k3s's containerd 2.x template lists) is left alone with a warning, as a Linux memory lock limit
+        means nothing to it. Named in O(runtimes), it is edited like any other.
       - With O(state=present), a file whose C(disabled_plugins) turns the CRI plugin off (Docker's
-        C(containerd.io) package installs one) is refused: containerd runs no pod with it.
+        C(containerd.io) package installs one) is refused, as containerd runs no pod with it.
     type: list
     elements: str
   state:
