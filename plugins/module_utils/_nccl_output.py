@@ -420,6 +420,7 @@ def parse_nccl_tests(text, strict=False):
     notes = result["notes"]
     columns = None
     recognised = misfits = 0
+    sizes_seen, repeated = {}, False  # size -> the line of its first row; whether a size came again
     first = None
     for number, raw in enumerate(_lines(text), start=1):
         line = raw.rstrip()
@@ -493,6 +494,11 @@ def parse_nccl_tests(text, strict=False):
                 _note(notes, "a numeric line that fits no table of the text, ignored", number, line)
                 misfits += 1
             continue
+        if row["size"] in sizes_seen and not repeated:
+            repeated = True
+            _note(notes, "size %s is in the table again (first on line %d): the text holds the rows of more than one run, "
+                         "all kept" % (row["size"], sizes_seen[row["size"]]), number, line)
+        sizes_seen.setdefault(row["size"], number)
         result["rows"].append(row)
         recognised += 1
     if not recognised:

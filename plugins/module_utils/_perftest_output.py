@@ -73,8 +73,9 @@ _WARNING = re.compile(
     r"not recognized to implement|disabling dynamic polling",
     re.IGNORECASE,
 )
-# ERRNO: perftest's rdma_cm exchange prints strerror() on a line of its own (perftest_communication.c).
-_ERRORISH = re.compile(r"couldn'?t|unable|failed|error|not found|cannot|refused|^\s*ERRNO:", re.IGNORECASE)
+# ERRNO: perftest's rdma_cm exchange prints strerror() on a line of its own (perftest_communication.c); its key
+# exchange prints perror()'s "pp_read_keys: Success" before the "Couldn't read remote address" that says what failed.
+_ERRORISH = re.compile(r"couldn'?t|unable|failed|error|not found|cannot|refused|^\s*ERRNO:|^\s*\w+_read_keys:", re.IGNORECASE)
 # What a paste carries besides the output: a shell prompt (``$ ib_write_bw ...``,
 # ``[root@node ~]# ...``), a ``#`` comment, the tool's command line itself.
 _PERFTEST_COMMAND = re.compile(r"^(?:sudo\s+)?(?:ib_(?:write|read|send|atomic)_(?:bw|lat)|raw_ethernet_\w+)(?:\s.*)?$")

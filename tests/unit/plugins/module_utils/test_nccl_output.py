@@ -171,3 +171,11 @@ def test_two_tables_side_by_side_give_no_row_and_say_why():
         "no result row: 2 numeric line(s) fit none of the table's columns (tables side by side, or rows cut or joined), "
         "so no bandwidth is read"]
     assert len([n for n in parsed["notes"] if n["reason"] == "a numeric line that fits no table of the text, ignored"]) == 2
+
+
+def test_rows_of_two_runs_interleaved_are_kept_and_said():
+    parsed = table("all_reduce_perf_two_runs_rows_interleaved_nccl_tests_issue182_PARTIAL.txt")
+    assert [row["size"] for row in parsed["rows"]] == [8, 16, 32, 64, 128, 256, 8, 512, 16, 1024]
+    assert (parsed["largest"]["size"], parsed["busbw_at_largest"]) == (1024, 0.02)
+    assert [(n["line"], n["reason"]) for n in parsed["notes"] if n["reason"].startswith("size ")] == [
+        (8, "size 8 is in the table again (first on line 2): the text holds the rows of more than one run, all kept")]

@@ -27,6 +27,9 @@ def fixture(name):
 
 # What each captured file must give: the rows (bytes, bw_average_gbps) or the cause and its line.
 EXPECTED = {
+    # perror() of the key exchange says "Success" first; the line after it says what failed.
+    "err_ib_read_bw_a_server_pib_softib_pp_read_keys_success_couldnt_read_remote_address_pib_issue3.txt": (
+        "remote_unreachable", "Couldn't read remote address"),
     "err_ib_read_bw_client_couldnt_allocate_MR_memlock.txt": ("memlock", "Couldn't allocate MR"),
     "err_ib_send_lat_port_state_down_couldnt_set_link_layer.txt": ("port_down", "Port number 1 state is Down"),
     "seed_err_ib_read_bw_server_ethernet_read_keys.txt": (
