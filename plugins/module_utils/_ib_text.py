@@ -49,6 +49,7 @@ it and ``netdev_state_raw`` keeps ``Down/Up``. ``NA`` and an empty ``()`` also g
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import re
@@ -188,6 +189,7 @@ def _reads_commented_listings(parse):
     with "#"). Such lines look like root prompts, so the text is read without the marks, with a note, when
     it gives no port as it stands and, without them, ports with a number or a state (a bare name per line,
     as ibstat -l prints, could be any comment)."""
+    @functools.wraps(parse)
     def parse_also_commented(data, strict=False):
         parsed = parse(data, strict)
         if parsed["ports"]:
@@ -204,7 +206,6 @@ def _reads_commented_listings(parse):
             return parsed
         again["notes"].insert(0, {"line": None, "text": None, "reason": "every line is commented out with '#': read without the marks"})
         return again
-    parse_also_commented.__name__, parse_also_commented.__doc__ = parse.__name__, parse.__doc__
     return parse_also_commented
 
 

@@ -282,9 +282,7 @@ def parse_lspci_vvv(text):
             _note_relisted(notes, number, address, name, (current["ats"] or {}).get("invalidate_queue_depth"), value, read_at)
             current["ats"] = dict(current["ats"] or {"enabled": None, "smallest_translation_unit": None}, invalidate_queue_depth=value)
         elif name == "ATSCtl":
-            earlier = current["ats"] or {}
-            _note_relisted(notes, number, address, name, earlier.get("enabled") if "enabled" in earlier else None,
-                           value["enabled"], read_at)
+            _note_relisted(notes, number, address, name, (current["ats"] or {}).get("enabled"), value["enabled"], read_at)
             current["ats"] = dict(current["ats"] or {"invalidate_queue_depth": None}, **value)
         elif name == "port_type":
             current["port_type"] = value
