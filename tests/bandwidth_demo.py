@@ -17,15 +17,15 @@ PERFTEST = FIXTURES / "perftest"
 DEMO_HOSTS = ["v100-node-01", "v100-node-02", "a100-node-01", "a100-node-02"]
 
 
-def demo_hosts(dest):
+def demo_hosts(dest, subsets=("locality", "gpudirect")):
     """Each demo host's ib_facts ports, its whole ``rdma`` facts with the locality and gpudirect subsets
-    (where its GPUs sit, which GPUDirect path it offers), and the grep output of its RoCE ports' GID tables
-    (trees built in ``dest``)."""
+    (where its GPUs sit, which GPUDirect path it offers; ``subsets`` to read others), and the grep output of
+    its RoCE ports' GID tables (trees built in ``dest``)."""
     sysfs_tree.build_hardware_file(str(COLLECTION_ROOT / "inventories/demo/demo.simulated_nodes.yml"), str(dest))
     hosts = {}
     for host in DEMO_HOSTS:
         root = str(dest / host / "sys")
-        facts = read_ib_facts({"sysfs_root": root, "proc_root": str(dest / host / "proc"), "gather_subset": ["locality", "gpudirect"]})[0]
+        facts = read_ib_facts({"sysfs_root": root, "proc_root": str(dest / host / "proc"), "gather_subset": list(subsets)})[0]
         tables = {}
         for port in facts["ports"]:
             if port["state"] == "ACTIVE" and port["link_layer"] == "Ethernet":

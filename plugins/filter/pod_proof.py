@@ -22,10 +22,19 @@ HOST_KEYS = ("rdma", "rdma_memlock", "node_remediation_status")
 # kernel log...) is left where it is: copying it for every host of a large fleet was most of the
 # NCCL play's time in the main job.
 RDMA_KEYS = ("ports", "devices", "gpus", "locality", "gpudirect")
+# Of each port, all but its counters, which neither the plan nor the checks read: about half of a port's
+# values, each copied and templated again by every task that reads the views (the plan, the judgement).
+PORT_COUNTER_KEYS = frozenset(("counters", "counters_ext", "counters_saturated", "counters_data_width_bits",
+                               "hw_counters", "hw_counters_lifespan_ms"))
+
+
+def _without_counters(port):
+    return {key: item for key, item in port.items() if key not in PORT_COUNTER_KEYS} if isinstance(port, Mapping) else port
 
 
 def _host_view(host_vars):
-    """One host's variables -> ``{k8s_node_name, ansible_facts: {rdma, rdma_memlock, node_remediation_status}}``.
+    """One host's variables -> ``{k8s_node_name, ansible_facts: {rdma, rdma_memlock, node_remediation_status}}``
+    (``rdma``: RDMA_KEYS, the ports without their counters).
 
     Facts come from ``ansible_facts`` (live or a fact cache) or, injected, from the top level."""
     facts = host_vars.get("ansible_facts") if isinstance(host_vars.get("ansible_facts"), Mapping) else {}
@@ -35,6 +44,8 @@ def _host_view(host_vars):
         value = facts[key] if key in facts else host_vars.get(key)
         if key == "rdma" and isinstance(value, Mapping):
             value = {name: value[name] for name in RDMA_KEYS if name in value}
+            if isinstance(value.get("ports"), list):
+                value["ports"] = [_without_counters(port) for port in value["ports"]]
         if value is not None:
             picked[key] = plain_data(value)
     view = {"ansible_facts": picked}

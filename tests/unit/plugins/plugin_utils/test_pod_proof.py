@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.rdma.node.plugins.filter.pod_proof import pod_proof_host_views
 from ansible_collections.rdma.node.plugins.plugin_utils import _pod_proof
 from ansible_collections.rdma.node.plugins.plugin_utils._evaluation import evaluate_role
 from ansible_collections.rdma.node.plugins.plugin_utils._pod_proof import PodProofError, groups_from_text, plan, pod_manifest
@@ -20,6 +21,23 @@ DEFAULTS = {"rdma_resource": None, "gpus": 0, "gpu_mode": "host", "efficiency_ho
 def views(tmp_path_factory):
     demo = demo_hosts(tmp_path_factory.mktemp("demo"))
     return {host: {"ansible_facts": {"rdma": demo[host]["rdma"]}} for host in DEMO_HOSTS}
+
+
+def test_the_views_leave_the_ports_counters_out_and_plan_the_same(tmp_path):
+    """The hosts' views (rdma.node.pod_proof_host_views) carry each port without its counters, which the
+    plan never reads; the plan from them is the plan from the whole facts, GPU memory included."""
+    demo = demo_hosts(tmp_path, subsets=("locality", "gpudirect", "counters"))
+    assert all(port.get("counters") for host in DEMO_HOSTS for port in demo[host]["rdma"]["ports"])
+    whole = {host: {"ansible_facts": {"rdma": demo[host]["rdma"]}} for host in DEMO_HOSTS}
+    slim = pod_proof_host_views({host: {"ansible_facts": {"rdma": demo[host]["rdma"]}} for host in DEMO_HOSTS}, DEMO_HOSTS)
+    ports = [port for host in DEMO_HOSTS for port in slim[host]["ansible_facts"]["rdma"]["ports"]]
+    assert ports and not any(key.startswith(("counters", "hw_counters")) for port in ports for key in port)
+    assert all(port["rate_gbps"] and port["device"] and port["link_layer"] for port in ports)
+    options = {"groups": {"ib-a100": {"rdma_resource": "rdma/rdma_a100", "gpus": 1, "gpu_mode": "dmabuf"},
+                          "ib-v100": {"rdma_resource": "rdma/rdma_v100"}}, "defaults": DEFAULTS}
+    planned = plan(slim, GROUPS, DEMO_HOSTS, options)
+    assert len(planned["tests"]) == 3
+    assert planned == plan(whole, GROUPS, DEMO_HOSTS, options)
 
 
 def test_groups_from_a_survey_text_replace_the_inventorys(views):
