@@ -23,6 +23,11 @@ and forks setting, it times side by side, alternating in rounds so that they sha
   (``RDMA_NODE_CODE_CACHE=off``): every module call compiles the collection's module_utils, as the
   first call on a node does. The other jobs keep it in the benchmark's directory, as a node keeps it
   from one run to the next (every simulated host runs on this machine, so they share one).
+* ``site_noinject`` and ``ping_noinject`` (only with ``--only``): ``site`` and ``ping`` with
+  ``inject_facts_as_vars = false`` (``ANSIBLE_INJECT_FACT_VARS=False``), the default ansible-core 2.21
+  announces for 2.24. With it on, ansible-core copies and cleans every host's facts again to put them at
+  the top level, in the worker of each task that returns facts and in every variable lookup of a host;
+  rdma.node reads ``ansible_facts`` only.
 
 ansible-playbook runs as an operator runs it: default stdout callback (its output goes to a file),
 no retry files. For each job it records the wall time and the CPU time (user + system of
@@ -61,13 +66,15 @@ BIN = Path(sys.executable).parent
 JOBS = ("ping", "ib_inventory", "site", "report")
 # Measured only when asked for (--only): site.yml with ansible's default in-memory fact cache, which
 # shows what the persistent (jsonfile) cache costs the site run.
-OPTIONAL_JOBS = ("site_nocache", "ping_assert", "ping_fail", "site_nofail", "site_nocode")
+OPTIONAL_JOBS = ("site_nocache", "ping_assert", "ping_fail", "site_nofail", "site_nocode", "ping_noinject", "site_noinject")
+# The jobs that run with inject_facts_as_vars off.
+NO_INJECT = {"ANSIBLE_INJECT_FACT_VARS": "False"}
 # ansible-playbook exits 2 when hosts failed: the demo profiles plant faults, so the checking jobs must.
 ACCEPTED_RC = {"ping": (0,), "ping_assert": (0,), "ping_fail": (2,), "ib_inventory": (0, 2), "site": (0, 2), "site_nocache": (0, 2),
-               "site_nofail": (0,), "site_nocode": (0, 2), "report": (0,)}
+               "site_nofail": (0,), "site_nocode": (0, 2), "report": (0,), "ping_noinject": (0,), "site_noinject": (0, 2)}
 # Where each job that writes the fleet report writes it.
 REPORT_DIRS = {"site": "site-report", "site_nocache": "site-nocache-report", "site_nofail": "site-nofail-report",
-               "site_nocode": "site-nocode-report", "report": "cached-report"}
+               "site_nocode": "site-nocode-report", "site_noinject": "site-noinject-report", "report": "cached-report"}
 
 PING_PLAYBOOK = """\
 ---
@@ -158,16 +165,20 @@ def command(job, base, inventory):
         "ping": [str(base / "ping.yml")],
         "ping_assert": [str(base / "ping_assert.yml")],
         "ping_fail": [str(base / "ping_fail.yml")],
+        "ping_noinject": [str(base / "ping.yml")],
         "ib_inventory": ["rdma.node.ib_inventory"],
         "site": ["rdma.node.site", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["site"])],
         "site_nocache": ["rdma.node.site", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["site_nocache"])],
         "site_nofail": ["rdma.node.site", "-e", "rdma_fail_on_findings=false", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["site_nofail"])],
         "site_nocode": ["rdma.node.site", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["site_nocode"])],
+        "site_noinject": ["rdma.node.site", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["site_noinject"])],
         "report": ["rdma.node.fleet_report", "-e", "fleet_report_dir=%s" % (inventory / REPORT_DIRS["report"])],
     }[job]
-    extra = cache if job in ("site", "site_nofail", "site_nocode", "report") else {}
+    extra = cache if job in ("site", "site_nofail", "site_nocode", "site_noinject", "report") else {}
     if job == "site_nocode":
         extra = dict(extra, RDMA_NODE_CODE_CACHE="off")
+    if job.endswith("_noinject"):
+        extra = dict(extra, **NO_INJECT)
     return [str(BIN / "ansible-playbook"), "-i", str(inventory / "hosts.yml"), *playbook], extra
 
 

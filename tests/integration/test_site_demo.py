@@ -259,6 +259,30 @@ def test_ib_inventory_fail_switch(demo):
     assert stats["a100-node-01"]["findings"] == [] and stats["a100-node-01"]["status"]["ok"] is True
 
 
+def test_site_without_facts_injected_as_variables_finds_the_same(tmp_path, site_run):
+    """inject_facts_as_vars = false, the default ansible-core 2.21 announces for 2.24 and the faster setting at
+    fleet scale (benchmarks/README.md): rdma.node reads ansible_facts only, so the same hosts fail with the same
+    findings, the same things are not checked, and the NCCL play reads the same hosts."""
+    inventory = tmp_path / "inventory"
+    demo_inventory_copy(inventory)
+    cache = tmp_path / "fact-cache"
+    run = run_playbook("rdma.node.site", "-i", str(inventory), "-e", "fleet_report_dir=%s/report" % tmp_path, fact_cache=cache,
+                       env={"ANSIBLE_INJECT_FACT_VARS": "False"})
+    assert run.rc == 2, run.stderr
+    report = json.loads((tmp_path / "report/fleet-report.json").read_text())
+    assert run.failed_hosts == site_run[0].failed_hosts
+    assert findings_of(report) == findings_of(site_run[1])
+    assert {(h["name"], n["check"], n["subject"]) for h in report["hosts"] for n in h["not_checked"]} == {
+        (h["name"], n["check"], n["subject"]) for h in site_run[1]["hosts"] for n in h["not_checked"]}
+
+    def cluster_findings(of):
+        return [(f["check"], f["severity"], f["subject"]) for c in of["clusters"] for f in c["findings"]]
+    assert cluster_findings(report) == cluster_findings(site_run[1]) == [
+        ("nccl_socket_fallback", "critical", "ib-v100"), ("nccl_no_gpudirect", "warning", "ib-a100")]
+    # Each node's part of the NCCL judgement was kept in its facts, as with the facts injected.
+    assert all(FactCache(cache).facts(host)["pod_proof_node"]["nccl"] for host in ALL_HOSTS)
+
+
 def test_report_job_reads_the_fact_cache_alone(demo, site_run):
     """A separate job, no gathering, no checks: the same report from the jsonfile cache."""
     cache = demo["base"] / "fact-cache"
