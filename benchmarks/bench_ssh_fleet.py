@@ -7,7 +7,8 @@ its own control socket, as real nodes do. One sshd listens on at most 16 address
 the script starts as many as the fleet needs, each from its own configuration in a temporary
 directory, and stops them (by the pids it started) when it ends, whatever happens.
 
-For each pipelining setting, it times side by side, alternating in rounds:
+For each pipelining setting (and, with ``--facts-as-vars on,off``, with ``inject_facts_as_vars`` on and
+off: bench_fleet's ``site_noinject``), it times side by side, alternating in rounds:
 
 * ``ping``: ``ansible.builtin.ping`` on every host;
 * ``site``: ``rdma.node.site`` without remediation, with the jsonfile fact cache.
@@ -15,6 +16,7 @@ For each pipelining setting, it times side by side, alternating in rounds:
 Prints the medians, hosts per minute, and site / ping per setting. Usage::
 
     python benchmarks/bench_ssh_fleet.py [--hosts 200] [--rounds 3] [--forks default] [--pipelining on,off]
+                                         [--facts-as-vars on]
 
 Needs ``/usr/sbin/sshd`` (Debian's openssh-server) and root (sshd's privilege separation).
 """
@@ -132,10 +134,12 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--forks", default="default", help="'default' (ansible's 5) or a number")
     parser.add_argument("--pipelining", default="on,off", help="comma-separated: on, off")
+    parser.add_argument("--facts-as-vars", default="on", help="inject_facts_as_vars, comma-separated: on (ansible-core's default), off")
     options = parser.parse_args(argv)
     if not os.path.exists(SSHD):
         parser.error("%s is not installed: apt-get install openssh-server (it is only started by this benchmark)" % SSHD)
-    settings = [s.strip() for s in options.pipelining.split(",") if s.strip()]
+    settings = [(pipelining.strip(), injected.strip()) for pipelining in options.pipelining.split(",") if pipelining.strip()
+                for injected in options.facts_as_vars.split(",") if injected.strip()]
     context = tempfile.TemporaryDirectory(prefix="rdma-node-ssh-fleet-")
     base = Path(context.name)
     fleet = SshFleet(base, options.hosts)
@@ -148,24 +152,26 @@ def main(argv=None):
         print("%d hosts over SSH at 127.0.x.y:%d, %d sshd" % (reached, fleet.port, len(fleet.daemons)), file=sys.stderr)
         for round_number in range(options.rounds):
             for setting in settings:
-                pipelining = {"ANSIBLE_PIPELINING": "True" if setting == "on" else "False"}
+                pipelining, injected = setting
+                configuration = {"ANSIBLE_PIPELINING": "True" if pipelining == "on" else "False",
+                                 "ANSIBLE_INJECT_FACT_VARS": "True" if injected == "on" else "False"}
                 for job in JOBS:
-                    log = base / "logs" / ("%s-%s-%d.log" % (job, setting, round_number))
+                    log = base / "logs" / ("%s-%s-%s-%d.log" % (job, pipelining, injected, round_number))
                     log.parent.mkdir(exist_ok=True)
-                    wall, cpu, _rss = bench_fleet.run_job(job, base, inventory, options.forks, log, pipelining)
+                    wall, cpu, _rss = bench_fleet.run_job(job, base, inventory, options.forks, log, configuration)
                     times[setting][job].append(wall)
-                    print("pipelining %-3s round %d %-5s %7.1f s wall %7.1f s CPU (load %.1f)"
-                          % (setting, round_number + 1, job, wall, cpu, os.getloadavg()[0]), file=sys.stderr, flush=True)
+                    print("pipelining %-3s facts as vars %-3s round %d %-5s %7.1f s wall %7.1f s CPU (load %.1f)"
+                          % (pipelining, injected, round_number + 1, job, wall, cpu, os.getloadavg()[0]), file=sys.stderr, flush=True)
     finally:
         fleet.stop()
         context.cleanup()
     print("\n%d hosts over SSH, forks %s, median of %d round(s):\n" % (options.hosts, options.forks, options.rounds))
-    print("| pipelining | ping | site | ping hosts/min | site hosts/min | site / ping |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| pipelining | facts as variables | ping | site | ping hosts/min | site hosts/min | site / ping |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for setting in settings:
         ping, site = (statistics.median(times[setting][job]) for job in JOBS)
-        print("| %s | %.1f s | %.1f s | %.0f | %.0f | %.2f |" % (
-            setting, ping, site, options.hosts * 60 / ping, options.hosts * 60 / site, site / ping))
+        print("| %s | %s | %.1f s | %.1f s | %.0f | %.0f | %.2f |" % (
+            *setting, ping, site, options.hosts * 60 / ping, options.hosts * 60 / site, site / ping))
     return 0
 
 
