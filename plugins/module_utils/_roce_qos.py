@@ -242,6 +242,7 @@ def parse_dcb_apptrust(text):
 _TRUST = re.compile(r"^Priority trust (?:state|mode):\s*(?P<trust>\w+)", re.IGNORECASE)
 _DCBX = re.compile(r"^DCBX mode:\s*(?P<mode>.+?)\s*$")
 _DSCP_ROW = re.compile(r"^prio:\s*(?P<prio>[0-7])\s+dscp:\s*(?P<dscp>[0-9,\s]*)$")
+_DSCP_SEPARATORS = re.compile(r"[,\s]+")
 _CABLE = re.compile(r"^Cable len:\s*(?P<len>[0-9]+)")
 _BUFFERS = re.compile(r"^Receive buffer size \(bytes\):\s*(?P<sizes>[0-9,]+)(?:max_buffer_size=(?P<max>[0-9]+))?")
 _TC = re.compile(r"^tc:\s*(?P<tc>[0-9]+)\s+ratelimit:\s*(?P<rate>[^,]+),\s*tsa:\s*(?P<tsa>\w+)(?:,\s*bw:\s*(?P<bw>[0-9]+)%)?")
@@ -312,7 +313,11 @@ def parse_mlnx_qos(text):
                 result[key] = match.group(1).strip().lower() if key == "trust" else match.group(1).strip()
         match = _DSCP_ROW.match(stripped)
         if match:
-            for dscp in (d for d in match.group("dscp").replace(" ", "").split(",") if d):
+            # Commas between the values, or whitespace where a paste turned one into a tab or a space.
+            for dscp in (d for d in _DSCP_SEPARATORS.split(match.group("dscp")) if d):
+                if int(dscp) > 63:
+                    raise QosTextError("%s: the prio:%s dscp row holds %s, not a DSCP value (0-63): %r"
+                                       % (what, match.group("prio"), dscp, stripped[:80]))
                 result["dscp_prio"].setdefault(str(int(dscp)), []).append(int(match.group("prio")))
             continue
         match = _CABLE.match(stripped) or _BUFFERS.match(stripped)

@@ -31,7 +31,8 @@ PARSERS = [
     (parse_dcb_pfc, QosTextError, ["roce_qos/iproute2-man_dcb-pfc_show_prio6-7_prompt.txt"]),
     (parse_dcb_app, QosTextError, ["roce_qos/iproute2-man_dcb-app_show_dscp_names_prompt.txt"]),
     (parse_dcb_apptrust, QosTextError, []),
-    (parse_mlnx_qos, QosTextError, ["roce_qos/netarbiter_setup-nic-lossless-layer3_xtrace_two_outputs.md"]),
+    (parse_mlnx_qos, QosTextError, ["roce_qos/netarbiter_setup-nic-lossless-layer3_xtrace_two_outputs.md",
+                                    "roce_qos/cnnotes-ens14f0_pfc-echo_dscp_prio6-two-rows.txt"]),
     (parse_mlxlink, MlxlinkTextError, ["link_quality/sichek_mlxlink_m_osfp_module_text.txt",
                                        "link_quality/lshca-11_mlxlink_json_cx5_ib_edr_prompt_cut.txt"]),
 ]
@@ -49,7 +50,7 @@ FOREIGN = ["2026-11-24T10:00:00+0000 n systemd-networkd[1]: ib0: Lost carrier", 
 def pasted(draw):
     lines = draw(st.sampled_from(SAMPLES)).splitlines()
     for _mutation in range(draw(st.integers(0, 4))):
-        action = draw(st.sampled_from(["drop", "dup", "cut", "insert"]))
+        action = draw(st.sampled_from(["drop", "dup", "cut", "insert", "separator"]))
         if not lines:
             break
         index = draw(st.integers(0, len(lines) - 1))
@@ -59,6 +60,9 @@ def pasted(draw):
             lines.insert(index, lines[index])
         elif action == "cut":
             lines[index] = lines[index][:draw(st.integers(0, max(0, len(lines[index]) - 1)))]
+        elif action == "separator":
+            # A tab or a space where the tool printed a comma or a colon, as a terminal's copy may give.
+            lines[index] = lines[index].replace(draw(st.sampled_from([",", ":"])), draw(st.sampled_from(["\t", " "])), 1)
         else:
             lines.insert(index, draw(st.sampled_from(FOREIGN)))
     return ("\r\n" if draw(st.booleans()) else "\n").join(lines)

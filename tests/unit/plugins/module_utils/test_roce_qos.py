@@ -130,6 +130,24 @@ def test_mlnx_qos_a_priority_on_two_dscp_rows_after_a_setting_command():
     assert parsed["notes"] == ["line 1 runs mlnx_qos with --pfc, which writes: the table after it shows what that command set"]
 
 
+@pytest.mark.parametrize("separator", ["\t", " ", ", ", ",\t"])
+def test_mlnx_qos_dscp_values_a_paste_separated_with_whitespace_are_still_each_its_own(separator):
+    """A tab or a space where mlnx_qos printed a comma (a terminal's copy, an editor's tab) separates two DSCP
+    values; it neither joins them (19 18 as DSCP 1918) nor fails the parse."""
+    text = (QOS / "cnnotes-ens14f0_pfc-echo_dscp_prio6-two-rows.txt").read_text()
+    row = next(line for line in text.splitlines() if line.strip().startswith("prio:3"))
+    pasted = text.replace(row, row.replace(",", separator, 2))
+    assert pasted != text
+    assert parse_mlnx_qos(pasted)["dscp_prio"] == parse_mlnx_qos(text)["dscp_prio"]
+
+
+def test_mlnx_qos_a_dscp_value_above_63_is_one_sentence():
+    text = (QOS / "cnnotes-ens14f0_pfc-echo_dscp_prio6-two-rows.txt").read_text()
+    row = next(line for line in text.splitlines() if line.strip().startswith("prio:3"))
+    with pytest.raises(QosTextError, match=r"^mlnx_qos -i: the prio:3 dscp row holds 1918, not a DSCP value \(0-63\): 'prio:3 dscp:"):
+        parse_mlnx_qos(text.replace(row, row.replace("dscp:", "dscp:1918,", 1)))
+
+
 def test_mlnx_qos_firmware_dcbx_buffer_limit_and_grouped_tcs():
     parsed = parse_mlnx_qos((QOS / "cnblog-mce0_firmware-dcbx_max-buffer-size_grouped-tcs.txt").read_text())
     assert (parsed["dcbx_mode"], parsed["trust"], parsed["enabled_priorities"]) == ("Firmware controlled", "dscp", [3])
