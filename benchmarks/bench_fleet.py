@@ -64,8 +64,7 @@ from testpaths import COLLECTIONS_PATH  # noqa: E402  (tests/)
 DEMO = ROOT / "inventories" / "demo"
 BIN = Path(sys.executable).parent
 JOBS = ("ping", "ib_inventory", "site", "report")
-# Measured only when asked for (--only): site.yml with ansible's default in-memory fact cache, which
-# shows what the persistent (jsonfile) cache costs the site run.
+# Measured only when asked for (--only); the module's docstring says what each shows.
 OPTIONAL_JOBS = ("site_nocache", "ping_assert", "ping_fail", "site_nofail", "site_nocode", "ping_noinject", "site_noinject")
 # The jobs that run with inject_facts_as_vars off.
 NO_INJECT = {"ANSIBLE_INJECT_FACT_VARS": "False"}

@@ -314,11 +314,11 @@ def parse_mlnx_qos(text):
         match = _DSCP_ROW.match(stripped)
         if match:
             # Commas between the values, or whitespace where a paste turned one into a tab or a space.
-            for dscp in (d for d in _DSCP_SEPARATORS.split(match.group("dscp")) if d):
-                if int(dscp) > 63:
-                    raise QosTextError("%s: the prio:%s dscp row holds %s, not a DSCP value (0-63): %r"
+            for dscp in (int(d) for d in _DSCP_SEPARATORS.split(match.group("dscp")) if d):
+                if dscp > 63:
+                    raise QosTextError("%s: the prio:%s dscp row holds %d, not a DSCP value (0-63): %r"
                                        % (what, match.group("prio"), dscp, stripped[:80]))
-                result["dscp_prio"].setdefault(str(int(dscp)), []).append(int(match.group("prio")))
+                result["dscp_prio"].setdefault(str(dscp), []).append(int(match.group("prio")))
             continue
         match = _CABLE.match(stripped) or _BUFFERS.match(stripped)
         if match and "len" in match.groupdict():
