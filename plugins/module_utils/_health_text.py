@@ -134,7 +134,9 @@ _LINK_WORD = re.compile(r"link|carrier", re.IGNORECASE)
 # module 1, Cable unplugged", "Port module event[error]: ...") say why a link went down, not that it did.
 _LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\bport module event\b|\bcable (?:unplugged|error)\b"
                       r"|\bmodule is not present\b", re.IGNORECASE)
-_PROMPT = re.compile(r"^\s*(?:\S*[$#>]|\[[^\]]*\][$#])\s+\S")
+# A shell prompt ("$ ", "root@node:~# ", "[user@host ~]$ ", "mysql> "); a kernel tag such as "<mlx4_ib>"
+# before a message is not one.
+_PROMPT = re.compile(r"^\s*(?:(?!<)\S*[$#>]|\[[^\]]*\][$#])\s+\S")
 # A mail's quote marks before a pasted log (">> [18865.848172] mlx5_core ..."), possibly nested.
 _QUOTE_MARKS = re.compile(r"^\s*(?:>[ \t]?)+(?=\S)")
 
@@ -349,16 +351,19 @@ def summarize_carrier(events):
     """Per netdev: ``down``, ``up``, ``losses`` (transitions into down) and ``last`` carrier.
 
     Devices of one name at other PCI addresses (virtual functions named alike in the pods' network
-    namespaces: ``net1``) are counted under that name, each one's losses apart: one going down after
-    the other is two losses, not a message repeated."""
+    namespaces: ``net1``) or on other hosts (a central syslog's lines, each with its host) are counted
+    under that name, each one's losses apart: one going down after the other is two losses, not a
+    message repeated."""
     summary = {}
-    carriers = {}  # the last carrier of each (name, PCI address)
-    buses = {}  # the PCI address a name was last seen with (a message without one is that device's)
+    carriers = {}  # the last carrier of each (host, name, PCI address)
+    hosts = {}  # the host a name was last seen on (a record without one, such as dmesg's, is that host's)
+    buses = {}  # the PCI address a (host, name) was last seen with (a message without one is that device's)
     for event in events:
         name = event["netdev"]
-        bus = buses[name] = event.get("pci_address") or buses.get(name)
-        count_carrier(summary, name, event["carrier"], carriers.get((name, bus)))
-        carriers[(name, bus)] = event["carrier"]
+        host = hosts[name] = event.get("host") or hosts.get(name)
+        bus = buses[(host, name)] = event.get("pci_address") or buses.get((host, name))
+        count_carrier(summary, name, event["carrier"], carriers.get((host, name, bus)))
+        carriers[(host, name, bus)] = event["carrier"]
     return summary
 
 
@@ -536,9 +541,10 @@ def parse_rdma_system(data):
     """``rdma system`` (or ``rdma -j system``) output -> ``{netns_mode, copy_on_fork, privileged_qkey}``.
 
     Fields the installed iproute2 does not print are None. Prompt lines (``$ rdma system``),
-    ``#`` comments and blank lines are skipped; anything else fails naming its line.
+    ``#`` comments and blank lines are skipped, and a mail's quote marks before the lines removed;
+    anything else fails naming its line.
     """
-    lines = _lines(data, "parse_rdma_system")
+    lines = [_QUOTE_MARKS.sub("", line) for line in _lines(data, "parse_rdma_system")]
     text = "\n".join(lines).strip()
     if text.startswith("{"):
         try:

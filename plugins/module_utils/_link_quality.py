@@ -214,7 +214,8 @@ def parse_mlxlink(text):
     "link_error_recovery_counter", "time_since_last_clear_min", "recommendation", "module", "sections"}``;
     what the output lacks (or gives as ``N/A``) is None; terminal colours are ignored. ``module``
     holds ``identifier``, ``vendor``, ``part_number``, ``serial_number``, the readings of
-    :data:`MODULE_READINGS` and ``lane_faults`` (fault -> per-lane true/false).
+    :data:`MODULE_READINGS` and ``lane_faults`` (fault -> per-lane true/false; None on every lane of a
+    passive copper cable, which has nothing that could report one).
     """
     if not isinstance(text, str):
         raise MlxlinkTextError("expected mlxlink output as text, got %s" % type(text).__name__)
@@ -259,11 +260,20 @@ def _module(fields):
               "cable_type": _text(fields.get("Cable Type")), "lane_faults": {}}
     for field, key in MODULE_READINGS.items():
         module[key] = parse_reading(fields.get(field))
+    # A passive copper cable has no receiver, laser or clock recovery: the lane flags mlxlink prints for
+    # one (Rx LOS and CDR LOL set on a link that is up at full rate) mean nothing, and are None.
+    passive = _is_passive_copper(module["cable_type"], fields.get("Cable Technology"))
     for field, key in LANE_FAULTS.items():
         lanes = _per_lane(fields.get(field))
         if lanes:
-            module["lane_faults"][key] = [_flag(v) for v in lanes]
+            module["lane_faults"][key] = [None if passive else _flag(v) for v in lanes]
     return module
+
+
+def _is_passive_copper(cable_type, technology=None):
+    """Whether mlxlink's ``Cable Type`` (or ``Cable Technology``) names a passive copper cable."""
+    words = " ".join(str(text).lower() for text in (cable_type, technology) if isinstance(text, str))
+    return "passive" in words and "copper" in words
 
 
 # ------------------------------------------------------------------------------------ collection

@@ -343,7 +343,8 @@ ansible_facts:
               C(bias_current_ma), C(rx_power_dbm), C(tx_power_dbm), each with C(values) per lane and the
               module's own C(low)/C(high) alarm thresholds).
             - What mlxlink prints as V(N/A), and the V(0 [0..0]) readings of a module without monitoring
-              (a passive copper cable), are V(null); its terminal colours are ignored.
+              (a passive copper cable), are V(null), as are the lane flags of a passive copper cable (it
+              has no receiver, laser or clock recovery to raise one); its terminal colours are ignored.
           type: dict
           returned: when the link_quality subset is gathered
         gpudirect:

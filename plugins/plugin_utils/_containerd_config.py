@@ -175,6 +175,11 @@ def configured_runtimes(data: dict, version: int, source: str) -> t.List[str]:
 
 
 def default_runtime_name(data: dict, version: int, source: str) -> str:
+    """The runtime containerd runs pods with when they name none: the deprecated ``default_runtime`` table
+    where containerd 1.x uses it (named as :func:`runtime_table_path` names it), else the file's
+    ``default_runtime_name``, else containerd's own default, runc."""
+    if legacy_default_runtime(data, version, source) is not None:
+        return LEGACY_DEFAULT_RUNTIME
     containerd = _get_table(data, CRI_PLUGIN_PATHS[version] + ("containerd",), source) or {}
     name = containerd.get("default_runtime_name")
     return name if isinstance(name, str) and name else DEFAULT_RUNTIME_NAME

@@ -70,6 +70,29 @@ def test_two_virtual_functions_of_one_name_lose_their_link_apart():
     assert repeated["netdevs"]["llsm1"] == {"down": 3, "up": 1, "losses": 2, "last": "down"}
 
 
+def test_hosts_of_a_central_syslog_lose_their_links_apart():
+    # Three hosts' mlx5 port of one name and PCI address went down at once: three losses, not one repeated.
+    result = parse_carrier_events(read("okd-notes_iso-z_three-hosts_same-netdev_mlx5_down_then_condensed-host-up.txt"))
+    assert [(e["host"], e["netdev"], e["pci_address"], e["carrier"]) for e in result["events"]] == [
+        ("node4", "enp1s0f0np0", "0000:01:00.0", "down"), ("node5", "enp1s0f0np0", "0000:01:00.0", "down"),
+        ("node6", "enp1s0f0np0", "0000:01:00.0", "down"), ("node{4,5,6}", "enp1s0f0np0", "0000:01:00.0", "up")]
+    assert result["netdevs"] == {"enp1s0f0np0": {"down": 3, "up": 1, "losses": 3, "last": "up"}}
+    # One host repeating its loss is one loss; a record without a host (dmesg) is the last named host's.
+    repeated = parse_carrier_events("2026-08-07T09:24:35Z node4 kernel: mlx5_core 0000:01:00.0 enp1s0f0np0: Link down\n"
+                                    "[ 12.5] mlx5_core 0000:01:00.0 enp1s0f0np0: Link down\n"
+                                    "2026-08-07T09:24:36Z node4 kernel: mlx5_core 0000:01:00.0 enp1s0f0np0: Link down\n")
+    assert repeated["netdevs"]["enp1s0f0np0"] == {"down": 3, "up": 0, "losses": 1, "last": "down"}
+
+
+def test_a_kernel_tag_in_angle_brackets_is_no_shell_prompt():
+    result = parse_carrier_events(read("centos64_serial_console_mofed20_mlx4_ib0_no_stamps_80col_wrap_initscripts.txt"))
+    assert brief(result) == [(29, "ib0", "up", "addrconf")]
+    tagged = [note for note in result["notes"] if note["text"].startswith("<mlx4_ib> mlx4_ib_add:")]
+    assert [note["reason"] for note in tagged] == ["not a log record"]
+    assert not [note for note in result["notes"] if note["reason"] == "a shell prompt"]
+    assert parse_carrier_events("mysql> select 1;")["notes"][0]["reason"] == "a shell prompt"
+
+
 def test_a_cable_module_event_is_noted_as_a_link_message_not_read():
     # mlx5 says why a link went down ("Port module event: module 1, Cable unplugged"), not that it did: noted.
     result = parse_carrier_events(read("netdev_2020_cx4lx_caller_id_quoted_printable_port_module_cable_unplugged.txt"))
@@ -238,13 +261,15 @@ def test_empty_input_and_bad_types():
 # --------------------------------------------------------------------------- rdma system
 
 
-@pytest.mark.parametrize("name, mode", [
-    ("spiderpool_sriov_shared_comment_prompt_indented.txt", "shared"),
-    ("spiderpool_sriov_exclusive_comment_prompt_indented.txt", "exclusive"),
+@pytest.mark.parametrize("name, mode, qkey", [
+    ("spiderpool_sriov_shared_comment_prompt_indented.txt", "shared", None),
+    ("spiderpool_sriov_exclusive_comment_prompt_indented.txt", "exclusive", None),
+    # Quoted in a mail ("> $ rdma system show"): the quote marks are not a prompt that hides the line.
+    ("lkml_2023_machata_reply_quoted_privileged_qkey_off.txt", "shared", False),
 ])
-def test_rdma_system_real_outputs(name, mode):
+def test_rdma_system_real_outputs(name, mode, qkey):
     text = (FIXTURES / "cmd/rdma_system" / name).read_text(encoding="utf-8")
-    assert parse_rdma_system(text) == {"netns_mode": mode, "copy_on_fork": True, "privileged_qkey": None}
+    assert parse_rdma_system(text) == {"netns_mode": mode, "copy_on_fork": True, "privileged_qkey": qkey}
 
 
 def test_rdma_system_forms():

@@ -92,6 +92,24 @@ def test_real_text_of_a_copper_cable_without_monitoring():
     assert module["lane_faults"] == {}
 
 
+def test_the_lane_flags_of_a_real_passive_copper_osfp_cable_are_none():
+    text = (LINK / "csegpu1_cx7_ib_ndr_show_mo_abbrev_trailing_spaces_osfp_passive_dac_rx_los_flags_prompts.txt").read_text()
+    facts = parse_mlxlink(text)
+    assert (facts["state"], facts["physical_state"], facts["speed"], facts["width"]) == ("Active", "LinkUp", "IB-NDR", "4x")
+    module = facts["module"]
+    assert (module["identifier"], module["vendor"], module["part_number"], module["cable_type"]) == (
+        "OSFP", "FS", "OSFPFL-400G-PC01", "Passive copper cable")
+    assert "Rx LOS [per lane]                  : 1,0,1,1" in text
+    assert module["lane_faults"] == {key: [None] * 4 for key in (
+        "rx_loss_of_signal", "tx_loss_of_signal", "tx_fault", "rx_cdr_loss_of_lock", "tx_cdr_loss_of_lock", "tx_adaptive_eq_fault")}
+    # The cable's technology alone says it as well (an mlxlink that prints no Cable Type).
+    no_type = parse_mlxlink(text.replace("Cable Type                         : Passive copper cable\n", ""))["module"]
+    assert no_type["cable_type"] is None and no_type["lane_faults"]["rx_loss_of_signal"] == [None] * 4
+    # An active copper cable has electronics that report: its flags are read.
+    active = parse_mlxlink(text.replace("Passive copper cable", "Active copper cable").replace("passive, unequalized", "active, equalized"))
+    assert active["module"]["lane_faults"]["rx_loss_of_signal"] == [True, False, True, True]
+
+
 def test_colours_of_a_terminal_are_ignored():
     facts = parse_mlxlink((LINK / "sichek_mlxlink_c_counters_ansi_text.txt").read_text())
     assert "\x1b" in (LINK / "sichek_mlxlink_c_counters_ansi_text.txt").read_text()

@@ -80,6 +80,17 @@ def changed_lines(before: str, after: str):
     return removed, added
 
 
+@pytest.mark.parametrize("name, default", [
+    ("k8s-the-hard-way-1.21_v1_default_runtime.toml", "default_runtime"),  # the deprecated table containerd 1.x runs pods with
+    ("aks-ubuntu-gb_v2_default_nvidia_untrusted_4space.toml", "nvidia"),
+    ("kind-fork_v2_runc_base_runtime_spec.toml", "runc"),
+])
+def test_the_default_runtime_of_a_real_file(name, default):
+    data = tomllib.loads(read(name))
+    version = cc.config_version(data, name)
+    assert cc.default_runtime_name(data, version, name) == default
+
+
 def test_every_fixture_is_covered():
     assert ALL_FIXTURES == sorted(EXPECTED)
     assert all((FIXTURES / name).is_file() for name in REFUSED)

@@ -253,6 +253,24 @@ def test_real_module_text_is_within_its_ranges(tmp_path):
         ("info", "mlx5_0/1", "not checked: %s printed no BER (the link is down, or --show_counters was not given)" % (tmp_path / "mlx5_0_1.txt"))]
 
 
+PASSIVE_DAC = "csegpu1_cx7_ib_ndr_show_mo_abbrev_trailing_spaces_osfp_passive_dac_rx_los_flags_prompts.txt"
+
+
+def test_the_lane_flags_of_a_passive_copper_cable_are_no_fault(tmp_path):
+    """A real ConnectX-7 port at NDR over a passive OSFP cable: mlxlink prints Rx LOS and CDR LOL bits for lanes
+    that carry traffic; such a cable has nothing that could raise them, so nothing is found."""
+    text = (FIXTURES / "link_quality" / PASSIVE_DAC).read_text()
+    (tmp_path / "mlx5_0_1.txt").write_text(text)
+    facts = read_link_quality("/sys", {"devices": {"mlx5_0": {}}, "ports": [{"device": "mlx5_0", "port": 1}]}, saved_dir=str(tmp_path))
+    assert judge("link_module", {"link_quality": facts}) == []
+    # The same flags from an active (optical) module are lanes without signal.
+    (tmp_path / "mlx5_0_1.txt").write_text(text.replace("Passive copper cable", "Optical Module (separated)")
+                                           .replace("Copper cable, passive, unequalized", "850 nm VCSEL"))
+    facts = read_link_quality("/sys", {"devices": {"mlx5_0": {}}, "ports": [{"device": "mlx5_0", "port": 1}]}, saved_dir=str(tmp_path))
+    assert [(severity, message.split(" reports ")[1].split(":")[0]) for severity, _s, message in judge("link_module", {"link_quality": facts})] == [
+        ("critical", "Rx CDR loss of lock on lanes 0, 1, 2, 3"), ("critical", "Rx loss of signal on lanes 0, 2, 3")]
+
+
 def test_a_port_without_a_link_has_no_ber_to_judge_and_says_so(tmp_path):
     """The demo simulator's output of a Disabled port (mlxlink prints N/A for every BER without a link)."""
     (tmp_path / "mlx5_0_1.json").write_text(sysfs_tree.mlxlink_output({"state": "1: DOWN", "phys_state": "3: Disabled"}, {"module": None}))
