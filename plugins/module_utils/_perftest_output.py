@@ -122,6 +122,13 @@ _HINTS = {
         "switch port, a subnet manager for an InfiniBand port stuck in Init, or test an active port "
         "(ib_port, or another device)."
     ),
+    "device_query": (
+        "The verbs library could not query the device (\"Couldn't get device attributes\": ibv_query_device failed) "
+        "before any queue pair was made: the user-space RDMA libraries do not match the kernel's driver (MLNX_OFED's "
+        "libraries and tools on a kernel without MLNX_OFED's modules, or the reverse), or the device's provider "
+        "library is missing. Run `ibv_devinfo -v` with the same libraries, and use the libraries that came with the "
+        "node's driver (driver_verify reports the OFED release and the loaded modules)."
+    ),
     "qp_create": (
         "The HCA refused the queue pair perftest asked for: an inline size the device does not support "
         "(--inline_size=0; irdma and some iWARP devices take none by default), too many or too deep queues "
@@ -186,6 +193,9 @@ _FAILURE_RULES = (
         ),
     ),
     ("port_down", re.compile(r"Port number \d+ state is \w+|Couldn'?t set the link layer", re.IGNORECASE)),
+    # perftest queries the device before it makes a queue pair; when that fails, the queue pair errors that
+    # follow are its consequence.
+    ("device_query", re.compile(r"Couldn'?t get device attributes", re.IGNORECASE)),
     ("qp_create", re.compile(r"Unable to create QP|Failed to create QP|Couldn'?t create QP", re.IGNORECASE)),
     (
         "qp_connect",
@@ -332,6 +342,10 @@ class _Table:
                 self.bw_unit = unit
             if kind == "time" and self.time_unit is None:
                 self.time_unit = unit
+        self.kind = "bw" if self.bw_unit else ("lat" if self.time_unit else None)
+
+
+_TABLE_KINDS = {"bw": "bandwidth", "lat": "latency"}
 
 
 # At most this many notes are kept (then one more says how many were left out): pasted output with
@@ -612,6 +626,12 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
             continue
         if "#bytes" in line:
             table = _Table(_column_names(line))
+            if tables and None not in (tables[0].kind, table.kind) and table.kind != tables[0].kind:
+                # The two sides of one run print tables of one kind: a latency table after a bandwidth
+                # one (or the reverse) is another test, such as [ib_send_bw] and [ib_send_lat] in one mail.
+                _note(notes, "another test's output starts here (a %s table after a %s table): only the first test is read"
+                      % (_TABLE_KINDS[table.kind], _TABLE_KINDS[tables[0].kind]), number, line)
+                break
             tables.append(table)
             in_header = False
             continue
@@ -678,7 +698,7 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
     if titles:
         kind = "lat" if re.search(r"Lat(ency)? Test$", titles[0]) else "bw"
     elif tables:
-        kind = "bw" if tables[-1].bw_unit else ("lat" if tables[-1].time_unit else None)
+        kind = tables[-1].kind
     elif figures:
         kind = figures[0][0]["kind"]
     averages = [row["bw_average_gbps"] for row in rows if row.get("bw_average_gbps") is not None]

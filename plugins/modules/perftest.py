@@ -16,8 +16,8 @@ description:
   - Every result row is parsed. Bandwidth is reported in Gb/s whatever unit perftest printed.
     perftest's C(MB/sec) is 2^20 bytes per second.
   - A failed run is classified into a cause an operator can act on, with a hint. The causes are
-    V(gpu_memory), V(memlock), V(port_down), V(device_not_found), V(qp_create), V(qp_connect),
-    V(completion_error), V(remote_unreachable) and V(unknown).
+    V(gpu_memory), V(memlock), V(port_down), V(device_not_found), V(device_query), V(qp_create),
+    V(qp_connect), V(completion_error), V(remote_unreachable) and V(unknown).
   - With O(use_cuda) the buffers are in a GPU's memory (GPUDirect RDMA), registered through the
     peer-memory API (nvidia_peermem), or through DMA-BUF with O(use_cuda_dmabuf). With O(numa_node) the
     tools run on that NUMA node's CPUs (C(numactl), else C(taskset), where installed; RV(pinning) says
@@ -260,8 +260,8 @@ failure:
   contains:
     cause:
       description:
-        - One of V(gpu_memory), V(memlock), V(port_down), V(device_not_found), V(qp_create), V(qp_connect),
-          V(completion_error), V(remote_unreachable), V(unknown).
+        - One of V(gpu_memory), V(memlock), V(port_down), V(device_not_found), V(device_query), V(qp_create),
+          V(qp_connect), V(completion_error), V(remote_unreachable), V(unknown).
         - V(gpu_memory) is a CUDA error, or memory registration that failed after perftest placed its buffer
           in GPU memory without the errno of the locked-memory limit (12), so no peer memory or DMA-BUF path.
       type: str

@@ -150,6 +150,7 @@ def register_cause_checks(role, params, report, descriptions):
 register_cause_checks(ROLE, PARAMS, _report_failures, (
     ("device_not_found", "perftest found no such RDMA device on the node."),
     ("port_down", "perftest found the port not ACTIVE."),
+    ("device_query", "perftest could not query the device (the user-space RDMA libraries do not match the kernel's driver)."),
     ("qp_create", "The HCA refused the queue pair perftest asked for (an inline size or queue depth the device does not take)."),
     ("qp_connect", "The queue pair could not be connected (modify QP to RTR/RTS failed): GID index, MTU or LIDs the two sides "
                    "disagree on."),

@@ -265,6 +265,7 @@ def perftest_failed_memlock(facts, params, found):
 register_cause_checks(ROLE, PARAMS, _report_failures, (
     ("device_not_found", "perftest found no such RDMA device in the pod: the device plugin did not hand it one."),
     ("port_down", "perftest in a pod found the port not ACTIVE."),
+    ("device_query", "perftest in a pod could not query the device (the image's RDMA libraries do not match the node's driver)."),
     ("qp_create", "The HCA handed to the pod refused the queue pair perftest asked for (an inline size or queue depth it does "
                   "not take)."),
     ("qp_connect", "The pods' queue pairs could not be connected (modify QP to RTR/RTS failed): GID index, MTU or LIDs they "

@@ -12,8 +12,9 @@ from ansible_collections.rdma.node.plugins.module_utils._perftest_output import 
 from testpaths import FIXTURES
 
 SAMPLES = sorted((FIXTURES / "perftest").glob("*.txt"))
-# The terminal transcript of the write-up holds shell job lines and prose around the tool's output.
-CLEAN = [p for p in SAMPLES if "terminal_with_prompts" not in p.name]
+# The terminal transcript of the write-up holds shell job lines and prose around the tool's output, as a
+# mail with prose does.
+CLEAN = [p for p in SAMPLES if "terminal_with_prompts" not in p.name and "mail_with_prose" not in p.name]
 
 
 def _facts(parsed):
@@ -108,6 +109,17 @@ def test_two_different_tests_in_one_paste_are_not_taken_for_the_two_sides_of_one
     assert parsed["results"][0]["msg_rate_mpps"] == pytest.approx(2.446776)
     assert any("another test's output starts here (Atomic FETCH_AND_ADD Latency Test after Atomic FETCH_AND_ADD BW Test)" in n["reason"]
                for n in parsed["notes"])
+    assert not any("sides printed different units" in n["reason"] for n in parsed["notes"])
+
+
+def test_a_latency_table_after_a_bandwidth_table_is_another_test():
+    # [ib_send_bw] and [ib_send_lat] of one mail, each a bare table: not the two sides of one run.
+    parsed = parse_perftest((FIXTURES / "perftest" / "ib_send_bw_then_ib_send_lat_bare_tables_bracket_labels_rxe_patch_mail_with_prose.txt").read_text())
+    assert (parsed["kind"], parsed["sides"], parsed["unit"], parsed["units_printed"]) == ("bw", 1, "MB/sec", ["MB/sec"])
+    assert [(row["bytes"], row["iterations"]) for row in parsed["results"]] == [(65536, 100000)]
+    assert parsed["bw_average_gbps"] == pytest.approx(203.13 * 8 * 1.048576 / 1000)
+    assert {"line": 9, "text": parsed["notes"][-1]["text"],
+            "reason": "another test's output starts here (a latency table after a bandwidth table): only the first test is read"} in parsed["notes"]
     assert not any("sides printed different units" in n["reason"] for n in parsed["notes"])
 
 

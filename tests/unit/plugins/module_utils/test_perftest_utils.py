@@ -59,6 +59,9 @@ EXPECTED = {
     # Failures of the queue pair itself: created (irdma's default inline size), connected (modify QP to RTR),
     # or a work request that completed with an error status.
     "err_ib_write_lat_server_irdma_unable_to_create_qp_inline_issue139.txt": ("qp_create", "Unable to create QP."),
+    # MLNX_OFED's user space on an upstream kernel: the device query fails first, the queue pair errors follow.
+    "err_ib_write_bw_server_couldnt_get_device_attributes_then_unable_create_qp_mofed_on_upstream_5_1.txt": (
+        "device_query", "Couldn't get device attributes"),
     "err_ib_write_bw_failed_modify_qp_rtr_grh_required_issue393.txt": ("qp_connect", "Failed to modify QP 122273 to RTR"),
     "err_ib_write_bw_use_cuda_bidir_completion_error_status4_syndrom_0x51_issue173.txt": (
         "completion_error", "Completion with error at client"),
@@ -82,6 +85,8 @@ EXPECTED = {
         (2048, round(2919.91 * MIB_GBPS, 6))],
     # --output=latency: one bare figure, the average latency of 2-byte messages (no bandwidth).
     "ib_write_lat_output_latency_bare_figure_taskset_prompts_comments.txt": [(2, None)],
+    # [ib_send_bw] and [ib_send_lat] in one mail: the bandwidth test alone is read.
+    "ib_send_bw_then_ib_send_lat_bare_tables_bracket_labels_rxe_patch_mail_with_prose.txt": [(65536, round(203.13 * MIB_GBPS, 6))],
 }
 
 
@@ -339,7 +344,7 @@ def test_classification_priority_and_fallbacks():
     assert pto.classify_failure(fixture("ib_write_bw_s1M_client_IB_MBsec.txt"), rc=0, has_results=True) is None
     assert pto.classify_failure("Couldn't connect to 10.0.0.1:18515\n Unable to init the socket connection\n")["cause"] \
         == "remote_unreachable"
-    assert pto.failure_causes() == ("gpu_memory", "memlock", "device_not_found", "port_down", "qp_create", "qp_connect",
+    assert pto.failure_causes() == ("gpu_memory", "memlock", "device_not_found", "port_down", "device_query", "qp_create", "qp_connect",
                                     "completion_error", "remote_unreachable", "unknown")
 
 

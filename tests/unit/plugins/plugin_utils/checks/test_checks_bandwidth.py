@@ -218,7 +218,7 @@ def test_every_cause_of_the_perftest_module_has_its_check():
     names = [c.name for c in checks("bandwidth_check")]
     assert names == ["no_active_port", "loopback_not_run", "bandwidth_below_expected", "perftest_failed_gpu_memory",
                      "perftest_failed_memlock", "perftest_failed_device_not_found", "perftest_failed_port_down",
-                     "perftest_failed_qp_create", "perftest_failed_qp_connect", "perftest_failed_completion_error",
+                     "perftest_failed_device_query", "perftest_failed_qp_create", "perftest_failed_qp_connect", "perftest_failed_completion_error",
                      "perftest_failed_remote_unreachable", "perftest_failed_unknown", "perftest_error", "pair_not_run",
                      "perftest_server_stopped", "gpu_not_nearest"]
 
