@@ -63,11 +63,6 @@ def test_two_virtual_functions_of_one_name_lose_their_link_apart():
         ("net2", "0000:10:11.2", "up"), ("llsm2", "0000:10:11.3", "up")]
     assert result["netdevs"]["llsm1"] == {"down": 2, "up": 0, "losses": 2, "last": "down"}
     assert result["netdevs"]["llsm2"] == {"down": 0, "up": 2, "losses": 0, "last": "up"}
-    # One device repeating its loss is still one loss, whether its messages carry its address or not.
-    repeated = parse_carrier_events("[1.0] iavf 0000:10:09.2 llsm1: NIC Link is Down\n[2.0] iavf 0000:10:09.2 llsm1: NIC Link is Down\n"
-                                    "[3.0] IPv6: ADDRCONF(NETDEV_CHANGE): llsm1: link becomes ready\n"
-                                    "[4.0] iavf 0000:10:09.2 llsm1: NIC Link is Down\n")
-    assert repeated["netdevs"]["llsm1"] == {"down": 3, "up": 1, "losses": 2, "last": "down"}
 
 
 def test_hosts_of_a_central_syslog_lose_their_links_apart():
@@ -77,11 +72,21 @@ def test_hosts_of_a_central_syslog_lose_their_links_apart():
         ("node4", "enp1s0f0np0", "0000:01:00.0", "down"), ("node5", "enp1s0f0np0", "0000:01:00.0", "down"),
         ("node6", "enp1s0f0np0", "0000:01:00.0", "down"), ("node{4,5,6}", "enp1s0f0np0", "0000:01:00.0", "up")]
     assert result["netdevs"] == {"enp1s0f0np0": {"down": 3, "up": 1, "losses": 3, "last": "up"}}
-    # One host repeating its loss is one loss; a record without a host (dmesg) is the last named host's.
-    repeated = parse_carrier_events("2026-08-07T09:24:35Z node4 kernel: mlx5_core 0000:01:00.0 enp1s0f0np0: Link down\n"
-                                    "[ 12.5] mlx5_core 0000:01:00.0 enp1s0f0np0: Link down\n"
-                                    "2026-08-07T09:24:36Z node4 kernel: mlx5_core 0000:01:00.0 enp1s0f0np0: Link down\n")
-    assert repeated["netdevs"]["enp1s0f0np0"] == {"down": 3, "up": 0, "losses": 1, "last": "down"}
+
+
+@pytest.mark.parametrize("lines, counts", [
+    # Whether its messages carry its PCI address or not.
+    (["[1.0] iavf 0000:10:09.2 llsm1: NIC Link is Down", "[2.0] iavf 0000:10:09.2 llsm1: NIC Link is Down",
+      "[3.0] IPv6: ADDRCONF(NETDEV_CHANGE): llsm1: link becomes ready", "[4.0] iavf 0000:10:09.2 llsm1: NIC Link is Down"],
+     {"llsm1": {"down": 3, "up": 1, "losses": 2, "last": "down"}}),
+    # A record without a host (dmesg's) between a host's syslog lines is that host's.
+    (["2026-08-07T09:24:35Z node4 kernel: mlx5_core 0000:01:00.0 enp1s0f0np0: Link down",
+      "[ 12.5] mlx5_core 0000:01:00.0 enp1s0f0np0: Link down",
+      "2026-08-07T09:24:36Z node4 kernel: mlx5_core 0000:01:00.0 enp1s0f0np0: Link down"],
+     {"enp1s0f0np0": {"down": 3, "up": 0, "losses": 1, "last": "down"}}),
+], ids=["pci_address", "host"])
+def test_one_device_repeating_its_loss_is_one_loss(lines, counts):
+    assert parse_carrier_events("\n".join(lines) + "\n")["netdevs"] == counts
 
 
 def test_a_kernel_tag_in_angle_brackets_is_no_shell_prompt():
