@@ -343,6 +343,7 @@ class _Table:
             if kind == "time" and self.time_unit is None:
                 self.time_unit = unit
         self.kind = "bw" if self.bw_unit else ("lat" if self.time_unit else None)
+        self.first_bytes = None  # the message size of its first row, once read
 
 
 _TABLE_KINDS = {"bw": "bandwidth", "lat": "latency"}
@@ -442,6 +443,19 @@ def _checked_unit(printed, size, average, msg_rate, notes):
         return other
     _note(notes, "the %s figures of %s-byte rows do not agree with their message rate" % (printed, size))
     return printed
+
+
+def _not_peers(local_addresses, remote_addresses, second_block):
+    """Whether the two blocks of addresses (split where the second title's block starts) are two runs
+    rather than the two sides of one: each side's remote queue pairs are the other side's local ones."""
+    def qpns(addresses):
+        return {address.get("qpn") for address in addresses if address.get("qpn")}
+
+    first_local, second_local = qpns(local_addresses[:second_block[0]]), qpns(local_addresses[second_block[0]:])
+    first_remote, second_remote = qpns(remote_addresses[:second_block[1]]), qpns(remote_addresses[second_block[1]:])
+    if not (first_local and first_remote and second_local and second_remote):
+        return False
+    return first_local != second_remote or first_remote != second_local
 
 
 def _merge_sides(rows, sides, notes):
@@ -546,6 +560,7 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
     at all is perftest output raises it too; a run's own output never does, it is classified.
     """
     titles = []
+    blocks = []  # where each title's block starts in local_addresses and remote_addresses
     tables = []
     header = {}
     header_conflicts = {}
@@ -608,6 +623,7 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
                       % (" ".join(title.group(1).split()), " ".join(titles[0].split())), number, line)
                 break
             titles.append(title.group(1))
+            blocks.append((len(local_addresses), len(remote_addresses)))
             in_header = True
             continue
         if _WARNING.search(line):
@@ -625,6 +641,12 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
             last_address["gid"] = gid.group(1)
             continue
         if "#bytes" in line:
+            if len(tables) == 1 and len(blocks) > 1 and _not_peers(local_addresses, remote_addresses, blocks[1]):
+                _note(notes, "another run of the test starts here (its queue pairs are not the first run's peers): only the "
+                      "first run is read", number, line)
+                del titles[1:]
+                del local_addresses[blocks[1][0]:], remote_addresses[blocks[1][1]:]
+                break
             table = _Table(_column_names(line))
             if tables and None not in (tables[0].kind, table.kind) and table.kind != tables[0].kind:
                 # The two sides of one run print tables of one kind: a latency table after a bandwidth
@@ -643,8 +665,20 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
             elif len(values) < len(table.columns):
                 _note(notes, "a row with %d of %d columns%s, ignored" % (len(values), len(table.columns), stream),
                       number, line)
+            elif (len(tables) == 2 and table is tables[1] and table.first_bytes is None
+                  and tables[0].first_bytes not in (None, values[0])):
+                # Both sides of one run print the same sizes: a second table that starts at another size is
+                # another run, such as three runs of one test pasted one after the other.
+                _note(notes, "another run of the test starts here (%s bytes, after %s): only the first run is read"
+                      % (values[0], tables[0].first_bytes), number, line)
+                del tables[1:], titles[1:]
+                if len(blocks) > 1:
+                    del local_addresses[blocks[1][0]:], remote_addresses[blocks[1][1]:]
+                break
             else:
                 row, unit = _row(table, values[: len(table.columns)], notes)
+                if table.first_bytes is None:
+                    table.first_bytes = values[0]
                 raw_rows.append(row)
                 if unit and unit not in units:
                     units.append(unit)

@@ -41,7 +41,9 @@ def test_prompt_command_comments_and_crlf_change_nothing(path):
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
 def test_a_stray_line_is_a_note_with_its_number_and_strict_refuses_it(path):
     lines = path.read_text().split("\n")
-    where = len(lines) // 2
+    # In the middle, or before the line where another test or run starts (the parser stops reading there).
+    stops = [n["line"] for n in parse_perftest("\n".join(lines))["notes"] if n["reason"].startswith("another")]
+    where = min([len(lines) // 2] + [line - 1 for line in stops])
     pasted = "\n".join(lines[:where] + ["Connection to gpu-node01 closed."] + lines[where:])
     parsed = parse_perftest(pasted)
     assert _facts(parsed) == _facts(parse_perftest("\n".join(lines)))
@@ -121,6 +123,31 @@ def test_a_latency_table_after_a_bandwidth_table_is_another_test():
     assert {"line": 9, "text": parsed["notes"][-1]["text"],
             "reason": "another test's output starts here (a latency table after a bandwidth table): only the first test is read"} in parsed["notes"]
     assert not any("sides printed different units" in n["reason"] for n in parsed["notes"])
+
+
+@pytest.mark.parametrize("name, reason", [
+    # Two client runs, each with its own queue pairs: not the client and the server of one run.
+    ("ib_read_bw_hns_2_two_client_runs_kernel_bug_lines_glued_job_number_terminal_with_prompts.txt",
+     "another run of the test starts here (its queue pairs are not the first run's peers): only the first run is read"),
+    # Three bare tables of three runs at other sizes: perftest has two sides, and they print the same sizes.
+    ("ib_send_bw_1GiB_128MiB_1MiB_three_runs_time_output_quoted_mail_with_prose.txt",
+     "another run of the test starts here (134217728 bytes, after 1073741824): only the first run is read"),
+])
+def test_runs_of_one_test_one_after_the_other_are_not_its_sides(name, reason):
+    parsed = parse_perftest((FIXTURES / "perftest" / name).read_text())
+    assert (parsed["kind"], parsed["sides"], parsed["sides_agree"], len(parsed["results"])) == ("bw", 1, None, 1)
+    assert [n["reason"] for n in parsed["notes"] if n["reason"].startswith("another")] == [reason]
+    assert not any("differ between the sides" in n["reason"] for n in parsed["notes"])
+
+
+def test_the_two_sides_of_one_run_are_still_two_sides():
+    server = parse_perftest((FIXTURES / "perftest" / "ib_write_bw_s1M_server_IB_MBsec.txt").read_text())
+    client = parse_perftest((FIXTURES / "perftest" / "ib_write_bw_s1M_client_IB_MBsec.txt").read_text())
+    both = parse_perftest((FIXTURES / "perftest" / "ib_write_bw_s1M_server_IB_MBsec.txt").read_text() + "\n"
+                          + (FIXTURES / "perftest" / "ib_write_bw_s1M_client_IB_MBsec.txt").read_text())
+    assert server["local_addresses"][0]["qpn"] == client["remote_addresses"][0]["qpn"]
+    assert (both["sides"], both["sides_agree"]) == (2, True)
+    assert not any(n["reason"].startswith("another") for n in both["notes"])
 
 
 def test_a_header_that_lost_the_hash_of_iterations_keeps_its_columns():

@@ -87,6 +87,9 @@ EXPECTED = {
     "ib_write_lat_output_latency_bare_figure_taskset_prompts_comments.txt": [(2, None)],
     # [ib_send_bw] and [ib_send_lat] in one mail: the bandwidth test alone is read.
     "ib_send_bw_then_ib_send_lat_bare_tables_bracket_labels_rxe_patch_mail_with_prose.txt": [(65536, round(203.13 * MIB_GBPS, 6))],
+    # Two runs of one test, then three: the first run alone is read (the others' figures are not a second side's).
+    "ib_read_bw_hns_2_two_client_runs_kernel_bug_lines_glued_job_number_terminal_with_prompts.txt": [(65536, round(9044.77 * MIB_GBPS, 6))],
+    "ib_send_bw_1GiB_128MiB_1MiB_three_runs_time_output_quoted_mail_with_prose.txt": [(1073741824, round(6159.46 * MIB_GBPS, 6))],
 }
 
 
