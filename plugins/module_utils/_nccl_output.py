@@ -51,6 +51,10 @@ _GDR_LINE = re.compile(r"GPU Direct RDMA (?P<state>Enabled|Disabled) for (?:GPU 
 # The verbs provider's own report of a failed work request, printed beside NCCL's lines (then a hex dump
 # of the completion entry): "mlx5: gpu5: got completion with error:".
 _PROVIDER_COMPLETION_ERROR = re.compile(r"^\s*(?:\[\d+\]\s*)?(?P<message>(?:mlx[45]|bnxt_re|irdma|efa|hns): \S+: got completion with error:?)\s*$")
+# NET/IB's report of a failed work request, whole ("... with error 12, opcode 0, len 0, vendor err 129 (Recv)", or
+# "with status=12 opcode=129 len=65536 vendor err 129 (Recv)" since 2.19): a WARN cut before its vendor error was
+# wrapped, and the next line is its end.
+_COMPLETION_WARN = re.compile(r"Got completion from peer \S+ with (?:error|status)[ =]?\d+.*\bvendor err \d+")
 _NO_VERBS = re.compile(r"Failed to open libibverbs|NET/IB : No device found|ibvwrap.*Failed to open", re.IGNORECASE)
 # ``Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA`` (NCCL >= 2.8), ``Channel 00 : 3[b1000] ->
 # 4[18000] [send] via NET/Socket/0`` (2.5-2.7), ``Ring 00 : 1 -> 0 [receive] via NET/Socket/0`` (2.4).
@@ -159,9 +163,14 @@ def parse_nccl_log(text, strict=False):
     notes = result["notes"]
     first_other = None
     seen_channels = set()
+    last_warning = None  # the WARN message of the line before, which a wrap may have cut
     for number, raw in enumerate(_lines(text), start=1):
         line = raw.rstrip()
         if not line.strip():
+            continue
+        cut, last_warning = last_warning, None
+        if cut is not None and _message(line) is None and _COMPLETION_WARN.search(cut + " " + line.strip()):
+            result["warnings"][result["warnings"].index(cut)] = cut + " " + line.strip()
             continue
         if len(line) > MAX_LINE:
             _note(notes, "a line longer than %d characters, not read" % MAX_LINE, number, line)
@@ -192,6 +201,7 @@ def parse_nccl_log(text, strict=False):
         if level == "WARN":
             if message not in result["warnings"]:
                 result["warnings"].append(message)
+                last_warning = None if _COMPLETION_WARN.search(message) else message
             if _NO_VERBS.search(message):
                 result["verbs_missing"] = True
             continue

@@ -78,6 +78,17 @@ def test_the_verbs_providers_completion_error_is_a_warning():
     assert any(w.startswith("NET/IB : Got completion with error 4") for w in parsed["warnings"])
 
 
+def test_a_completion_error_wrapped_before_its_vendor_error_is_one_warning():
+    parsed = log("nccl_warn_net_ib_completion_error12_vendor_err_129_wrapped_after_len_azure.log")
+    assert parsed["warnings"] == ["NET/IB : Got completion from peer 10.2.0.5<33092> with error 12, opcode 0, len 0, vendor err 129 (Recv)"]
+    assert (parsed["lines"], parsed["other_lines"]) == (4, 0)
+    # A line after a whole warning, or after another warning, is no part of it.
+    whole = parse_nccl_log("h:1:2 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.1<1> with error 12, opcode 0, len 0, "
+                           "vendor err 129 (Recv)\n0, vendor err 130 (Send)\nh:1:2 [0] NCCL WARN Cuda failure 'out of memory'\n"
+                           "0, vendor err 131 (Recv)\n")
+    assert len(whole["warnings"]) == 2 and whole["other_lines"] == 2
+
+
 def test_old_logs_without_channels():
     socket = log("nccl_info_socket_no_ib_device_nccl_2.7.8_issue447.log")
     assert (socket["version"], socket["network"], socket["ib_no_device"], socket["channels"]) == ("2.7.8+cuda10.2", "Socket", True, [])
