@@ -382,7 +382,17 @@ def _module_loaded(root, name):
 
 
 def gpudirect(root, proc_root):
-    """Which GPUDirect RDMA path the node offers, and what each one lacks."""
+    """Which GPUDirect RDMA path the node offers, and what each one lacks.
+
+    A tree without ``module`` (a saved copy of a node's ``/sys`` that left it out; a running kernel
+    always has it) does not say which modules are loaded: neither path is ready, ``reason`` says why,
+    and it is the one thing each path is said to lack."""
+    if not os.path.isdir(os.path.join(root, "module")):
+        unknown = "which kernel modules are loaded is unknown: %s has no module directory" % root
+        return {"nvidia_module_loaded": None, "nvidia_driver_version": None, "nvidia_kernel_module_flavour": None,
+                "peermem_module": None, "memory_peers": None, "memory_peer_clients": [], "kernel_release": None,
+                "peermem_ready": False, "peermem_missing": [unknown], "dma_buf_ready": False, "dma_buf_missing": [unknown],
+                "reason": unknown}
     peermem = next((name for name in PEERMEM_MODULES if _module_loaded(root, name)), None)
     try:
         peers = sorted(os.listdir(os.path.join(root, "kernel", "mm", "memory_peers")))
@@ -434,6 +444,7 @@ def gpudirect(root, proc_root):
         "peermem_missing": peermem_missing,
         "dma_buf_ready": not dma_buf_missing,
         "dma_buf_missing": dma_buf_missing,
+        "reason": None,
     }
 
 

@@ -363,6 +363,9 @@ ansible_facts:
             - C(dma_buf_ready) is V(true) when the kernel is 5.12 or newer (RDMA dma-buf memory
               registration) and the open NVIDIA kernel module is loaded (the proprietary one does not
               export GPU memory as dma-buf); C(dma_buf_missing) says what is not.
+            - C(reason) says why neither can be judged (a sysfs tree without C(module), as a saved copy
+              of C(/sys) may be), else V(null); C(nvidia_module_loaded) is then V(null), and the gpudirect
+              check says "not checked".
           type: dict
           returned: when the gpudirect subset is gathered
           sample:
@@ -377,6 +380,7 @@ ansible_facts:
             peermem_missing: [neither nvidia_peermem nor nv_peer_mem is loaded]
             dma_buf_ready: false
             dma_buf_missing: [the NVIDIA kernel module is proprietary, DMA-BUF needs the open one]
+            reason: null
         counters_time:
           description: With the V(counters) subset, when the counters were read (seconds since the epoch; the later read with O(counters_interval)).
           type: float

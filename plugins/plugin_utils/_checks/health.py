@@ -403,6 +403,9 @@ def gpudirect(facts, params, found):
         return
     if mode == "auto" and not rdma.get("gpus") and not state.get("nvidia_module_loaded"):
         return
+    if state.get("reason"):
+        found.not_checked("gpudirect", state["reason"])
+        return
     paths = []
     if state.get("peermem_ready"):
         paths.append("peer memory (%s)" % state.get("peermem_module"))

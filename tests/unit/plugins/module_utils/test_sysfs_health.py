@@ -378,10 +378,23 @@ def test_module_still_loading_is_not_loaded(tmp_path):
     assert facts["nvidia_module_loaded"] is False
 
 
-def test_nothing_at_all(tmp_path):
+def test_no_module_loaded_and_no_kernel_release(tmp_path):
+    os.makedirs(os.path.join(str(tmp_path), "module"))
     facts = health.gpudirect(str(tmp_path), None)
-    assert facts["kernel_release"] is None
+    assert (facts["kernel_release"], facts["nvidia_module_loaded"], facts["reason"]) == (None, False, None)
     assert facts["dma_buf_missing"] == ["the kernel release is unknown", "the nvidia module is not loaded"]
+
+
+def test_a_tree_without_module_says_the_modules_are_unknown_not_unloaded(tmp_path):
+    """A saved /sys that left module/ out (gpud's H100 export, hwloc's test trees) says nothing of the modules."""
+    root = str(tmp_path / "sys")
+    sysfs_tree.unpack((FIXTURES / "sysfs/gpud-h100.sysfs").read_bytes(), root)
+    assert not os.path.exists(os.path.join(root, "module"))
+    facts = health.gpudirect(root, None)
+    unknown = "which kernel modules are loaded is unknown: %s has no module directory" % root
+    assert facts["reason"] == unknown
+    assert (facts["nvidia_module_loaded"], facts["peermem_ready"], facts["dma_buf_ready"]) == (None, False, False)
+    assert facts["peermem_missing"] == facts["dma_buf_missing"] == [unknown]
 
 
 # --------------------------------------------------------------------------- RoCE

@@ -242,6 +242,13 @@ def test_gpudirect_modes():
     ready = run({"ports": [], "gpus": [{"pci_address": "0000:1b:00.0"}], "gpudirect": GPUDIRECT_READY})
     assert message(ready, "gpudirect") == "GPUDirect RDMA is ready via DMA-BUF (open NVIDIA kernel module, kernel 6.8.0-45-generic)."
     # Its choices are the role specification's, checked with the role's options (test_role_options).
+    unknown = dict(nothing, nvidia_module_loaded=None, reason="which kernel modules are loaded is unknown: /x/sys has no module directory")
+    for rdma, mode in (({"ports": [], "gpus": [{"pci_address": "0000:1b:00.0"}], "gpudirect": unknown}, "auto"),
+                       ({"ports": [], "gpus": [], "gpudirect": unknown}, "required")):
+        result = run(rdma, gpudirect=mode)
+        assert found(result, "gpudirect") == []  # neither a pass nor a failure
+        assert [e for e in result["status"]["not_checked"] if e["check"] == "gpudirect"] == [
+            {"check": "gpudirect", "subject": "gpudirect", "reason": "which kernel modules are loaded is unknown: /x/sys has no module directory"}]
 
 
 SWITCH_A = ["0000:16:00.0", "0000:17:00.0"]
