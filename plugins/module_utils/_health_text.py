@@ -44,6 +44,8 @@ _CALLER = r"(?:\[\s*[TC][0-9]{1,10}\])?"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 # Each record form: (kind, pattern with the groups time/host/tag/message).
 _ISO_TIME = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+# dmesg -x (--decode) puts the facility and level first, padded: "kern  :info  : ", "kern  :notice: ".
+_DECODED = r"(?:[a-z][a-z0-9]{1,7} *:[a-z]{3,6} *: )?"
 # dmesg -d adds the time since the message before: "[  123.456789 <    0.000123>]".
 _SECONDS = r"\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})(?:\s*<\s*[0-9]{1,12}\.[0-9]{1,9}>)?\]"
 _RECORD_FORMS = (
@@ -81,9 +83,10 @@ _RECORD_FORMS = (
     ("dmesg", re.compile(
         r"^\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d \d{4})\]" + _CALLER + r" ?(?P<message>.*)$")),
     # dmesg: "[ 1202.718785] message"; dmesg -r and pstore's dmesg put the level first: "<6>[ 14.952018] message"
-    ("dmesg", re.compile(r"^(?:<[0-9]{1,3}>)?" + _SECONDS + _CALLER + r" ?(?P<message>.*)$")),
-    # dmesg --time-format iso: "2024-11-26T10:11:12,123456+00:00 message" (a comma before the microseconds)
-    ("dmesg", re.compile(r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d) (?P<message>.*)$")),
+    ("dmesg", re.compile(r"^(?:<[0-9]{1,3}>)?" + _DECODED + _SECONDS + _CALLER + r" ?(?P<message>.*)$")),
+    # dmesg --time-format iso: "2024-11-26T10:11:12,123456+00:00 message" (a comma before the microseconds);
+    # with -x, as gpud reads the kernel log: "kern  :info  : 2025-01-17T15:37:28,650514+00:00 message"
+    ("dmesg", re.compile(r"^" + _DECODED + r"(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d) (?P<message>.*)$")),
     # The same after a prefix of another tool's (a test harness's "INFO - INFO - ", a timestamped
     # console capture): short, without a bracket, before the kernel's own time stamp.
     ("dmesg", re.compile(r"^[^\[\]]{1,60}?\s\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")),

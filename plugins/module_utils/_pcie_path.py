@@ -69,7 +69,9 @@ PORT_TYPES = {0: "endpoint", 1: "legacy_endpoint", 4: "root_port", 5: "upstream_
               10: "root_complex_event_collector"}
 _LSPCI_PORT_TYPES = (("Root Port", "root_port"), ("Downstream Port", "downstream_port"), ("Upstream Port", "upstream_port"),
                      ("Legacy Endpoint", "legacy_endpoint"), ("Root Complex Integrated Endpoint", "root_complex_endpoint"),
-                     ("Endpoint", "endpoint"))
+                     ("Endpoint", "endpoint"), ("PCI-Express to PCI/PCI-X Bridge", "pcie_to_pci_bridge"),
+                     ("PCI/PCI-X to PCI-Express Bridge", "pci_to_pcie_bridge"),
+                     ("Root Complex Event Collector", "root_complex_event_collector"))
 
 # kernel/iommu_groups/<n>/type (Documentation/ABI/testing/sysfs-kernel-iommu_groups).
 IOMMU_MODES = {"identity": "passthrough", "DMA": "translated", "DMA-FQ": "translated", "blocked": "blocked",
@@ -199,6 +201,8 @@ _LSPCI_NAMES = {name: key for key, name in ACS_BITS}
 # listed on one line (lspci, lspci -nn, lspci | grep), which shows none of its capabilities.
 _DETAIL_LINE = re.compile(r"^(?:Subsystem|Control|Status|Capabilities|Kernel driver in use|Kernel modules|Flags|Latency|"
                           r"Interrupt|Physical Slot|NUMA node|IOMMU group|Bus|DeviceName|BridgeCtl|Secondary status)\s*:|^Region \d")
+# The only lines lspci -k (and -nnk) prints under a header: no capability, so nothing of ACS or ATS.
+_KERNEL_ONLY_LINE = re.compile(r"^(?:Subsystem|Kernel driver in use|Kernel modules|DeviceName)\s*:")
 
 
 def _lspci_flags(text):
@@ -214,8 +218,10 @@ def parse_lspci_vvv(text):
     left it out. ``ACSCtl:``/``ATSCtl:`` lines before any device header (``lspci -vvv | grep ACSCtl``)
     cannot be given to a function: they are listed in ``unattributed`` with their line numbers.
     ``unreadable`` says why a function's ACS or ATS is unknown rather than absent: lspci ran without
-    root (``Capabilities: <access denied>``), or the capability is listed but its registers are not in
-    the text (cut, filtered by grep, lines broken). Device headers are lspci's, at the text's shallowest
+    root (``Capabilities: <access denied>``), the capability is listed but its registers are not in
+    the text (cut, filtered by grep, lines broken), only lspci -k's lines are there, or a PCI Express
+    function shows no extended capability where the text shows no other function's either, or ends
+    with it (a whole block where lspci read others' is a function that has none). Device headers are lspci's, at the text's shallowest
     indentation: a deeper-indented line that looks like one (a pasted group listing) is not a device.
     Shell prompts, comments, indentation (tabs or spaces) and CRLF are fine; text with neither a
     device nor an ACS/ATS line raises :class:`LspciTextError`.
@@ -228,6 +234,7 @@ def parse_lspci_vvv(text):
     lines = _joined_acs_lines([MAIL_QUOTE_MARKS.sub("", raw) for raw in text.splitlines()])
     header_indent = min((_indent(raw) for raw in lines if _HEADER.match(raw.strip())), default=0)
     listed = {}  # address -> the capabilities its "Capabilities: [..] <name>" lines name
+    kernel_lines, beyond_kernel = set(), set()  # the functions with a line lspci -k prints, and with one it does not
     shown = []  # [address, whether a line of lspci -v follows, block] of each device header, in text order
     block = 0  # counts the lines at the headers' indentation that are no header (a prompt, another command's output)
     for number, raw in enumerate(lines, 1):
@@ -246,6 +253,7 @@ def parse_lspci_vvv(text):
             block += 1
         if current is not None and (_DETAIL_LINE.match(line) or _NO_ANSWER.match(line) or _field(line) is not None):
             shown[-1][1] = True
+            (kernel_lines if _KERNEL_ONLY_LINE.match(line) else beyond_kernel).add(address)
         if current is not None and _NO_ANSWER.match(line):
             current["unreadable"] = ("the function does not answer configuration reads (lspci: %r): it has fallen off "
                                      "the bus or is held in reset" % line[:60])
@@ -293,16 +301,25 @@ def parse_lspci_vvv(text):
             raise LspciTextError("this is the tree lspci -t prints, which shows no capability: ACS and ATS need lspci -vvv")
         raise LspciTextError("no 'BB:DD.F class: name' device header and no ACSCtl/ATSCtl line: this is not lspci -vvv output")
     listing_only = _listing_only(shown)
+    extended_read = any(_EXTENDED in names for names in listed.values())
     for address, entry in functions.items():
         if address in listing_only and entry["unreadable"] is None:
             entry["unreadable"] = ("only its one-line listing is in the text (lspci without -vvv, or a listing filtered by "
                                    "grep): its ACS and ATS are not shown")
             continue
+        # lspci -k's text (no function with any other line), or one of its functions among lspci -vvv's.
+        if (address in kernel_lines or not beyond_kernel) and address not in beyond_kernel and entry["unreadable"] is None:
+            entry["unreadable"] = ("only the lines of lspci -k are in the text (Subsystem, the kernel driver and modules): its "
+                                   "capabilities, ACS and ATS, are not shown")
+            continue
         names = listed.get(address, set())
         missing = [(capability, registers) for capability, registers, key, needed in _LISTED_REGISTERS
                    if capability in names and (entry[key] or {}).get(needed) is None]
+        # Where lspci read other functions' extended capabilities, a whole block without any (another header
+        # follows it) is a function that has none, as some chipsets' root ports do: no ACS, no ATS.
+        whole = extended_read and address != shown[-1][0]
         if (_EXPRESS_LISTED in names and _EXTENDED not in names and entry["acs"] is None and entry["ats"] is None
-                and entry["unreadable"] is None):
+                and entry["unreadable"] is None and not whole):
             entry["unreadable"] = ("its PCI Express capability is listed but none of its extended capabilities, where ACS and ATS "
                                    "are: the text was cut, or lspci could not read the extended configuration space")
             continue

@@ -89,6 +89,21 @@ def test_one_device_repeating_its_loss_is_one_loss(lines, counts):
     assert parse_carrier_events("\n".join(lines) + "\n")["netdevs"] == counts
 
 
+def test_dmesg_decoded_with_facility_and_level_before_the_iso_time():
+    result = parse_carrier_events(read("gpud_dmesg_decode_iso_facility_level_prefix_mlx5_link_down_bootnet_up_PARTIAL.txt"))
+    assert (result["lines"], result["records"], result["notes"]) == (243, 240, [])  # three blank lines (messages that ended in a newline)
+    assert brief(result)[:7] == [(161, "enp157s0f1np1", "down", "driver"), (162, "enp157s0f0np0", "down", "driver"),
+                                 (163, "enp27s0f1np1", "down", "driver"), (164, "bootnet", "up", "driver"),
+                                 (165, "bootnet", "up", "addrconf"), (166, "eno8303", "up", "driver"), (169, "eno8303", "up", "addrconf")]
+    first = result["events"][0]
+    assert (first["time"], first["pci_address"], first["log_format"]) == ("2025-01-17T15:37:28,650514+00:00", "0000:9d:00.1", "dmesg")
+    assert result["end"] == {"time": "2025-01-20T09:08:49,163335+00:00", "monotonic_seconds": None}
+    assert result["netdevs"]["enp157s0f1np1"] == {"down": 1, "up": 0, "losses": 1, "last": "down"}
+    # The bracketed time of dmesg -x without --time-format.
+    assert brief(parse_carrier_events("kern  :info  : [ 6213.959196] mlx5_core 0000:9d:00.1 ib0: Link down\n")) == [
+        (1, "ib0", "down", "driver")]
+
+
 def test_a_kernel_tag_in_angle_brackets_is_no_shell_prompt():
     result = parse_carrier_events(read("centos64_serial_console_mofed20_mlx4_ib0_no_stamps_80col_wrap_initscripts.txt"))
     assert brief(result) == [(29, "ib0", "up", "addrconf")]

@@ -101,6 +101,35 @@ def test_a_listing_cut_before_the_extended_capabilities_is_unknown_not_without_a
                                     "ATS are: the text was cut, or lspci could not read the extended configuration space")
 
 
+def test_a_whole_block_without_extended_capabilities_has_no_acs_where_lspci_read_others():
+    # A C610 chipset root port has no extended capability; its sister port's AER shows lspci read them (root, ECAM).
+    parsed = parse_lspci_vvv((LSPCI / "cmlgpu_c610_pch_root_ports_without_extended_capabilities_then_ehci_partial.txt").read_text())
+    for address in ("0000:00:1c.0", "0000:00:1c.7"):
+        port = parsed["functions"][address]
+        assert (port["port_type"], port["acs"], port["ats"], port["unreadable"]) == ("root_port", None, None, None)
+    # The same block as the last of a text may have been cut there: unknown.
+    alone = parse_lspci_vvv((LSPCI / "cmlgpu_c610_pch_root_ports_without_extended_capabilities_then_ehci_partial.txt").read_text()
+                            .split("00:1c.7 ")[0])
+    assert alone["functions"]["0000:00:1c.0"]["unreadable"].startswith("its PCI Express capability is listed but none of its extended")
+
+
+def test_a_pcie_to_pci_bridge_is_named_so():
+    parsed = parse_lspci_vvv((LSPCI / "cmlgpu_renesas_pcie_to_pci_bridge_with_aer_partial.txt").read_text())
+    assert parsed["functions"]["0000:09:00.0"]["port_type"] == "pcie_to_pci_bridge"
+
+
+def test_lspci_k_shows_no_capability_so_acs_is_unknown_not_absent():
+    parsed = parse_lspci_vvv((LSPCI / "delaunay_lspci_k_driver_lines_only_pex8747_vega20_cx4lx.txt").read_text())
+    switch, nic = parsed["functions"]["0000:04:08.0"], parsed["functions"]["0000:21:00.0"]
+    assert "PEX 8747" in switch["description"] and "ConnectX-4 Lx" in nic["description"]
+    reasons = {entry["unreadable"] for entry in parsed["functions"].values()}
+    assert reasons == {"only the lines of lspci -k are in the text (Subsystem, the kernel driver and modules): its capabilities, "
+                       "ACS and ATS, are not shown",
+                       "only its one-line listing is in the text (lspci without -vvv, or a listing filtered by grep): its ACS and "
+                       "ATS are not shown"}
+    assert switch["unreadable"].startswith("only the lines of lspci -k")
+
+
 def test_an_acs_capability_without_its_registers_is_unknown():
     parsed = parse_lspci_vvv((LSPCI / "linux-pci_alexw_raptorlake_grep-headers-and-acs-capability-only.txt").read_text())
     functions = parsed["functions"]
