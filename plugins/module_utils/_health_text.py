@@ -89,7 +89,9 @@ _RECORD_FORMS = (
     ("dmesg", re.compile(r"^" + _DECODED + r"(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d) (?P<message>.*)$")),
     # The same after a prefix of another tool's (a test harness's "INFO - INFO - ", a timestamped
     # console capture): short, without a bracket, before the kernel's own time stamp.
-    ("dmesg", re.compile(r"^[^\[\]]{1,60}?\s\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")),
+    # Nine digits of seconds at most: a longer number in brackets (NetworkManager's "[1526537213.5872]") is a
+    # time since 1970, not since boot.
+    ("dmesg", re.compile(r"^[^\[\]]{1,60}?\s\[\s*(?P<seconds>[0-9]{1,9}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")),
 )
 # Inside a syslog message the kernel's own time stamp may follow: "kernel: [10601.214044] igb ..."
 _KERNEL_SECONDS = re.compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")
@@ -110,6 +112,9 @@ _EVENT_FORMS = (
     ("driver", re.compile(
         r"^(?:(?P<driver>[\w-]+):? (?:(?P<bus_id>[\w:.-]*[\w.]):? )?)?(?P<netdev>[\w.@-]+): (?:[\w-]+: (?P=netdev) )?"
         r"(?:NIC )?Link (?:is )?(?P<state>up|down)\b", re.IGNORECASE)),
+    # The older Intel drivers' form, the netdev after the driver's name: e1000e: eth1 NIC Link is Down
+    ("driver", re.compile(r"^(?P<driver>e1000e?|e100|igb|ixgb|ixgbe|igbvf|ixgbevf): (?P<netdev>[\w.@-]+) NIC Link is (?P<state>up|down)\b",
+                          re.IGNORECASE)),
     # bond0: link status definitely down for interface eno50, disabling it
     # bond0: (slave ens12f0np0): link status definitely down, disabling slave
     # bond0: link status up again after 0 ms for interface eth2 (back within miimon's down delay)
@@ -117,12 +122,18 @@ _EVENT_FORMS = (
     ("bonding", re.compile(
         r"^(?:bonding: )?(?P<bond>[\w.@-]+): (?:\(slave (?P<slave>[^)]+)\): )?link status (?:definitely )?(?P<state>up|down)"
         r"(?: again after -?[0-9]+ ms)?(?: for (?:idle\s+)?interface (?P<interface>[^,\s]*[^,\s.]))?")),
-    # bond1: now running without any active interface!
-    ("bonding", re.compile(r"^(?:bonding: )?(?P<netdev>[\w.@-]+): now running without any active interface")),
+    # bond1: now running without any active interface! / bond0: active interface up! / bond0: first active
+    # interface up! (the bond's own carrier, as the bonding driver turns it off and on)
+    ("bonding", re.compile(r"^(?:bonding: )?(?P<netdev>[\w.@-]+): (?:now running without any active interface|"
+                           r"(?P<up>(?:first )?active interface up!))")),
     # IPv6: ADDRCONF(NETDEV_CHANGE): ib0: link becomes ready
     ("addrconf", re.compile(r"^(?:IPv6: )?ADDRCONF\(NETDEV_CHANGE\): (?P<netdev>[\w.@-]+): link becomes ready")),
     # systemd-networkd: ib0: Lost carrier / ib0: Gained carrier (a real log of Azure's health checks has "lost carrier")
     ("networkd", re.compile(r"^(?P<netdev>[\w.@-]+): (?P<state>Lost|Gained) carrier\b", re.IGNORECASE)),
+    # NetworkManager, in a syslog: "<info>  (eth0): carrier now OFF (device state 3)" (before 1.0),
+    # "<info>  [1526537213.5872] device (eth0): carrier: link connected" (1.x)
+    ("networkmanager", re.compile(r"^<?(?:info|debug|warn|notice)>\s+(?:\[[0-9.]+\]\s+)?(?:device )?\((?P<netdev>[\w.@-]+)\): "
+                                  r"carrier(?: now (?P<now>ON|OFF)\b|: link (?P<link>connected|disconnected)\b)")),
     # qede (QLogic/Marvell FastLinQ) puts its function and line first: [qede_link_update:2426(p6p4)]Link is down,
     # [qede_unload:2244(p6p4)]Link is down
     ("driver", re.compile(r"^\[(?P<driver>qede)_\w+:[0-9]+\((?P<netdev>[\w.@-]+)\)\]\s*Link is (?P<state>up|down)\b",
@@ -209,11 +220,13 @@ def _event(message):
                 return None
             return source, netdev, fields["state"], fields["bond"] if netdev != fields["bond"] else None, None
         if source == "bonding":
-            return source, fields["netdev"], "down", None, None
+            return source, fields["netdev"], "up" if fields.get("up") else "down", None, None
         if source == "addrconf":
             return source, fields["netdev"], "up", None, None
         if source == "networkd":
             return source, fields["netdev"], "down" if fields["state"].lower() == "lost" else "up", None, None
+        if source == "networkmanager":
+            return source, fields["netdev"], "up" if fields.get("now") == "ON" or fields.get("link") == "connected" else "down", None, None
         return source, fields["netdev"], fields["state"].lower(), None, fields.get("bus_id")
     return None
 
@@ -221,7 +234,7 @@ def _event(message):
 def parse_carrier_events(data):
     """Carrier losses and gains of network devices in kernel-log text.
 
-    Reads ``dmesg`` (plain, ``-T``, ``-d``, ``--time-format iso``), ``/dev/kmsg`` records, ``journalctl``
+    Reads ``dmesg`` (plain, ``-T``, ``-d``, ``-x``, ``--time-format iso``), ``/dev/kmsg`` records, ``journalctl``
     (short, short-iso, short-monotonic, short-full and json), syslog (classic and RFC 5424) and OpenWrt
     ``logread`` lines, also mixed and with shell prompts. Returns
     ``{"events", "netdevs", "notes", "lines", "records", "end"}``: every carrier change in order; per

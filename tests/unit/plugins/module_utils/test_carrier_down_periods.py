@@ -37,6 +37,34 @@ def test_azure_syslog_with_lower_case_lost_carrier_is_one_five_second_loss():
     assert [(p["down_time"], p["up_time"], p["seconds"]) for p in result["periods"]] == [("Aug 17 06:18:01", "Aug 17 06:18:06", 5.0)]
 
 
+def seconds_of(name):
+    return {netdev: [p["seconds"] for p in entry["periods"]] for netdev, entry in periods_of((DOWN / name).read_text()).items()}
+
+
+def test_the_older_intel_form_with_the_drivers_name_first_counts_its_flaps():
+    parsed = parse_carrier_events((DOWN / "ustclug_86_dmesg_T_e1000e_old_form_driver_colon_netdev_partial.txt").read_text())
+    assert parsed["netdevs"] == {"eth1": {"down": 6, "up": 7, "losses": 6, "last": "up"},
+                                 "eth0": {"down": 2, "up": 2, "losses": 2, "last": "up"}}
+    assert seconds_of("ustclug_86_dmesg_T_e1000e_old_form_driver_colon_netdev_partial.txt") == {
+        "eth1": [0.0, 3.0, 3.0, 2.0, 0.0, 3.0], "eth0": [3.0, 0.0]}
+
+
+def test_a_bond_without_an_active_interface_and_back_is_one_short_period():
+    assert seconds_of("open_iscsi_2023_quoted_pstore_bond_active_interface_up_igb_slaves_wrapped.txt") == {
+        "igb0": [3.464], "bond0": [1.564], "igb1": [3.467], "ice0": []}
+
+
+def test_networkmanagers_carrier_lines_and_its_bracketed_epoch_time():
+    # NetworkManager 0.7 ("carrier now OFF") beside the kernel's e100 lines, every line behind grep's "syslog:".
+    assert seconds_of("ubuntuforums_2010_grep_syslog_prefix_e100_networkmanager_carrier_now_off_on.txt") == {"eth0": [2.0]}
+    # NetworkManager 1.x ("carrier: link connected") prints seconds since 1970 in brackets: no kernel time, so no end.
+    parsed = parse_carrier_events((DOWN / "netdev_2020_tg3_eeh_bare_messages_networkmanager_epoch_brackets.txt").read_text())
+    assert [(e["netdev"], e["carrier"], e["source"]) for e in parsed["events"] if e["source"] == "networkmanager"] == [
+        ("enP5p1s0f1", "up", "networkmanager"), ("enP5p1s0f0", "up", "networkmanager")]
+    assert parsed["end"] is None
+    assert parsed["netdevs"]["enP5p1s0f0"] == {"down": 1, "up": 2, "losses": 1, "last": "up"}
+
+
 def test_gains_without_losses_have_no_period():
     assert periods_of((LOGS / "cubecos_733_journalctl_mlx5_eth1_link_up_prompt.txt").read_text()) == {
         "eth1": {"clock": "syslog (no year)", "periods": [], "reason": None}}
@@ -145,7 +173,8 @@ def test_a_bonds_wrapped_lines_are_read_whole_and_given_to_the_slave():
     # halves are one message, so the slave the second half names gets the event, never the bond itself.
     parsed = parse_carrier_events((DOWN / "netdev_bonding_8023ad_dmesg_T_wrapped_mlx4_bond_san.txt").read_text())
     assert [(e["line"], e["netdev"], e["carrier"], e["bond"]) for e in parsed["events"]] == [
-        (10, "bond-san", "up", None), (12, "eth3", "up", "bond-san"), (17, "eth2", "up", None), (18, "eth2", "up", "bond-san"),
+        (10, "bond-san", "up", None), (12, "eth3", "up", "bond-san"), (14, "bond-san", "up", None),  # first active interface up!
+        (17, "eth2", "up", None), (18, "eth2", "up", "bond-san"),
         (20, "eth2", "up", "bond-san"), (25, "eth2", "up", None), (26, "eth2", "up", "bond-san"), (29, "eth2", "up", "bond-san"),
         (32, "eth2", "up", None), (33, "eth2", "up", "bond-san"), (35, "eth2", "up", "bond-san")]
     assert parsed["events"][1]["message"] == "bond-san: link status definitely up for interface eth3, 10000 Mbps full duplex"
