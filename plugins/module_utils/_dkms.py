@@ -204,8 +204,9 @@ def _numbered_items(text):
             continue
         pasted = is_shell_prompt(line) or _COMMAND.match(line) or _PROMPTED_COMMAND.search(line)
         redacted = _REDACTED.match(line)
-        if diagnostic is not None and (pasted or redacted):
-            # A prompt or a redaction mark is never a continuation line: it ends the message.
+        if diagnostic is not None and (pasted or redacted or raw[:1] in (" ", "\t")):
+            # A prompt, a redaction mark or an indented line (dkms never indents the rest of a message; another
+            # tool's output run in the same command, such as lshw's device tree, does) ends the message.
             yield diagnostic
             diagnostic = None
         if diagnostic is not None:

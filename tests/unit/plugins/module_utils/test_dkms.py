@@ -135,6 +135,17 @@ EXPECTED_WITH_DIAGNOSTICS = {
         notes=[],
     ),
     # A Markdown quote ("> " before every line): dkms's error with an empty path, then the modules.
+    # "dkms status; lshw -c net": lshw's WARNING is read as a diagnostic, its indented device tree is no part of it.
+    "dkms2_status_then_lshw_in_one_command_warning_and_indented_device_tree.txt": dict(
+        modules=[("rtlwifi-new", "0.10", "4.4.0-22-generic", "x86_64", "installed"),
+                 ("rtlwifi-new", "0.10", "4.4.0-24-generic", "x86_64", "built"),
+                 ("rtlwifi-new", "0.6", "4.4.0-24-generic", "x86_64", "installed"),
+                 ("vboxhost", "5.0.20", "4.4.0-24-generic", "x86_64", "installed")],
+        errors=[],
+        warnings=[(6, "you should run this program as super-user."),
+                  (37, "output may be incomplete or inaccurate, you should run this program as super-user.")],
+        notes=list(range(7, 37)),
+    ),
     "dkms2_blockquote_error_empty_file_path_installed_weak_zfs_issue4596.txt": dict(
         modules=[(name, "0.6.5.6", kernel, "x86_64", "installed-weak")
                  for kernel in ("2.6.32-504.23.4.el6.x86_64", "2.6.32-504.el6.x86_64", "2.6.32-573.18.1.el6.x86_64")
