@@ -357,7 +357,13 @@ def _header_columns(line):
 
 
 def _row(columns, tokens):
-    """One result row: ``{size, count, type, redop, root, out_of_place, in_place}`` or None when it does not fit."""
+    """One result row: ``{size, count, type, redop, root, out_of_place, in_place}`` or None when it does not fit.
+
+    alltoall, sendrecv and the other collectives without a reduction print their ``redop`` column empty:
+    a row one token short of a header with ``redop`` has none."""
+    if len(tokens) == len(columns) - 1 and "redop" in columns:
+        tokens = list(tokens)
+        tokens.insert(columns.index("redop"), None)
     if len(tokens) != len(columns):
         return None
     row = {"size": None, "count": None, "type": None, "redop": None, "root": None, "labels": {}}
@@ -370,7 +376,7 @@ def _row(columns, tokens):
                 return None
             row[name] = value
         elif name in ("type", "redop"):
-            row[name] = token
+            row[name] = token  # None for an empty redop
         elif name == "root":
             value = _number(token)
             if not isinstance(value, int):
@@ -504,7 +510,8 @@ def parse_nccl_tests(text, strict=False):
                 _note(notes, "a numeric line that fits no table of the text, ignored", number, line)
                 misfits += 1
             continue
-        if row["size"] in sizes_seen and not repeated:
+        # A size of 0 repeats within one run: the smallest sizes of a run from -b 1 hold no whole element.
+        if row["size"] in sizes_seen and row["size"] and not repeated:
             repeated = True
             _note(notes, "size %s is in the table again (first on line %d): the text holds the rows of more than one run, "
                          "all kept" % (row["size"], sizes_seen[row["size"]]), number, line)

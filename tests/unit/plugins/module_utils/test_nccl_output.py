@@ -125,6 +125,9 @@ def test_ib_hca_syntax():
     ("all_reduce_perf_hashes_lost_single_a10g_truncated_nccl_tests_issue249.txt", 0, None, None, None),
     # rccl-tests (AMD's port) on 16 ranks: its own version line, UCX warnings among the table.
     ("rccl_tests_all_reduce_perf_2x8_mi355x_ucx_warn_rccl_version_block_16G.txt", 31, 17179869184, 385.98, 129.28),
+    # alltoall's empty redop column; a run from -b 1, whose first two rows are both of size 0.
+    ("superbench_alltoall_perf_empty_redop_column_old_layout.txt", 34, 8589934592, 224.31, 58.6481),
+    ("superbench_all_reduce_perf_min_bytes_1_two_rows_of_size_0_old_layout.txt", 34, 8589934592, 235.26, 68.4048),
 ])
 def test_nccl_tests_tables(name, rows, largest, busbw, avg):
     parsed = table(name)
@@ -142,6 +145,14 @@ def test_nccl_tests_details():
     assert old["test"] is None, "a command after the table does not name it"
     assert table("all_reduce_perf_single_row_space_in_host_h100_nccl_tests_issue347.txt")["hosts"] == ["NODE A"]
     assert table("all_reduce_perf_nccl_tests_2.18.3_header_h100_nvl_nccl_issue2441.txt")["version"] == "2.18.3"
+
+
+def test_a_collective_without_a_reduction_has_no_redop_and_one_run_is_one_run():
+    alltoall = table("superbench_alltoall_perf_empty_redop_column_old_layout.txt")
+    assert {row["redop"] for row in alltoall["rows"]} == {None} and {row["type"] for row in alltoall["rows"]} == {"float"}
+    assert alltoall["largest"]["in_place"]["busbw"] == 226.16
+    assert alltoall["notes"] == []
+    assert table("superbench_all_reduce_perf_min_bytes_1_two_rows_of_size_0_old_layout.txt")["notes"] == []
 
 
 def test_text_without_a_table_is_one_sentence():
