@@ -149,8 +149,8 @@ _LINK_WORD = re.compile(r"link|carrier", re.IGNORECASE)
 _LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\bport module event\b|\bcable (?:unplugged|error)\b"
                       r"|\bmodule is not present\b", re.IGNORECASE)
 # A shell prompt ("$ ", "root@node:~# ", "[user@host ~]$ ", "mysql> "); a kernel tag such as "<mlx4_ib>"
-# before a message is not one.
-_PROMPT = re.compile(r"^\s*(?:(?!<)\S*[$#>]|\[[^\]]*\][$#])\s+\S")
+# before a message, or an arrow ("-> cpu: 4"), is not one.
+_PROMPT = re.compile(r"^\s*(?:(?!<)\S*(?:[$#]|(?<!-)>)|\[[^\]]*\][$#])\s+\S")
 # A mail's quote marks before a pasted log (">> [18865.848172] mlx5_core ..."), possibly nested.
 _QUOTE_MARKS = re.compile(r"^\s*(?:>[ \t]?)+(?=\S)")
 

@@ -111,6 +111,7 @@ def test_a_kernel_tag_in_angle_brackets_is_no_shell_prompt():
     assert [note["reason"] for note in tagged] == ["not a log record"]
     assert not [note for note in result["notes"] if note["reason"] == "a shell prompt"]
     assert parse_carrier_events("mysql> select 1;")["notes"][0]["reason"] == "a shell prompt"
+    assert parse_carrier_events("-> cpu: 4")["notes"][0]["reason"] == "not a log record"  # hfi1's trace, quoted-printable
 
 
 def test_a_cable_module_event_is_noted_as_a_link_message_not_read():
