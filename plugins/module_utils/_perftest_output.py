@@ -51,7 +51,12 @@ _CUDA = re.compile(
 # what it prints before a completion error (src/perftest_resources.c: the send and completion counts).
 _INFO = re.compile(
     r"^(?:Using sampled CPU speed \d+ MHz over reported speed \d+ MHz|(?:Connected|Completed): .+|Total run time: [0-9.]+\s*s|"
-    r"scnt=\d+, ccnt=\d+|Min msg size for RawEth is \d+B - changing msg size to \d+|Inline data is used up to \d+ bytes message)\s*$"
+    r"scnt=\d+, ccnt=\d+|rcnt=\d+|Min msg size for RawEth is \d+B - changing msg size to \d+|Inline data is used up to \d+ bytes message|"
+    # An MTU perftest lowered (perftest_parameters.c, perftest_communication.c), a device it did not find.
+    r"Requested mtu is higher than active mtu|Changing to active mtu - \d+|Max msg size in UD is MTU \d+|Changing to this MTU|"
+    r"If device exists, check if driver is up|"
+    # raw_ethernet's box around the Ethernet header it sends (raw_ethernet_resources.c).
+    r"\*+raw ethernet header\**|\|[-| ]*\||\|[\w .:|-]*\|)\s*$"
 )
 # Which GPU a run used: perftest lists the CUDA devices with their PCIe bus, then the one it picked.
 _CUDA_DEVICE = re.compile(r"^CUDA device (?P<index>\d+): PCIe address is (?P<bus>[0-9A-Fa-f]+):(?P<slot>[0-9A-Fa-f]+)\s*$")
@@ -61,7 +66,7 @@ _STARS = re.compile(r"^\s*\*+\s*$")
 _BANNER = re.compile(r"Waiting for client to connect", re.IGNORECASE)
 _TITLE = re.compile(r"^\s*((?:[A-Za-z_]+ )+(?:BW|Latency|Lat) Test)\s*$")
 _ADDRESS = re.compile(r"^\s*(local|remote) address:\s*(.*?)\s*$")
-_ADDRESS_KEYS = re.compile(r"\b(LID|QPN|PSN|OUT|RKey|VAddr|SRQN)\b")
+_ADDRESS_KEYS = re.compile(r"\b(LID|QPN|PSN|OUT|RKey|VAddr|SRQ[Nn])\b")
 _GID = re.compile(r"^\s*GID:\s*(\S+)\s*$")
 # Figures are read from ASCII digits only (float() and int() also take Arabic-Indic or fullwidth
 # digits, "_" separators, "inf" and "nan"), and at most 15 digits before the point, so that every
@@ -70,7 +75,7 @@ _NUMBER = re.compile(r"^-?[0-9]{1,15}(?:\.[0-9]{1,12})?$")
 _INTEGER = re.compile(r"^[0-9]{1,15}$")
 _WARNING = re.compile(
     r"\bwarning\b|conflicting cpu frequency|might be too big|current tx depth is|"
-    r"not recognized to implement|disabling dynamic polling",
+    r"not recognized to implement|disabling dynamic polling|CPU Utilization works only with Duration mode",
     re.IGNORECASE,
 )
 # ERRNO: perftest's rdma_cm exchange prints strerror() on a line of its own (perftest_communication.c); its key
@@ -78,7 +83,8 @@ _WARNING = re.compile(
 _ERRORISH = re.compile(r"couldn'?t|unable|failed|error|not found|cannot|refused|^\s*ERRNO:|^\s*\w+_read_keys:", re.IGNORECASE)
 # What a paste carries besides the output: a shell prompt (``$ ib_write_bw ...``,
 # ``[root@node ~]# ...``), a ``#`` comment, the tool's command line itself.
-_PERFTEST_COMMAND = re.compile(r"^(?:sudo\s+)?(?:ib_(?:write|read|send|atomic)_(?:bw|lat)|raw_ethernet_\w+)(?:\s.*)?$")
+_PERFTEST_COMMAND = re.compile(r"^(?:sudo\s+)?(?:(?:numactl|taskset)\s+\S.*?\s)?(?:\S*/)?(?:ib_(?:write|read|send|atomic)_(?:bw|lat)|"
+                               r"raw_ethernet_\w+)(?:\s.*)?$")
 _COLUMN_UNIT = re.compile(r"^(?P<name>.*?)\[(?P<unit>[^\]]*)\]$")
 # A perftest run in a command line (after taskset, numactl, sudo...), and what it asks for: perftest's
 # --output=latency|bandwidth|message_rate prints one bare figure instead of the report
@@ -203,7 +209,9 @@ _FAILURE_RULES = (
     ),
     (
         "completion_error",
-        re.compile(r"Completion with error at (?:client|server)|Failed status \d+|got completion with error", re.IGNORECASE),
+        # "Failed status 12: wr_id ..." before perftest 25.07; "Failed status-transport retry counter exceeded (12): ..." after.
+        re.compile(r"Completion with error at (?:client|server)|Failed status(?: \d+|-[\w ]+\(\d+\))|got completion with error",
+                   re.IGNORECASE),
     ),
     (
         "remote_unreachable",
@@ -411,6 +419,12 @@ def _row(table, values, notes):
         factor = _GBPS_PER_UNIT.get((unit or "").lower())
         for key, value in raw_bw.items():
             row[key + "_gbps"] = round(value * factor, 6) if factor is not None else None
+        if raw_bw.get("bw_peak") == 0 and (raw_bw.get("bw_average") or 0) > 0:
+            # perftest prints 0.00 for a peak it did not measure (a duration run, --run_infinitely, many
+            # iterations, a send test's receiver): no peak, rather than a peak of 0 under an average above it.
+            row["bw_peak_gbps"] = None
+            _note(notes, "the peak bandwidth printed as 0.00 was not measured (a duration run, --run_infinitely, more than "
+                         "20000 iterations or a send test's receiving side): no peak")
     return row, unit
 
 
@@ -448,6 +462,8 @@ def _checked_unit(printed, size, average, msg_rate, notes):
 def _not_peers(local_addresses, remote_addresses, second_block):
     """Whether the two blocks of addresses (split where the second title's block starts) are two runs
     rather than the two sides of one: each side's remote queue pairs are the other side's local ones."""
+    second_block = second_block[:2]
+
     def qpns(addresses):
         return {address.get("qpn") for address in addresses if address.get("qpn")}
 
@@ -560,7 +576,6 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
     at all is perftest output raises it too; a run's own output never does, it is classified.
     """
     titles = []
-    blocks = []  # where each title's block starts in local_addresses and remote_addresses
     tables = []
     header = {}
     header_conflicts = {}
@@ -579,6 +594,19 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
     gpu_lines = []
     figure_run = None  # the last command line that asked for a bare figure (--output=...)
     figures = []  # (run, row) of the bare figures it printed
+    # Where each title's block starts: in local_addresses and remote_addresses, and the header read before it.
+    blocks = []
+
+    def drop_later_blocks():
+        """Forget what the blocks after the first added (another run's title, addresses and header keys)."""
+        del titles[1:]
+        if len(blocks) > 1:
+            locals_at, remotes_at, header_then, conflicts_then = blocks[1]
+            del local_addresses[locals_at:], remote_addresses[remotes_at:]
+            header.clear()
+            header.update(header_then)
+            header_conflicts.clear()
+            header_conflicts.update(conflicts_then)
 
     numbered = [(number, raw, "") for number, raw in enumerate(_text_lines(stdout), start=1)]
     numbered += [(number, raw, " on stderr") for number, raw in enumerate(_text_lines(stderr), start=1)]
@@ -623,7 +651,8 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
                       % (" ".join(title.group(1).split()), " ".join(titles[0].split())), number, line)
                 break
             titles.append(title.group(1))
-            blocks.append((len(local_addresses), len(remote_addresses)))
+            blocks.append((len(local_addresses), len(remote_addresses), dict(header),
+                           {key: list(values) for key, values in header_conflicts.items()}))
             in_header = True
             continue
         if _WARNING.search(line):
@@ -644,8 +673,7 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
             if len(tables) == 1 and len(blocks) > 1 and _not_peers(local_addresses, remote_addresses, blocks[1]):
                 _note(notes, "another run of the test starts here (its queue pairs are not the first run's peers): only the "
                       "first run is read", number, line)
-                del titles[1:]
-                del local_addresses[blocks[1][0]:], remote_addresses[blocks[1][1]:]
+                drop_later_blocks()
                 break
             table = _Table(_column_names(line))
             if tables and None not in (tables[0].kind, table.kind) and table.kind != tables[0].kind:
@@ -671,9 +699,8 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
                 # another run, such as three runs of one test pasted one after the other.
                 _note(notes, "another run of the test starts here (%s bytes, after %s): only the first run is read"
                       % (values[0], tables[0].first_bytes), number, line)
-                del tables[1:], titles[1:]
-                if len(blocks) > 1:
-                    del local_addresses[blocks[1][0]:], remote_addresses[blocks[1][1]:]
+                del tables[1:]
+                drop_later_blocks()
                 break
             else:
                 row, unit = _row(table, values[: len(table.columns)], notes)

@@ -236,7 +236,8 @@ results:
   description:
     - One item per result row, rows printed by both sides of a loopback run counted once.
     - Bandwidth tools have V(bytes), V(iterations), V(bw_peak_gbps), V(bw_average_gbps) and
-      V(msg_rate_mpps).
+      V(msg_rate_mpps). V(bw_peak_gbps) is V(null) where perftest printed 0.00 for a peak it did not
+      measure (a duration run, C(--run_infinitely), a send test's receiving side).
     - Latency tools have V(bytes), V(iterations) and the latency columns in microseconds
       (V(t_min_usec), V(t_max_usec), V(t_typical_usec), V(t_avg_usec), V(t_stdev_usec), V(t_p99_usec),
       V(t_p99_9_usec)), or V(t_avg_usec) and V(tps_average) for duration runs. With C(-C), the time

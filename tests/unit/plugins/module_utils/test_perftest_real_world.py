@@ -101,7 +101,10 @@ def test_a_mail_quoted_paste_whose_tabs_became_single_blanks_reads_as_the_termin
     assert parsed["results"][-1]["bytes"] == 8388608
     # The best average of the rows: 11526.45 MiB/s at 8 KiB.
     assert parsed["bw_average_gbps"] == pytest.approx(11526.45 * 8 * 1.048576 / 1000, rel=1e-6)
-    assert [n["text"] for n in parsed["notes"]] == ["^Ciperf3: interrupt - the server has terminated", "1 jwang@ps404a-3.stg:~$ sudo ib_send_bw -F -a"]
+    assert [n["text"] for n in parsed["notes"] if n["line"]] == ["^Ciperf3: interrupt - the server has terminated",
+                                                                 "1 jwang@ps404a-3.stg:~$ sudo ib_send_bw -F -a"]
+    # A send test's receiving side prints 0.00 for the peak it does not measure.
+    assert {row["bw_peak_gbps"] for row in parsed["results"]} == {None}
 
 
 def test_two_different_tests_in_one_paste_are_not_taken_for_the_two_sides_of_one_run():
@@ -138,6 +141,27 @@ def test_runs_of_one_test_one_after_the_other_are_not_its_sides(name, reason):
     assert (parsed["kind"], parsed["sides"], parsed["sides_agree"], len(parsed["results"])) == ("bw", 1, None, 1)
     assert [n["reason"] for n in parsed["notes"] if n["reason"].startswith("another")] == [reason]
     assert not any("differ between the sides" in n["reason"] for n in parsed["notes"])
+
+
+def test_a_peak_perftest_did_not_measure_is_none_not_zero():
+    for name in ("ib_write_bw_use_cuda_dmabuf_D60_q16_rdma_cm_client_mtu_lowered_peak_not_measured_pod_prompt.txt",
+                 "ib_send_bw_UD_D10_client_max_msg_size_in_UD_changing_mtu_peak_not_measured.txt"):
+        parsed = parse_perftest((FIXTURES / "perftest" / name).read_text(), strict=True)
+        assert [row["bw_peak_gbps"] for row in parsed["results"]] == [None]
+        assert parsed["bw_average_gbps"] > 90
+    measured = parse_perftest(" #bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]\n 65536 1000 0.00 0.00 0.000000\n")
+    assert measured["results"][0]["bw_peak_gbps"] == 0.0  # nothing moved at all: a zero, not a missing peak
+
+
+def test_dc_addresses_carry_their_srq_number_apart():
+    parsed = parse_perftest((FIXTURES / "perftest" / "ib_write_bw_a_DC_q2_server_dot_slash_command_srqn_in_addresses.txt").read_text())
+    assert [(a["qpn"], a["vaddr"], a["srqn"]) for a in parsed["local_addresses"]][:1] == [("0xc0cb", "0x007f7329067000", "0x00c0ca")]
+
+
+def test_another_runs_header_keys_are_not_the_first_runs():
+    parsed = parse_perftest((FIXTURES / "perftest" / "ib_send_bw_n5_client_then_server_of_another_run_terminal_with_prompts.txt").read_text())
+    assert "RX depth" not in parsed["header"] and parsed["header_conflicts"] == {}
+    assert {a["qpn"] for a in parsed["local_addresses"]} == {"0x018a"}
 
 
 def test_the_two_sides_of_one_run_are_still_two_sides():
