@@ -84,6 +84,10 @@ _RECORD_FORMS = (
         r"^\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d \d{4})\]" + _CALLER + r" ?(?P<message>.*)$")),
     # dmesg: "[ 1202.718785] message"; dmesg -r and pstore's dmesg put the level first: "<6>[ 14.952018] message"
     ("dmesg", re.compile(r"^(?:<[0-9]{1,3}>)?" + _DECODED + _SECONDS + _CALLER + r" ?(?P<message>.*)$")),
+    # dmesg -H (--human): the minute once, "[Feb13 11:35] message", then the time since the record before,
+    # "[  +0.113671] message"; no time a duration can be measured with.
+    ("dmesg", re.compile(r"^\[(?P<time>" + _MONTH + r" ?[ \d]?\d \d\d:\d\d)\] ?(?P<message>.*)$")),
+    ("dmesg", re.compile(r"^\[\s*\+\s*[0-9]{1,12}\.[0-9]{1,9}\] ?(?P<message>.*)$")),
     # dmesg --time-format iso: "2024-11-26T10:11:12,123456+00:00 message" (a comma before the microseconds);
     # with -x, as gpud reads the kernel log: "kern  :info  : 2025-01-17T15:37:28,650514+00:00 message"
     ("dmesg", re.compile(r"^" + _DECODED + r"(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d) (?P<message>.*)$")),
@@ -93,6 +97,8 @@ _RECORD_FORMS = (
     # time since 1970, not since boot.
     ("dmesg", re.compile(r"^[^\[\]]{1,60}?\s\[\s*(?P<seconds>[0-9]{1,9}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")),
 )
+# A capture tool's bracketed prefix before the kernel's record: "[2026-09-03 05:50:31.887 DebugInfo I] [Thu Sep ...] ..."
+_HARNESS_PREFIX = re.compile(r"^\[[^\]]{1,80}\]\s+(?=\[)")
 # Inside a syslog message the kernel's own time stamp may follow: "kernel: [10601.214044] igb ..."
 _KERNEL_SECONDS = re.compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")
 # A program that writes to the kernel log (systemd-networkd, udevd) tags its message: "name[pid]: ".
@@ -111,7 +117,8 @@ _EVENT_FORMS = (
     # r8169 0000:0b:00.0: eth0: link down (older kernels: a colon after the bus id)
     ("driver", re.compile(
         r"^(?:(?P<driver>[\w-]+):? (?:(?P<bus_id>[\w:.-]*[\w.]):? )?)?(?P<netdev>[\w.@-]+): (?:[\w-]+: (?P=netdev) )?"
-        r"(?:NIC )?Link (?:is )?(?P<state>up|down)\b", re.IGNORECASE)),
+        # bnx2 names the medium: "NIC Copper Link is Down", "NIC SerDes Link is Up", "NIC Remote Copper Link is Up"
+        r"(?:NIC (?:Remote )?(?:Copper |SerDes )?)?Link (?:is )?(?P<state>up|down)\b", re.IGNORECASE)),
     # The older Intel drivers' form, the netdev after the driver's name: e1000e: eth1 NIC Link is Down
     ("driver", re.compile(r"^(?P<driver>e1000e?|e100|igb|ixgb|ixgbe|igbvf|ixgbevf): (?P<netdev>[\w.@-]+) NIC Link is (?P<state>up|down)\b",
                           re.IGNORECASE)),
@@ -183,6 +190,14 @@ def _journal_json(text):
 def _record(line):
     """``(kind, time text, monotonic seconds, host, message)`` of a log line, or None."""
     text = _DROPPED.sub("", line.strip())
+    harness = _HARNESS_PREFIX.match(text)
+    if harness:  # a tool's own bracketed prefix before a bracketed kernel record
+        return _record(text[harness.end():]) or _record_of(text)
+    return _record_of(text)
+
+
+def _record_of(text):
+    """:func:`_record` of a line without a capture tool's prefix."""
     if text.startswith('{"') and text.endswith("}"):
         return _journal_json(text)
     for kind, form in _RECORD_FORMS:
@@ -243,14 +258,29 @@ def parse_carrier_events(data):
     ``notes`` for lines that are not log records (prompts, pasted noise) and for records that
     speak of a link going down in a form this parser does not know; ``end``, the time of the log's
     last record (``{"time", "monotonic_seconds"}``, None without one), which
-    :func:`carrier_down_periods` measures a link still down at the end of the log to.
+    :func:`carrier_down_periods` measures a link still down at the end of the log to. A log printed
+    newest first (``journalctl -r``), whose events' times only go back, is read oldest first, with a note.
     """
     lines = _lines(data, "parse_carrier_events")
-    tally = {"lines": 0, "records": 0, "unread": 0, "end": None}
+    tally = {"lines": 0, "records": 0, "unread": 0, "end": None, "first": None}
     notes = []
     events = list(iter_carrier_events(lines, tally, notes))
+    end = tally["end"]
+    if _newest_first(events):
+        events.reverse()
+        end = tally["first"]
+        notes.append({"line": None, "text": None,
+                      "reason": "the log is printed newest first (journalctl -r): its events are read from the last line up"})
     return {"events": events, "netdevs": summarize_carrier(events), "notes": notes, "lines": len(lines),
-            "records": tally["records"], "end": tally["end"]}
+            "records": tally["records"], "end": end}
+
+
+def _newest_first(events):
+    """Whether ``events`` come newest first (``journalctl -r``): three or more whose wall-clock times only go
+    back. Two could be one record out of order, and the kernel's own clock going back is a reboot."""
+    if len(events) < 3 or event_clock(events)[0] is not None:
+        return False
+    return event_clock(events[::-1])[0] in ("wall", "syslog (no year)")
 
 
 # A kernel message is at most about 1 KiB (printk) and journald cuts lines at 48 KiB: past this many
@@ -314,6 +344,8 @@ def iter_carrier_events(lines, tally, notes=None):
         kind, time_text, seconds, host, message = record
         if time_text is not None or seconds is not None:
             tally["end"] = {"time": time_text, "monotonic_seconds": seconds}
+            if tally.get("first", False) is None:
+                tally["first"] = tally["end"]
         found = _event(message)
         if found is None and ahead is not None:
             wrapped = _wrapped_event(message, ahead[1])

@@ -172,7 +172,8 @@ def parse_dcb_app(text):
     """``dcb [-j] [-N] app show dev IF`` -> ``{"dscp_prio": {dscp: prio}, "pcp_prio": {...}, "default_prio": [...]}``.
 
     DSCP values come as numbers (JSON, ``-N``) or as iproute2's names (``CS3``, ``AF31``); dcb's JSON
-    puts a ``" "`` after each pair, which is skipped. An empty output is an empty table.
+    puts a ``" "`` after each pair, which is skipped. An empty output is an empty table. Command lines
+    (``$ dcb app replace ...``) are no output; of several ``dcb app show`` outputs, the last is read.
     """
     what = "dcb app show"
     result = {"dscp_prio": {}, "pcp_prio": {}, "default_prio": []}
@@ -187,8 +188,16 @@ def parse_dcb_app(text):
                 result[key].setdefault(selector, []).append(priority)
         result["default_prio"] = [p for p in loaded.get("default_prio") or [] if isinstance(p, int)]
         return _single_prio(result)
+    read = False  # whether an output line was read since the last `dcb ... show` command
     for line in _lines(text, what):
         words = line.split()
+        if "dcb" in words:
+            # A command, never output: `dcb app replace ... dscp-prio CS3:5` sets what a later show prints,
+            # and a later `dcb app show` prints the table anew (its output replaces an earlier one's).
+            if "show" in words and read:
+                result, read = {"dscp_prio": {}, "pcp_prio": {}, "default_prio": []}, False
+            continue
+        read = read or any(key in words for key in ("dscp-prio", "pcp-prio", "default-prio"))
         for key, json_key, names in (("dscp-prio", "dscp_prio", DSCP_NAMES), ("pcp-prio", "pcp_prio", PCP_NAMES)):
             if key in words:
                 for pair in words[words.index(key) + 1:]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
+
 from ansible_collections.rdma.node.plugins.module_utils._health_collect import kernel_log_facts
 from ansible_collections.rdma.node.plugins.module_utils._health_text import carrier_down_periods, event_clock, parse_carrier_events
 from testpaths import FIXTURES
@@ -63,6 +65,35 @@ def test_networkmanagers_carrier_lines_and_its_bracketed_epoch_time():
         ("enP5p1s0f1", "up", "networkmanager"), ("enP5p1s0f0", "up", "networkmanager")]
     assert parsed["end"] is None
     assert parsed["netdevs"]["enP5p1s0f0"] == {"down": 1, "up": 2, "losses": 1, "last": "up"}
+
+
+def test_a_journal_printed_newest_first_is_read_oldest_first():
+    parsed = parse_carrier_events((DOWN / "systemd_12236_journalctl_r_newest_first_networkd_lost_gained_partial.txt").read_text())
+    assert parsed["netdevs"]["enp2s0"] == {"down": 1, "up": 1, "losses": 1, "last": "up"}
+    assert parsed["end"] == {"time": "Apr 07 12:02:03", "monotonic_seconds": None}
+    assert {"line": None, "text": None,
+            "reason": "the log is printed newest first (journalctl -r): its events are read from the last line up"} in parsed["notes"]
+    assert seconds_of("systemd_12236_journalctl_r_newest_first_networkd_lost_gained_partial.txt") == {
+        "tun0": [], "wlp3s0": [4.0, 0.0], "enp2s0": [1.0], "bond1": [2.0, 0.0]}
+
+
+@pytest.mark.parametrize("name, netdevs, seconds", [
+    # bnx2 names the medium ("NIC Copper Link is Down").
+    ("blog_2012_syslog_bnx2_nic_copper_link_down_up_10s.txt", {"eth0": {"down": 1, "up": 1, "losses": 1, "last": "up"}},
+     {"eth0": [10.0]}),
+    # dmesg -H: the time since the record before, which gives no duration.
+    ("notes_dmesg_H_relative_stamps_mlx5_vf_link_up_twice.txt", {"enP20912s1": {"down": 0, "up": 2, "losses": 0, "last": "up"}},
+     {"enP20912s1": []}),
+    # A capture tool's bracketed prefix before dmesg --ctime's records.
+    ("codespaces_log_bracketed_prefix_dmesg_ctime_mlx5_vf_link_up_partial.txt",
+     {"enP43566s1": {"down": 0, "up": 2, "losses": 0, "last": "up"}}, {"enP43566s1": []}),
+])
+def test_more_record_and_message_forms(name, netdevs, seconds):
+    parsed = parse_carrier_events((DOWN / name).read_text())
+    assert parsed["netdevs"] == netdevs
+    assert seconds_of(name) == seconds
+    # Every link line was read: none is left as a note.
+    assert not [n["text"] for n in parsed["notes"] if n["text"] and ("Link up" in n["text"] or "Link is Up" in n["text"])]
 
 
 def test_gains_without_losses_have_no_period():

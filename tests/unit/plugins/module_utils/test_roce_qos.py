@@ -88,6 +88,14 @@ def test_dcb_pfc_commands_between_outputs_are_not_output():
     assert parsed == {"enabled_priorities": [0, 1, 2, 3, 4, 5, 6, 7], "pfc_cap": 4, "macsec_bypass": False, "delay": 0}
 
 
+def test_dcb_app_commands_between_outputs_are_not_output_and_the_last_show_is_read():
+    felix = parse_dcb_app((QOS / "netdev-2022-03-11-oltean_felix_dcb-app_show-replace-show_numbered-prompts.txt").read_text())
+    assert felix == {"dscp_prio": {"16": [2], "24": [5]}, "pcp_prio": {}, "default_prio": [3]}
+    # Two `dcb app add` commands, then the shows of eth0 (63:2) and eth1 (63:1 63:2): the last output.
+    sparx5 = parse_dcb_app((QOS / "netdev-2023-03-07-machon_sparx5_dcb-app_two-adds-then-shows-of-two-netdevs.txt").read_text())
+    assert sparx5 == {"dscp_prio": {"63": [1, 2]}, "pcp_prio": {}, "default_prio": []}
+
+
 def test_dcb_several_attributes_on_one_line_and_app_names_in_a_service_log():
     text = (QOS / "talos-roce-dcb-readme_service-log_pfc-one-line_app-names.txt").read_text()
     assert parse_dcb_pfc(text) == {"enabled_priorities": [3], "pfc_cap": 8, "macsec_bypass": None, "delay": 0}
