@@ -38,7 +38,8 @@ _NCCL_LINE = re.compile(
 # A line of documentation or a bare paste: ``NCCL INFO Channel 00/0 : ...`` without the prefix.
 _BARE_LINE = re.compile(r"(?:^|\s)NCCL (?P<level>INFO|WARN) (?P<message>.*)$")
 _VERSION = re.compile(r"\bNCCL version:? (?P<version>[0-9][0-9A-Za-z.+_-]*)")
-_RCCL_VERSION = re.compile(r"\bRCCL version : (?P<version>[0-9][0-9A-Za-z.+:_-]*)")
+# "RCCL version : 2.26.6-..." (2.26 and later), "RCCL version 2.18.3+hip5.7 HEAD:b502725" (before).
+_RCCL_VERSION = re.compile(r"\bRCCL version(?: :)? (?P<version>[0-9][0-9A-Za-z.+:_-]*)")
 _USING_NETWORK = re.compile(r"^Using network (?P<network>.+?)\s*$")
 _IB_USING = re.compile(r"^NET/IB ?: Using (?P<devices>.*?)\s*(?:;\s*OOB (?P<oob>\S+))?\s*$")
 _IB_DEVICE = re.compile(r"\[(?P<index>\d+)\](?P<device>[^:\s\[]+):(?P<port>\d+)/(?P<link>[A-Za-z]+)")
@@ -58,14 +59,16 @@ _COMPLETION_WARN = re.compile(r"Got completion from peer \S+ with (?:error|statu
 _NO_VERBS = re.compile(r"Failed to open libibverbs|NET/IB : No device found|ibvwrap.*Failed to open", re.IGNORECASE)
 # ``Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA`` (NCCL >= 2.8), ``Channel 00 : 3[b1000] ->
 # 4[18000] [send] via NET/Socket/0`` (2.5-2.7), ``Ring 00 : 1 -> 0 [receive] via NET/Socket/0`` (2.4).
+# ``CollNet 00/0 : 0 [receive] via COLLNET/SHARP/1/GDRDMA`` names one rank: its connection to the collective network.
 _CHANNEL = re.compile(
-    r"^(?P<kind>Channel|Ring)\s+(?P<channel>\d+)(?:/(?P<sub>\d+))?\s*:\s*(?P<src>\d+)(?:\[(?P<src_dev>[0-9a-fA-Fx]+)\])?"
-    r"\s*->\s*(?P<dst>\d+)(?:\[(?P<dst_dev>[0-9a-fA-Fx]+)\])?\s*(?:\[(?P<direction>send|receive)\]\s*)?"
+    r"^(?P<kind>Channel|Ring|CollNet)\s+(?P<channel>\d+)(?:/(?P<sub>\d+))?\s*:\s*(?P<src>\d+)(?:\[(?P<src_dev>[0-9a-fA-Fx]+)\])?"
+    r"(?:\s*->\s*(?P<dst>\d+)(?:\[(?P<dst_dev>[0-9a-fA-Fx]+)\])?)?\s*(?:\[(?P<direction>send|receive)\]\s*)?"
     r"via\s+(?P<transport>.+?)\s*$"
 )
 # What newer NCCL appends to a channel line, and Ray's note on repeated lines.
 _CHANNEL_TAIL = re.compile(r"\s+(?:comm 0x[0-9a-fA-F]+.*|\[repeated \d+x across cluster\].*)$")
 _NET_TRANSPORT = re.compile(r"^NET/(?P<name>[^/]+)/(?P<device>\d+)(?:\((?P<merged>\d+)\))?(?P<flags>(?:/[A-Za-z]+)*)$")
+_COLLNET_TRANSPORT = re.compile(r"^COLLNET/(?P<name>[^/]+)/(?P<device>\d+)(?P<flags>(?:/[A-Za-z]+)*)$", re.IGNORECASE)
 
 TRANSPORT_KINDS = ("net_ib", "net_socket", "net_plugin", "p2p", "shm", "collnet", "nvls", "other")
 
@@ -109,6 +112,10 @@ def transport_kind(transport):
     if upper.startswith("SHM") or "SHARED MEMORY" in upper:
         return "shm", {"via": text}
     if upper.startswith("COLLNET"):
+        collnet = _COLLNET_TRANSPORT.match(text)
+        if collnet:  # COLLNET/SHARP/1/GDRDMA: the collective network's plugin, its network device, GPUDirect RDMA
+            return "collnet", {"via": text, "net": collnet.group("name"), "net_device": int(collnet.group("device")),
+                               "gdrdma": "GDRDMA" in collnet.group("flags").upper().split("/")}
         return "collnet", {"via": text}
     if upper.startswith("NVLS"):
         return "nvls", {"via": text}
@@ -222,7 +229,7 @@ def _read_message(result, message, number, seen_channels):
         kind, details = transport_kind(channel.group("transport"))
         entry = {
             "channel": int(channel.group("channel")), "sub": int(channel.group("sub")) if channel.group("sub") else None,
-            "src_rank": int(channel.group("src")), "dst_rank": int(channel.group("dst")),
+            "src_rank": int(channel.group("src")), "dst_rank": int(channel.group("dst")) if channel.group("dst") else None,
             "direction": channel.group("direction"), "transport": channel.group("transport"), "kind": kind,
             "net": details.get("net"), "net_device": details.get("net_device"), "gdrdma": bool(details.get("gdrdma")),
             "hca": None, "line": number,
@@ -258,7 +265,7 @@ def _read_message(result, message, number, seen_channels):
             if item not in result["socket_interfaces"]:
                 result["socket_interfaces"].append(item)
         return
-    env = _ENV_SET.match(message)
+    env = _ENV_SET.match(_CHANNEL_TAIL.sub("", message))
     if env:
         result["env"][env.group("name")] = env.group("value").strip()
         return
@@ -285,9 +292,10 @@ def _settle(result):
     hcas = []
     for entry in result["channels"]:
         counts[entry["kind"]] = counts.get(entry["kind"], 0) + 1
-        if entry["kind"] == "net_ib":
+        if entry["kind"] == "net_ib" or (entry["kind"] == "collnet" and entry["net_device"] is not None):
+            # SHARP's collective network runs over the IB devices NCCL numbered in its NET/IB line.
             entry["hca"] = by_index.get(entry["net_device"])
-            name = entry["hca"] or "NET/%s/%s" % (entry["net"], entry["net_device"])
+            name = entry["hca"] or "%s/%s/%s" % ("NET" if entry["kind"] == "net_ib" else "COLLNET", entry["net"], entry["net_device"])
             if name not in hcas:
                 hcas.append(name)
     result["transports"] = {kind: counts[kind] for kind in TRANSPORT_KINDS if kind in counts}
@@ -325,7 +333,9 @@ def ib_hca_entries(value):
 
 # ------------------------------------------------------------------------------------ nccl-tests
 
-_TESTS_PARAMS = re.compile(r"nThread\s+(?P<nthread>\d+)\s+nGpus\s+(?P<ngpus>\d+)\s+minBytes\s+(?P<min>\d+)\s+maxBytes\s+(?P<max>\d+)")
+# nccl-tests: "nThread 1 nGpus 8 minBytes 8 maxBytes ..."; rccl-tests: "nThreads: 1 nGpus: 2 nRanks: 1 minBytes: ..."
+_TESTS_PARAMS = re.compile(r"nThreads?:?\s+(?P<nthread>\d+)\s+nGpus:?\s+(?P<ngpus>\d+)\s+(?:nRanks:?\s+\d+\s+)?"
+                           r"minBytes:?\s+(?P<min>\d+)\s+maxBytes:?\s+(?P<max>\d+)")
 _TESTS_VERSION = re.compile(r"[nr]ccl-tests version (?P<version>\S+)")
 _TESTS_NAME = re.compile(r"Collective test starting: (?P<name>\S+)|"
                          r"\b(?P<binary>(?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)_perf)\b")
@@ -510,19 +520,28 @@ def parse_nccl_tests(text, strict=False):
                 _note(notes, "a numeric line that fits no table of the text, ignored", number, line)
                 misfits += 1
             continue
-        # A size of 0 repeats within one run: the smallest sizes of a run from -b 1 hold no whole element.
-        if row["size"] in sizes_seen and row["size"] and not repeated:
+        # A size of 0 repeats within one run: the smallest sizes of a run from -b 1 hold no whole element. A run
+        # with -d all prints each size once per datatype.
+        seen_as = (row["size"], row["type"], row["redop"])
+        if seen_as in sizes_seen and row["size"] and not repeated:
             repeated = True
             _note(notes, "size %s is in the table again (first on line %d): the text holds the rows of more than one run, "
-                         "all kept" % (row["size"], sizes_seen[row["size"]]), number, line)
-        sizes_seen.setdefault(row["size"], number)
+                         "all kept" % (row["size"], sizes_seen[seen_as]), number, line)
+        sizes_seen.setdefault(seen_as, number)
         result["rows"].append(row)
         recognised += 1
     if not recognised:
         where = (" (line %d: %r)" % (first[0], first[1][:120])) if first else " (the text is empty)"
         raise NcclOutputError("nothing in the text is nccl-tests output (no table, no Avg bus bandwidth line)%s" % where)
     if result["rows"]:
-        largest = max(result["rows"], key=lambda row: row["size"])
+        size = max(row["size"] for row in result["rows"])
+        at_size = [row for row in result["rows"] if row["size"] == size]
+        # With -d all every datatype has its row at that size: float's is nccl-tests' default.
+        largest = next((row for row in at_size if row["type"] == "float"), at_size[0])
+        types = list(dict.fromkeys(row["type"] for row in at_size))
+        if len(types) > 1:
+            _note(notes, "%d datatypes at the largest size (%s): the bus bandwidth at the largest size is %s's" % (
+                len(types), ", ".join(str(t) for t in types), largest["type"]))
         result["largest"] = largest
         result["busbw_at_largest"] = largest["out_of_place"]["busbw"]
         result["busbw_at_largest_gbps"] = largest["out_of_place"]["busbw_gbps"]

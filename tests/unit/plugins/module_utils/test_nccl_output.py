@@ -89,6 +89,38 @@ def test_a_completion_error_wrapped_before_its_vendor_error_is_one_warning():
     assert len(whole["warnings"]) == 2 and whole["other_lines"] == 2
 
 
+def test_collnet_lines_name_one_rank_and_their_network_device():
+    parsed = log("nccl_info_collnet_sharp_receive_lines_only_ibext_v8_nccl_2.23.4_nccl_tests_issue311.log")
+    assert (parsed["transports"], parsed["gdrdma_channels"], parsed["hcas_used"]) == ({"collnet": 4}, 4, ["mlx5_0", "mlx5_2", "mlx5_4"])
+    first = [c for c in parsed["channels"] if c["kind"] == "collnet"][0]
+    assert (first["src_rank"], first["dst_rank"], first["direction"], first["net"], first["net_device"]) == (0, None, "receive", "SHARP", 1)
+    assert transport_kind("COLLNET/SHARP/1/GDRDMA") == ("collnet", {"via": "COLLNET/SHARP/1/GDRDMA", "net": "SHARP", "net_device": 1,
+                                                                   "gdrdma": True})
+
+
+def test_rays_note_on_repeated_lines_is_no_part_of_a_setting():
+    parsed = log("rccl_2.26.6_vllm_ray_prefixes_repeated_across_cluster_socket_rocm_issue5656_PARTIAL.log")
+    assert parsed["env"]["NCCL_SOCKET_IFNAME"] == "enp165s0f1np1"
+    assert (parsed["version"], parsed["verbs_missing"]) == ("2.26.6-HEAD:f224e2c", True)
+
+
+def test_rccl_2_18_version_line_and_an_rccl_tests_run_that_printed_no_table():
+    text = (NCCL / "rccl_2.18.3_bare_version_line_ucx_bnxt_re_reduce_perf_colon_header_no_table_rccl_issue1261.log").read_text()
+    assert parse_nccl_log(text)["version"] == "2.18.3+hip5.7"
+    tests = parse_nccl_tests(text)
+    assert (tests["test"], tests["params"], tests["rows"]) == (
+        "reduce_perf", {"nthread": 1, "ngpus": 1, "min_bytes": 1024, "max_bytes": 536870912}, [])
+    assert tests["notes"][-1]["reason"] == "no result row: the test printed no table (it failed, or the paste ends before the rows)"
+
+
+def test_every_datatype_of_one_run_is_one_run_and_float_gives_the_figure():
+    parsed = table("all_reduce_perf_datatype_all_12_types_40G_h200_nccl_2.30.4_PARTIAL.txt")
+    assert len(parsed["rows"]) == 36 and len({row["type"] for row in parsed["rows"]}) == 12
+    assert (parsed["largest"]["size"], parsed["largest"]["type"], parsed["busbw_at_largest"]) == (42949672960, "float", 487.06)
+    assert [n["reason"].split(":")[0] for n in parsed["notes"]] == ["12 datatypes at the largest size (int8, uint8, int32, uint32, "
+                                                                    "int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)"]
+
+
 def test_old_logs_without_channels():
     socket = log("nccl_info_socket_no_ib_device_nccl_2.7.8_issue447.log")
     assert (socket["version"], socket["network"], socket["ib_no_device"], socket["channels"]) == ("2.7.8+cuda10.2", "Socket", True, [])
