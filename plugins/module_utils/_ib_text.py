@@ -477,7 +477,10 @@ def _device_list(reader, lines):
 # ibstat
 # ---------------------------------------------------------------------------------------------
 
-_IBSTAT_CA = re.compile(r"^(?P<type>CA|Switch|Router|iWARP RNIC|\?\?\?)\s*:?\s*'(?P<name>[^']+)'$")
+# An author's arrow after a value, pointing at it: "Base lid: 1  <--------", "... 0x248a0703005d07f1----->>> see".
+_ARROW_NOTE = re.compile(r"\s*(?:<-{2,}|-{3,}>*|—{2,}>*|={2,}>)\S*(?:\s.*)?$")
+# A paste's author may write after the name ("CA 'mlx4_0'   <---- the first card"), with a quote too many.
+_IBSTAT_CA = re.compile(r"^(?P<type>CA|Switch|Router|iWARP RNIC|\?\?\?)\s*:?\s*'(?P<name>[^'\s]+)''?(?:\s+(?P<after>\S.*))?$")
 _IBSTAT_PORT = re.compile(r"^Port\s+(?P<port>[0-9]{1,3})\s*:$", re.IGNORECASE)
 # A port header the strict form does not take (other digits, a cut line): it still ends the port before.
 _IBSTAT_PORT_LOOSE = re.compile(r"^Port(?:\s+\S*)?\s*:?$", re.IGNORECASE)
@@ -522,6 +525,8 @@ def parse_ibstat(data, strict=False):
     for number, line in lines:
         header = _IBSTAT_CA.match(line)
         if header:
+            if header.group("after"):
+                reader.note(number, line, "text after the CA's name, not ibstat's, left out")
             device = devices.named(header.group("name"))
             device["fields"]["node_type"] = header.group("type") if header.group("type") != "???" else None
             port = None
@@ -545,6 +550,10 @@ def parse_ibstat(data, strict=False):
             reader.placed()
             continue
         key, value = _key(pair.group("key")), pair.group("value").strip()
+        arrow = _ARROW_NOTE.search(value)
+        if arrow:
+            reader.note(number, line, "an arrow and text after the value, not ibstat's, left out")
+            value = value[:arrow.start()]
         if _foreign_digits(value):
             reader.bad_value(number, line, key)
             continue

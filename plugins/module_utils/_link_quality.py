@@ -270,6 +270,12 @@ def _module(fields):
     return module
 
 
+def link_is_up(port):
+    """Whether mlxlink's facts of a port show a link: its State is Active, or its physical state LinkUp
+    (newer firmware prints an Ethernet port's auto-negotiation state there, such as ETH_AN_FSM_ENABLE)."""
+    return str(port.get("state") or "").lower() == "active" or str(port.get("physical_state") or "").lower() == "linkup"
+
+
 def _is_passive_copper(cable_type, technology=None):
     """Whether mlxlink's ``Cable Type`` (or ``Cable Technology``) names a passive copper cable."""
     words = " ".join(str(text).lower() for text in (cable_type, technology) if isinstance(text, str))

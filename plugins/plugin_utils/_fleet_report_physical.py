@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.rdma.node.plugins.module_utils._link_quality import link_is_up
 from ansible_collections.rdma.node.plugins.module_utils._pcie_aer import KINDS as AER_KINDS
 from ansible_collections.rdma.node.plugins.module_utils._pcie_aer import function_totals
 from ansible_collections.rdma.node.plugins.plugin_utils._checks.consensus import consensus_facts
@@ -99,7 +100,7 @@ def links(link_quality):
         values = [v for v in reading.get("values") or [] if _number(v) is not None]
         reason = port.get("reason")
         if not reason and port.get("effective_ber") is None and port.get("raw_ber") is None:
-            reason = "no link (%s)" % port["physical_state"] if port.get("physical_state") not in (None, "LinkUp") else "no BER printed"
+            reason = "no link (%s)" % port["physical_state"] if port.get("physical_state") and not link_is_up(port) else "no BER printed"
         ports.append({"port": name, "effective_ber": _number(port.get("effective_ber")), "raw_ber": _number(port.get("raw_ber")),
                       "module_celsius": max(values) if values else None, "module_max_celsius": _number(reading.get("high")),
                       "reason": reason})

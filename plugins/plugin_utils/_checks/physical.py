@@ -20,6 +20,7 @@ Parameters, without the ``node_health_`` prefix (documented in ``roles/node_heal
 
 from __future__ import annotations
 
+from ansible_collections.rdma.node.plugins.module_utils._link_quality import link_is_up
 from ansible_collections.rdma.node.plugins.module_utils._pcie_aer import function_totals
 from ansible_collections.rdma.node.plugins.plugin_utils._rate_limits import judge_rise, parse_rate_limit
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import check, parameter
@@ -320,7 +321,7 @@ def link_ber(facts, params, found):
         effective, raw = port.get("effective_ber"), port.get("raw_ber")
         if effective is None and raw is None:
             state = port.get("physical_state")
-            if state and state.lower() != "linkup":
+            if state and not link_is_up(port):
                 not_checked(found, name, "no link to measure: mlxlink shows %s in the physical state %s (%s)" % (
                     name, state, port.get("source") or "mlxlink"))
             else:

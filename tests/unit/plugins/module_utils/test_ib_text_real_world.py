@@ -438,3 +438,19 @@ def test_guids_masked_short_before_a_paste_are_read_padded_and_noted():
     assert [(n["line"], n["text"]) for n in result["notes"]] == [
         (8, "Node GUID: 0x000000"), (9, "System image GUID: 0xbbbbbb"), (18, "Port GUID: 0x000000")]
     assert {n["reason"] for n in result["notes"]} == {"a GUID of fewer than 16 hex digits (cut or masked?), read with leading zeros"}
+
+
+def test_an_authors_arrows_and_notes_after_ca_lines_and_values_are_left_out():
+    text = (FIXTURES / "pastes" / "k8s_rdma_sriov_notes_ibstat_mlx4_two_cas_author_arrows_after_ca_lines_and_guid_crlf.txt").read_text(
+        encoding="utf-8")
+    result = PARSERS["ibstat"](text)
+    assert [(p["device"], p["port"], p["state"], p["phys_state"], p["rate_gbps"], p["lid"], p["sm_lid"]) for p in result["ports"]] == [
+        ("mlx4_0", 1, "ACTIVE", "LinkUp", 56.0, 4, 4), ("mlx4_0", 2, "DOWN", "Polling", 10.0, 0, 0),
+        ("mlx4_1", 1, "ACTIVE", "LinkUp", 56.0, 6, 8), ("mlx4_1", 2, "DOWN", "Polling", 10.0, 0, 0)]
+    assert result["ports"][0]["port_guid"] == "0x248a0703005d07f1"
+    assert [(n["line"], n["reason"]) for n in result["notes"]] == [
+        (2, "text after the CA's name, not ibstat's, left out"), (17, "an arrow and text after the value, not ibstat's, left out"),
+        (29, "text after the CA's name, not ibstat's, left out")]
+    lids = PARSERS["ibstat"]((FIXTURES / "pastes" / "cx4_homelab_notes_ibstat_ibp4s0_author_arrows_after_state_and_lids.txt").read_text(
+        encoding="utf-8"))
+    assert [(p["device"], p["state"], p["phys_state"], p["lid"], p["sm_lid"]) for p in lids["ports"]] == [("ibp4s0", "ACTIVE", "LinkUp", 1, 1)]

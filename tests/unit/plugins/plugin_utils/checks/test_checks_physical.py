@@ -18,6 +18,7 @@ from ansible_collections.rdma.node.plugins.module_utils._pcie_path import read_p
 from ansible_collections.rdma.node.plugins.module_utils._roce_qos import read_roce_qos
 from ansible_collections.rdma.node.plugins.plugin_utils import _registry
 from ansible_collections.rdma.node.plugins.plugin_utils._checks import physical
+from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report_physical import links as report_links
 from testpaths import FIXTURES
 
 HCA_FACTS = {"devices": {"mlx5_0": {"numa_node": 0}}, "ports": [{"device": "mlx5_0", "port": 1, "link_layer": "InfiniBand"}]}
@@ -269,6 +270,16 @@ def test_the_lane_flags_of_a_passive_copper_cable_are_no_fault(tmp_path):
     facts = read_link_quality("/sys", {"devices": {"mlx5_0": {}}, "ports": [{"device": "mlx5_0", "port": 1}]}, saved_dir=str(tmp_path))
     assert [(severity, message.split(" reports ")[1].split(":")[0]) for severity, _s, message in judge("link_module", {"link_quality": facts})] == [
         ("critical", "Rx CDR loss of lock on lanes 0, 1, 2, 3"), ("critical", "Rx loss of signal on lanes 0, 2, 3")]
+
+
+def test_an_active_ethernet_port_whose_physical_state_is_its_autonegotiation_has_a_link(tmp_path):
+    (tmp_path / "mlx5_0_1.txt").write_text((FIXTURES / "link_quality" /
+                                            "magnate3_cx6dx_eth_100g_active_physical_state_eth_an_fsm_enable_prompts_crlf.txt").read_text())
+    facts = read_link_quality("/sys", {"devices": {"mlx5_0": {}}, "ports": [{"device": "mlx5_0", "port": 1}]}, saved_dir=str(tmp_path))
+    assert (facts["ports"]["mlx5_0/1"]["state"], facts["ports"]["mlx5_0/1"]["physical_state"]) == ("Active", "ETH_AN_FSM_ENABLE")
+    assert judge("link_ber", {"link_quality": facts}) == [
+        ("info", "mlx5_0/1", "not checked: %s printed no BER (the link is down, or --show_counters was not given)" % (tmp_path / "mlx5_0_1.txt"))]
+    assert report_links(facts)["ports"][0]["reason"] == "no BER printed"  # the report says the same, no "no link"
 
 
 def test_a_port_without_a_link_has_no_ber_to_judge_and_says_so(tmp_path):
