@@ -58,6 +58,14 @@ _GLUED_DIAGNOSTIC = re.compile(r"^(?P<status>.*:\s*[a-z][a-z_-]*)(?P<diagnostic>
 # module!)" and "(WARNING! Missing some built modules!)".
 _WARNING_SUFFIXES = ("differences between built and installed modules", "built modules are missing")
 _WEAK_FROM = re.compile(r"^from\s+(?P<kernel>\S+)")
+# The line that ends dkms's message of a failed build: "Consult /var/lib/dkms/.../make.log for more information."
+_LAST_LINE_OF_MESSAGE = re.compile(r"^Consult \S+ for more information\.?$")
+
+
+def _indent(raw):
+    """How far a line is indented (tabs and blanks alike), after a mail's quote marks."""
+    text = MAIL_QUOTE_MARKS.sub("", raw.lstrip("\ufeff"))
+    return len(text) - len(text.lstrip(" \t"))
 # What a paste carries besides the output: a shell prompt (``$ dkms status``,
 # ``[root@node ~]# dkms status``), a ``#`` comment, the command line itself.
 _COMMAND = re.compile(r"^(?:sudo\s+)?dkms(?:\s+(?:status|build|install|add|remove|autoinstall|--version|-[a-z]|-m|-v|-k)\b.*)?$")
@@ -200,17 +208,23 @@ def _numbered_items(text):
             if kind == "Deprecated feature:":
                 message = "Deprecated feature: " + message
             diagnostic = (number, _item(state="error" if kind == "Error!" else "warning", message=message))
+            diagnostic_indent = _indent(raw)
             # Held back until its continuation lines are known.
             continue
         pasted = is_shell_prompt(line) or _COMMAND.match(line) or _PROMPTED_COMMAND.search(line)
         redacted = _REDACTED.match(line)
-        if diagnostic is not None and (pasted or redacted or raw[:1] in (" ", "\t")):
-            # A prompt, a redaction mark or an indented line (dkms never indents the rest of a message; another
-            # tool's output run in the same command, such as lshw's device tree, does) ends the message.
+        if diagnostic is not None and (pasted or redacted or _indent(raw) > diagnostic_indent or line.startswith("==> ")):
+            # A prompt, a redaction mark, a line indented deeper than the message (dkms never indents the rest
+            # of one; another tool's output run in the same command, such as lshw's device tree, does) or a
+            # pacman hook's "==> " line ends the message.
             yield diagnostic
             diagnostic = None
         if diagnostic is not None:
             diagnostic[1]["message"] = (diagnostic[1]["message"] + " " + line).strip()
+            if _LAST_LINE_OF_MESSAGE.search(line):
+                # dkms ends a failed build's message by pointing at its log: what follows is another program's.
+                yield diagnostic
+                diagnostic = None
             continue
         if pasted:
             continue

@@ -18,6 +18,7 @@ import shlex
 
 from ansible_collections.rdma.node.plugins.module_utils._dkms import parse_status, summarize
 from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient, text_names
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import is_shell_prompt
 from ansible_collections.rdma.node.plugins.module_utils._numbers import parse_uint
 
 # Prefixes of kernel images in /boot (x86 vmlinuz, ppc64 vmlinux, arm64 Image on some distros).
@@ -574,17 +575,23 @@ def loaded_modules(root):
 def parse_ofed_info(text):
     """Parse ``ofed_info -s`` output: ``MLNX_OFED_LINUX-23.10-1.1.9.0:`` or ``OFED-internal-24.07-0.6.1:``.
 
-    Returns ``{"id", "distribution", "version"}`` or None for empty text. The first line of full
-    ``ofed_info`` output (``MLNX_OFED_LINUX-5.8-1.0.1.1 (OFED-5.8-1.0.1):``) works too.
+    Returns ``{"id", "distribution", "version"}`` or None for empty text, or for a shell that found no
+    ``ofed_info`` (the inbox rdma-core has none). The first line of full ``ofed_info`` output
+    (``MLNX_OFED_LINUX-5.8-1.0.1.1 (OFED-5.8-1.0.1):``) works too, and so does ``ofed_info -n``'s bare
+    version (no distribution). A shell prompt saved before the output is skipped.
     """
     for line in (text or "").splitlines():
         line = line.strip()
-        if not line:
+        if not line or is_shell_prompt(line):
             continue
+        if re.search(r"ofed_info: (?:command )?not found|no such file or directory", line, re.IGNORECASE):
+            return None
         ident = line.split()[0].rstrip(":")
-        match = re.match(r"^(?P<distribution>.+?)-(?P<version>\d[\w.+~-]*)$", ident)
+        match = re.match(r"^(?P<distribution>[A-Za-z][\w.+~-]*?)-(?P<version>\d[\w.+~-]*)$", ident)
         if match:
             return {"id": ident, "distribution": match.group("distribution"), "version": match.group("version")}
+        if re.match(r"^\d[\w.+~-]*$", ident):
+            return {"id": ident, "distribution": None, "version": ident}
         return {"id": ident, "distribution": None, "version": None}
     return None
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections
 import os
 
-from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import pci_function
+from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import device_link, pci_function
 
 # One PCI function of interest: its address, its real sysfs directory, and the bridges above it
 # from the root port down, each as (address, directory).
@@ -42,14 +42,15 @@ def chain_dirs(real_path):
 def hca_nodes(root, devices):
     """``{device name: PciNode}`` of the RDMA devices on a physical function (a VF sits on its PF's path).
 
-    A device whose ``device`` link is missing or dangles is left out; the readers say so per device.
+    A device whose PCI function cannot be found (its ``device`` link missing or dangling, and no class
+    link into the function) is left out; the readers say so per device.
     """
     found = {}
     for name in sorted(devices or {}):
         device = devices[name] or {}
         if device.get("virtual_function"):
             continue
-        function = pci_function(os.path.join(root, "class", "infiniband", name, "device"))
+        function = pci_function(device_link(os.path.join(root, "class", "infiniband", name)))
         if function.path and function.address:
             found[name] = PciNode(function.address, function.path, chain_dirs(function.path))
     return found

@@ -23,6 +23,7 @@ import re
 import time
 
 from ansible_collections.rdma.node.plugins.module_utils._files import read_text_and_reason
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import is_shell_prompt
 from ansible_collections.rdma.node.plugins.module_utils._pci_tree import hca_nodes
 from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, reader
 
@@ -64,6 +65,8 @@ _COUNTER = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_ /.-]*?)\s+(?P<count>[0-9]{
 _PROMPT = re.compile(r"(?:^|\s)[#$>]\s*(?:sudo\s+)?(?:cat|grep|head|tail|less|more)\s")
 # The command pasted without its prompt: "cat /sys/bus/pci/devices/0000:98:00.0/aer_dev_fatal".
 _BARE_COMMAND = re.compile(r"^(?:sudo\s+)?(?:cat|grep|head|tail|less|more)\s+\S*aer_")
+# `grep . .../aer_dev_correctable` puts the file's path before each line.
+_GREP_PATH = re.compile(r"^(?P<path>\S*aer_\w+):")
 # An operator's note after a count: "RxErr 0    # receiver errors".
 _TRAILING_COMMENT = re.compile(r"\s+#.*$")
 _ABSENT = ("no AER statistics in sysfs: the kernel is older than 4.19, AER is off (pci=noaer, or the "
@@ -78,18 +81,27 @@ def parse_aer_counters(text, kind=None):
     """``{error type: count, ..., "total": n}`` of one ``aer_dev_*`` file's text.
 
     ``kind`` (``correctable``/``nonfatal``/``fatal``) names the file, to check the total line's
-    label; a mismatch is kept as the total with a note. Shell prompts (``# cat aer_dev_fatal``), the
-    command without one, ``#`` comments (also after a count), indentation and CRLF are skipped; anything else that is not ``<name> <count>``
+    label; a mismatch is kept as the total with a note. Shell prompts (``# cat aer_dev_fatal``,
+    ``user@host:~$ grep . .../aer_dev_fatal``), the command without one, the file's path that
+    ``grep .`` prints before each line, ``#`` comments (also after a count), indentation and CRLF are skipped; anything else that is not ``<name> <count>``
     raises :class:`AerTextError` naming its line. Returns ``{"counts", "total", "notes"}``;
     ``total`` is None when the file has no ``TOTAL_ERR_*`` line.
     """
     if not isinstance(text, str):
         raise AerTextError("expected the text of an aer_dev_* file, got %s" % type(text).__name__)
-    counts, total, notes = {}, None, []
+    counts, total, notes, files = {}, None, [], []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
-        if not line or line.startswith("#") or _PROMPT.search(line) or _BARE_COMMAND.match(line):
+        if not line or line.startswith("#") or _PROMPT.search(line) or _BARE_COMMAND.match(line) or is_shell_prompt(line):
             continue
+        path = _GREP_PATH.match(line)
+        if path:
+            if path.group("path") not in files:
+                files.append(path.group("path"))
+            if len(files) > 1:
+                raise AerTextError("line %d is from %s, line before from %s: the text holds several aer_* files (grep over a "
+                                   "directory); expected one file's text" % (number, files[-1], files[0]))
+            line = line[path.end():]
         match = _COUNTER.match(_TRAILING_COMMENT.sub("", line))
         if not match:
             raise AerTextError("line %d is not '<error type> <count>' as in an aer_dev_* file: %r" % (number, line[:80]))

@@ -118,7 +118,8 @@ def port_counters(port_path):
     ext_raw = _read_counter_dir(os.path.join(port_path, "counters_ext"))
     hw_raw = _read_counter_dir(os.path.join(port_path, "hw_counters"))
     lifespan = hw_raw.pop("lifespan", None) if hw_raw is not None else None
-    width = data_width_bits(raw) if raw is not None else None
+    # No counter read at all (i40iw's "N/A (no PMA)" in every file): no PortCounters table of any width.
+    width = data_width_bits(raw) if raw is not None and any(v is not None for v in raw.values()) else None
     return {
         "counters": None if raw is None else {counter_key(n): _scaled(n, v) for n, v in raw.items()},
         "counters_ext": None if ext_raw is None else {counter_key(n): _scaled(n, v) for n, v in ext_raw.items()},
@@ -198,9 +199,25 @@ def pci_function(link):
     return PciFunction(True, dangling, None if dangling else real, host_bridge, bridges, address)
 
 
+def device_link(device_path):
+    """What leads from an RDMA device's class directory to its PCI function: its ``device`` link, or,
+    in a tree saved without that link, the function directory the class entry itself resolves into
+    (``class/infiniband/irdma0 -> ../../devices/pci0000:17/.../0000:1a:00.0/infiniband/irdma0``), as
+    the devices' reader finds their PCI addresses."""
+    link = os.path.join(device_path, "device")
+    if os.path.lexists(link):
+        return link
+    real = os.path.realpath(device_path)
+    holder, function = os.path.dirname(real), os.path.dirname(os.path.dirname(real))
+    if os.path.basename(holder) == os.path.basename(os.path.dirname(device_path)) and _BDF.match(os.path.basename(function)) \
+            and os.path.isdir(function):
+        return function
+    return link
+
+
 def pcie_link(root, device_path):
     """PCIe facts of the PCI function behind one RDMA device directory."""
-    function = pci_function(os.path.join(device_path, "device"))
+    function = pci_function(device_link(device_path))
     facts = {
         "pci_address": function.address,
         "present": None,
@@ -323,7 +340,7 @@ def hca_locations(devices, ports, root):
     for name, device in devices.items():
         if device.get("virtual_function"):
             continue
-        function = pci_function(os.path.join(root, "class", "infiniband", name, "device"))
+        function = pci_function(device_link(os.path.join(root, "class", "infiniband", name)))
         if not function.path:
             continue
         found[name] = {
@@ -687,7 +704,7 @@ def read_temperature(facts, params, module):
     for name, device in facts["devices"].items():
         if device.get("virtual_function"):
             continue  # a VF has no sensors of its own: its PF reports the card
-        pci_dir = os.path.join(ib_dir, name, "device")
+        pci_dir = device_link(os.path.join(ib_dir, name))
         sensors, reason = hwmon_temperatures(pci_dir) if os.path.exists(pci_dir) else ([], NO_PCI_FUNCTION)
         temperatures[name] = {"pci_address": device.get("pci_address"), "sensors": sensors, "reason": reason}
     facts["temperature"] = temperatures

@@ -135,6 +135,24 @@ EXPECTED_WITH_DIAGNOSTICS = {
         notes=[],
     ),
     # A Markdown quote ("> " before every line): dkms's error with an empty path, then the modules.
+    # pacman's dkms hook: two failed builds, each message ending at its "Consult ... make.log" line; the hook's own
+    # "==> WARNING" and "==> ERROR" lines are notes, never part of dkms's message.
+    "dkms3_pacman_hook_two_build_errors_then_hook_warning_and_error_lines_nvidia_all379.txt": dict(
+        modules=[],
+        errors=[(3, "Bad return status for module build on kernel: 7.0.9-1-cachyos (x86_64) "
+                    "Consult /var/lib/dkms/nvidia/580.119.02/build/make.log for more information."),
+                (9, "Bad return status for module build on kernel: 7.1.0-rc3-2-cachyos-rc (x86_64) "
+                    "Consult /var/lib/dkms/nvidia/580.119.02/build/make.log for more information.")],
+        warnings=[],
+        notes=[5, 11, 12, 13],
+    ),
+    # A blog's console block indented as a whole: the error's second line, indented as it is, is still its own.
+    "dkms2_block_indented_two_spaces_error_with_its_file_line.txt": dict(
+        modules=[],
+        errors=[(2, "Could not locate dkms.conf file. File:  does not exist.")],
+        warnings=[],
+        notes=[],
+    ),
     # "dkms status; lshw -c net": lshw's WARNING is read as a diagnostic, its indented device tree is no part of it.
     "dkms2_status_then_lshw_in_one_command_warning_and_indented_device_tree.txt": dict(
         modules=[("rtlwifi-new", "0.10", "4.4.0-22-generic", "x86_64", "installed"),

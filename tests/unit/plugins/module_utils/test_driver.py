@@ -307,6 +307,14 @@ def test_module_versions_from_sys_module():
         ("MLNX_OFED_LINUX-5.8-1.0.1.1 (OFED-5.8-1.0.1):\n\nucx:\n",
          {"id": "MLNX_OFED_LINUX-5.8-1.0.1.1", "distribution": "MLNX_OFED_LINUX", "version": "5.8-1.0.1.1"}),
         ("\nsomething odd\n", {"id": "something", "distribution": None, "version": None}),
+        # A saved paste: the prompt before the output is skipped; ofed_info -n prints a bare version; a node
+        # with the inbox rdma-core has no ofed_info at all.
+        ("[root@node002 src]# ofed_info\nMLNX_OFED_LINUX-5.8-3.0.7.0 (OFED-5.8-3.0.7):\n",
+         {"id": "MLNX_OFED_LINUX-5.8-3.0.7.0", "distribution": "MLNX_OFED_LINUX", "version": "5.8-3.0.7.0"}),
+        ("root@swx-ray07:~# ofed_info -s\nOFED-internal-24.07-0.3.5.0.110:\n",
+         {"id": "OFED-internal-24.07-0.3.5.0.110", "distribution": "OFED-internal", "version": "24.07-0.3.5.0.110"}),
+        ("# ofed_info -n\n5.0-2.1.8\n", {"id": "5.0-2.1.8", "distribution": None, "version": "5.0-2.1.8"}),
+        ("[tgillis@node1019 ~]$ ofed_info -s\n-bash: ofed_info: command not found\n", None),
         ("", None),
         (None, None),
     ],

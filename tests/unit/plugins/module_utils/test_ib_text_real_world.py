@@ -441,7 +441,7 @@ def test_guids_masked_short_before_a_paste_are_read_padded_and_noted():
 
 
 def test_an_authors_arrows_and_notes_after_ca_lines_and_values_are_left_out():
-    text = (FIXTURES / "pastes" / "k8s_rdma_sriov_notes_ibstat_mlx4_two_cas_author_arrows_after_ca_lines_and_guid_crlf.txt").read_text(
+    text = (FIXTURES / "pastes" / "k8s_rdma_sriov_notes_ibstat_mlx4_two_cas_author_arrows_after_ca_lines_and_guid.txt").read_text(
         encoding="utf-8")
     result = PARSERS["ibstat"](text)
     assert [(p["device"], p["port"], p["state"], p["phys_state"], p["rate_gbps"], p["lid"], p["sm_lid"]) for p in result["ports"]] == [

@@ -94,8 +94,8 @@ def test_collnet_lines_name_one_rank_and_their_network_device():
     assert (parsed["transports"], parsed["gdrdma_channels"], parsed["hcas_used"]) == ({"collnet": 4}, 4, ["mlx5_0", "mlx5_2", "mlx5_4"])
     first = [c for c in parsed["channels"] if c["kind"] == "collnet"][0]
     assert (first["src_rank"], first["dst_rank"], first["direction"], first["net"], first["net_device"]) == (0, None, "receive", "SHARP", 1)
-    assert transport_kind("COLLNET/SHARP/1/GDRDMA") == ("collnet", {"via": "COLLNET/SHARP/1/GDRDMA", "net": "SHARP", "net_device": 1,
-                                                                   "gdrdma": True})
+    assert transport_kind("COLLNET/SHARP/1/GDRDMA") == (
+        "collnet", {"via": "COLLNET/SHARP/1/GDRDMA", "net": "SHARP", "net_device": 1, "gdrdma": True})
 
 
 def test_rays_note_on_repeated_lines_is_no_part_of_a_setting():

@@ -40,6 +40,15 @@ def test_kernel_doc_long_names_behind_a_prompt_get_the_short_names():
     assert set(fatal["counts"]) == set(current["counts"]) - {"PoisonTLPBlocked"}
 
 
+def test_a_user_prompt_and_the_paths_grep_prints_before_each_line():
+    parsed = parse_aer_counters((AER / "smc_45_user_prompt_grep_dot_paths_before_aer_dev_correctable.txt").read_text(), "correctable")
+    assert (parsed["counts"]["RxErr"], parsed["total"], parsed["notes"]) == (0, 0, [])
+    assert parse_aer_counters("[root@node01 ~]# cat aer_dev_fatal\nDLP 1\nTOTAL_ERR_FATAL 1\n", "fatal")["total"] == 1
+    # grep over a directory mixes several files: one file's text is expected, and the sentence names both.
+    with pytest.raises(AerTextError, match=r"^line 2 is from /d/aer_dev_fatal, line before from /d/aer_dev_correctable: the text holds"):
+        parse_aer_counters("/d/aer_dev_correctable:RxErr 0\n/d/aer_dev_fatal:DLP 0\n")
+
+
 def test_pasted_with_crlf_and_indentation():
     text = "\r\n".join("    " + line for line in (AER / "procfs_0000-00-1f.6_aer_dev_fatal").read_text().splitlines())
     assert parse_aer_counters(text, "fatal")["total"] == 28

@@ -368,3 +368,10 @@ def test_without_device_links_the_class_links_name_each_devices_pci_function(tmp
         "mlx5_0": "0000:3b:00.0"}
     # The functions' own files are not in the listing: what they would give stays unknown.
     assert {(device["numa_node"], device["driver"]) for device in facts["devices"].values()} == {(None, None)}
+    # The readers of the PCIe link, the locality and the temperature find the same functions the same way.
+    every, dummy = read_ib_facts({"sysfs_root": str(tmp_path), "gather_subset": ["all"]})
+    assert {name: (link["pci_address"], link["present"]) for name, link in every["pcie"].items()} == {
+        name: (device["pci_address"], True) for name, device in facts["devices"].items()}
+    assert sorted(every["locality"]["hcas"]) == sorted(facts["devices"])
+    assert {entry["pci_address"] for entry in every["temperature"].values()} == {d["pci_address"] for d in facts["devices"].values()}
+    assert not [entry for entry in every["temperature"].values() if "no device link" in (entry["reason"] or "")]

@@ -122,6 +122,14 @@ def test_no_pma_is_null_not_an_error_and_junk_is_null_with_a_warning(tmp_path):
                         "whole number of at most 64 bits; read as null." % root]
 
 
+def test_a_port_without_a_pma_has_no_counter_width(tmp_path):
+    # i40iw prints "N/A (no PMA)" in every counter file (node_exporter issue 966): no PortCounters table at all.
+    root = counter_tree(str(tmp_path), {"symbol_error": "N/A (no PMA)", "port_rcv_data": "N/A (no PMA)", "port_xmit_data": "N/A (no PMA)"})
+    only = facts_of(root, ["counters"])[0]["ports"][0]
+    assert only["counters"] == {"symbol_error": None, "port_rcv_data_bytes": None, "port_xmit_data_bytes": None}
+    assert only["counters_data_width_bits"] is None
+
+
 def test_missing_counters_directory_is_null(tmp_path):
     facts, _warnings = facts_of(counter_tree(str(tmp_path)), ["counters"])
     only = facts["ports"][0]

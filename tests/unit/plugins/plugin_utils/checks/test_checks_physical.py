@@ -274,7 +274,7 @@ def test_the_lane_flags_of_a_passive_copper_cable_are_no_fault(tmp_path):
 
 def test_an_active_ethernet_port_whose_physical_state_is_its_autonegotiation_has_a_link(tmp_path):
     (tmp_path / "mlx5_0_1.txt").write_text((FIXTURES / "link_quality" /
-                                            "magnate3_cx6dx_eth_100g_active_physical_state_eth_an_fsm_enable_prompts_crlf.txt").read_text())
+                                            "magnate3_cx6dx_eth_100g_active_physical_state_eth_an_fsm_enable_prompts.txt").read_text())
     facts = read_link_quality("/sys", {"devices": {"mlx5_0": {}}, "ports": [{"device": "mlx5_0", "port": 1}]}, saved_dir=str(tmp_path))
     assert (facts["ports"]["mlx5_0/1"]["state"], facts["ports"]["mlx5_0/1"]["physical_state"]) == ("Active", "ETH_AN_FSM_ENABLE")
     assert judge("link_ber", {"link_quality": facts}) == [
