@@ -185,7 +185,8 @@ _NO_ANSWER = re.compile(r"^!!! (?:Unknown header type|Invalid class)")
 _ACS_CONTINUATION = re.compile(r"^(?:(?:SrcValid|TransBlk|ReqRedir|CmpltRedir|UpstreamFwd|EgressCtrl|DirectTrans)[+-]\s*)+$")
 # lspci -t's root of a tree: "-[0000:00]-+-00.0" (a domain and bus in brackets, then a branch).
 _TREE = re.compile(r"\[[0-9a-fA-F]{4}:[0-9a-fA-F]{2}\]-[-+]")
-_IOMMU_GROUP = re.compile(r"^IOMMU group:\s*(?P<group>[0-9]+)$")
+# "IOMMU group: 20" (lspci -vv), or at the end of lspci -v's "Flags: bus master, ..., IRQ 16, IOMMU group 2".
+_IOMMU_GROUP = re.compile(r"^(?:IOMMU group:\s*|Flags:.*,\s*IOMMU group\s+)(?P<group>[0-9]+)$")
 _CAPABILITY_DENIED = re.compile(r"^Capabilities:\s*<access denied>")
 # Any capability lspci lists, by its offset: at 0x100 and above, an extended one (ACS and ATS are).
 _CAPABILITY_OFFSET = re.compile(r"^Capabilities:\s*\[([0-9a-fA-F]{1,4})(?:\s+v[0-9]+)?\]")
@@ -201,6 +202,8 @@ _LSPCI_NAMES = {name: key for key, name in ACS_BITS}
 # listed on one line (lspci, lspci -nn, lspci | grep), which shows none of its capabilities.
 _DETAIL_LINE = re.compile(r"^(?:Subsystem|Control|Status|Capabilities|Kernel driver in use|Kernel modules|Flags|Latency|"
                           r"Interrupt|Physical Slot|NUMA node|IOMMU group|Bus|DeviceName|BridgeCtl|Secondary status)\s*:|^Region \d")
+# A paste's own elision of lines under a header: "(...)", "...", "[...]", "[snip]".
+_ELISION = re.compile(r"^(?:\(\.{3,}\)|\.{3,}|\[\.{3,}\]|\[snip\])$", re.IGNORECASE)
 # The only lines lspci -k (and -nnk) prints under a header: no capability, so nothing of ACS or ATS.
 _KERNEL_ONLY_LINE = re.compile(r"^(?:Subsystem|Kernel driver in use|Kernel modules|DeviceName)\s*:")
 
@@ -235,6 +238,8 @@ def parse_lspci_vvv(text):
     header_indent = min((_indent(raw) for raw in lines if _HEADER.match(raw.strip())), default=0)
     listed = {}  # address -> the capabilities its "Capabilities: [..] <name>" lines name
     kernel_lines, beyond_kernel = set(), set()  # the functions with a line lspci -k prints, and with one it does not
+    capability_or_status = set()  # the functions with a Capabilities or Status line (Status says Cap+ or Cap-)
+    elided = set()  # the functions whose lines the paste cut with "(...)", "...", "[...]"
     shown = []  # [address, whether a line of lspci -v follows, block] of each device header, in text order
     block = 0  # counts the lines at the headers' indentation that are no header (a prompt, another command's output)
     for number, raw in enumerate(lines, 1):
@@ -254,6 +259,10 @@ def parse_lspci_vvv(text):
         if current is not None and (_DETAIL_LINE.match(line) or _NO_ANSWER.match(line) or _field(line) is not None):
             shown[-1][1] = True
             (kernel_lines if _KERNEL_ONLY_LINE.match(line) else beyond_kernel).add(address)
+            if line.startswith(("Capabilities", "Status:")):
+                capability_or_status.add(address)
+        if current is not None and _ELISION.match(line):
+            elided.add(address)
         if current is not None and _NO_ANSWER.match(line):
             current["unreadable"] = ("the function does not answer configuration reads (lspci: %r): it has fallen off "
                                      "the bus or is held in reset" % line[:60])
@@ -309,8 +318,15 @@ def parse_lspci_vvv(text):
             continue
         # lspci -k's text (no function with any other line), or one of its functions among lspci -vvv's.
         if (address in kernel_lines or not beyond_kernel) and address not in beyond_kernel and entry["unreadable"] is None:
-            entry["unreadable"] = ("only the lines of lspci -k are in the text (Subsystem, the kernel driver and modules): its "
-                                   "capabilities, ACS and ATS, are not shown")
+            entry["unreadable"] = ("only its Subsystem and kernel driver lines are in the text (lspci -k, or lspci filtered by "
+                                   "grep): its capabilities, ACS and ATS, are not shown")
+            continue
+        if (address in elided or (address == shown[-1][0] and address in beyond_kernel)) and address not in capability_or_status \
+                and entry["unreadable"] is None and entry["acs"] is None and entry["ats"] is None:
+            # lspci -v lists a function's capabilities under its Flags line, -vv says Cap- in Status when it has
+            # none: a block cut before either (an elision, or the end of the text) does not say.
+            entry["unreadable"] = ("its lines are cut (an elision such as \"(...)\", or the end of the text) before any "
+                                   "Capabilities or Status line: its ACS and ATS are not shown")
             continue
         names = listed.get(address, set())
         missing = [(capability, registers) for capability, registers, key, needed in _LISTED_REGISTERS

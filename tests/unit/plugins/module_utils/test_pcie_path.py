@@ -113,6 +113,14 @@ def test_a_whole_block_without_extended_capabilities_has_no_acs_where_lspci_read
     assert alone["functions"]["0000:00:1c.0"]["unreadable"].startswith("its PCI Express capability is listed but none of its extended")
 
 
+def test_lspci_v_gives_the_iommu_group_in_its_flags_and_an_elided_block_is_unknown():
+    parsed = parse_lspci_vvv((LSPCI / "tiny5_m2_riser_19_x710_lspci_v_flags_iommu_group_paren_elision.txt").read_text())
+    for address in ("0000:01:00.0", "0000:01:00.1"):
+        function = parsed["functions"][address]
+        assert (function["iommu_group"], function["acs"], function["ats"]) == (2, None, None)
+        assert function["unreadable"].startswith("its lines are cut (an elision such as")
+
+
 def test_a_pcie_to_pci_bridge_is_named_so():
     parsed = parse_lspci_vvv((LSPCI / "cmlgpu_renesas_pcie_to_pci_bridge_with_aer_partial.txt").read_text())
     assert parsed["functions"]["0000:09:00.0"]["port_type"] == "pcie_to_pci_bridge"
@@ -123,11 +131,11 @@ def test_lspci_k_shows_no_capability_so_acs_is_unknown_not_absent():
     switch, nic = parsed["functions"]["0000:04:08.0"], parsed["functions"]["0000:21:00.0"]
     assert "PEX 8747" in switch["description"] and "ConnectX-4 Lx" in nic["description"]
     reasons = {entry["unreadable"] for entry in parsed["functions"].values()}
-    assert reasons == {"only the lines of lspci -k are in the text (Subsystem, the kernel driver and modules): its capabilities, "
-                       "ACS and ATS, are not shown",
+    assert reasons == {"only its Subsystem and kernel driver lines are in the text (lspci -k, or lspci filtered by grep): its "
+                       "capabilities, ACS and ATS, are not shown",
                        "only its one-line listing is in the text (lspci without -vvv, or a listing filtered by grep): its ACS and "
                        "ATS are not shown"}
-    assert switch["unreadable"].startswith("only the lines of lspci -k")
+    assert switch["unreadable"].startswith("only its Subsystem and kernel driver lines")
 
 
 def test_an_acs_capability_without_its_registers_is_unknown():
