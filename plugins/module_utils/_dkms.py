@@ -61,11 +61,6 @@ _WEAK_FROM = re.compile(r"^from\s+(?P<kernel>\S+)")
 # The line that ends dkms's message of a failed build: "Consult /var/lib/dkms/.../make.log for more information."
 _LAST_LINE_OF_MESSAGE = re.compile(r"^Consult \S+ for more information\.?$")
 
-
-def _indent(raw):
-    """How far a line is indented (tabs and blanks alike), after a mail's quote marks."""
-    text = MAIL_QUOTE_MARKS.sub("", raw.lstrip("\ufeff"))
-    return len(text) - len(text.lstrip(" \t"))
 # What a paste carries besides the output: a shell prompt (``$ dkms status``,
 # ``[root@node ~]# dkms status``), a ``#`` comment, the command line itself.
 _COMMAND = re.compile(r"^(?:sudo\s+)?dkms(?:\s+(?:status|build|install|add|remove|autoinstall|--version|-[a-z]|-m|-v|-k)\b.*)?$")
@@ -136,6 +131,12 @@ def _split_suffixes(rest):
             notes.append(text)
         rest = rest[paren.end():].strip()
     return built_for, warnings, notes
+
+
+def _indent(raw):
+    """How far a line is indented (tabs and blanks alike), after a mail's quote marks."""
+    text = MAIL_QUOTE_MARKS.sub("", raw.lstrip("\ufeff"))
+    return len(text) - len(text.lstrip(" \t"))
 
 
 def parse_status_line(line):
