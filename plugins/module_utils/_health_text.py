@@ -63,10 +63,14 @@ _RECORD_FORMS = (
         r"^(?P<time>" + _ISO_TIME + r") (?P<tag>kernel): (?P<message>.*)$")),
     ("syslog", re.compile(
         r"^(?P<time>" + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<tag>kernel): (?P<message>.*)$")),
-    # talosctl dmesg: "node-1: kern:    info: [2026-04-24T02:31:03.359109363Z]: message"
+    # talosctl dmesg: "node-1: kern:    info: [2026-04-24T02:31:03.359109363Z]: message" (its dashboard's log pane
+    # leaves the node out)
     ("journal", re.compile(
-        r"^(?P<host>\S+): (?P<facility>kern|user|daemon|syslog|auth):\s+(?P<level>[a-z]+): "
+        r"^(?:(?P<host>\S+): )?(?P<facility>kern|user|daemon|syslog|auth):\s+(?P<level>[a-z]+): "
         r"\[(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]: (?P<message>.*)$")),
+    # daemontools' multilog over the kernel's log: "2007-01-10 02:40:07.614768500 <6>e1000: eth0: ..." (the level
+    # where a host would be)
+    ("syslog", re.compile(r"^(?P<time>" + _ISO_TIME + r") <[0-9]{1,3}>(?P<message>.*)$")),
     # journalctl -o short-iso / syslog with ISO time: "2024-01-08T10:11:12+0000 host tag[pid]: message"
     ("journal", re.compile(
         r"^(?P<time>" + _ISO_TIME + r") (?P<host>\S+) "
@@ -112,6 +116,9 @@ _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
 # Carrier messages, as the kernel (drivers, bonding, IPv6 addrconf) and systemd-networkd write them.
 _EVENT_FORMS = (
+    # e1000 before 2.6.2x names its function too (first: the general form below would take it for the netdev): "e1000: eth0: e1000_watchdog: NIC Link is Up 100 Mbps ..."
+    ("driver", re.compile(r"^(?P<driver>e1000e?|e100|igb|ixgb|ixgbe): (?P<netdev>[\w.@-]+): \w+_watchdog\w*: NIC Link is (?P<state>up|down)\b",
+                          re.IGNORECASE)),
     # mlx5_core 0000:01:00.1 eth1: Link up / ixgbe ... eth11: NIC Link is Down / igb ...: igb: eth0 NIC
     # Link is Down / mt7530-mdio mdio-bus:1f lan: Link is Up - 1Gbps/Full / mlx4_en: eth2: Link Down /
     # r8169 0000:0b:00.0: eth0: link down (older kernels: a colon after the bus id)
@@ -159,7 +166,7 @@ _LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\bp
 # before a message, or an arrow ("-> cpu: 4"), is not one.
 _PROMPT = re.compile(r"^\s*(?:(?!<)\S*(?:[$#]|(?<!-)>)|\[[^\]]*\][$#])\s+\S")
 # A mail's quote marks before a pasted log (">> [18865.848172] mlx5_core ..."), possibly nested.
-_QUOTE_MARKS = re.compile(r"^\s*(?:>[ \t]?)+(?=\S)")
+_QUOTE_MARKS = re.compile(r"^\s*(?:>[ \t]*)+(?=\S)")
 
 
 def _journal_json(text):

@@ -84,6 +84,12 @@ def test_a_journal_printed_newest_first_is_read_oldest_first():
     # dmesg -H: the time since the record before, which gives no duration.
     ("notes_dmesg_H_relative_stamps_mlx5_vf_link_up_twice.txt", {"enP20912s1": {"down": 0, "up": 2, "losses": 0, "last": "up"}},
      {"enP20912s1": []}),
+    # e1000's older forms, with and without its function's name; multilog's stamps before the kernel's level.
+    ("lkml_2007_quoted_multilog_level_e1000_watchdog_function_form.txt", {"eth0": {"down": 0, "up": 3, "losses": 0, "last": "up"}},
+     {"eth0": []}),
+    ("ubuntuforums_2011_dmesg_grep_e1000_e1000e_old_forms_watchdog_task_after_reload.txt",
+     {"eth0": {"down": 2, "up": 3, "losses": 2, "last": "up"}, "eth1": {"down": 2, "up": 4, "losses": 2, "last": "up"}},
+     {"eth0": [12.193, 8.345], "eth1": [9.536, 5.93]}),
     # A capture tool's bracketed prefix before dmesg --ctime's records.
     ("codespaces_log_bracketed_prefix_dmesg_ctime_mlx5_vf_link_up_partial.txt",
      {"enP43566s1": {"down": 0, "up": 2, "losses": 0, "last": "up"}}, {"enP43566s1": []}),
@@ -94,6 +100,13 @@ def test_more_record_and_message_forms(name, netdevs, seconds):
     assert seconds_of(name) == seconds
     # Every link line was read: none is left as a note.
     assert not [n["text"] for n in parsed["notes"] if n["text"] and ("Link up" in n["text"] or "Link is Up" in n["text"])]
+
+
+def test_talosctl_without_its_node_name_and_multilog_stamps_are_records_with_their_times():
+    talos = parse_carrier_events((DOWN / "talos_dashboard_log_pane_no_node_prefix_padding_stripped.txt").read_text())
+    assert (talos["records"], len(talos["events"]), talos["end"]) == (40, 6, {"time": "2023-09-26T16:44:22.745331265Z", "monotonic_seconds": None})
+    multilog = parse_carrier_events((DOWN / "lkml_2007_quoted_multilog_level_e1000_watchdog_function_form.txt").read_text())
+    assert (multilog["records"], multilog["events"][0]["host"], multilog["events"][0]["time"]) == (14, None, "2007-01-10 02:40:07.614768500")
 
 
 def test_gains_without_losses_have_no_period():
