@@ -44,8 +44,7 @@ _CUDA = re.compile(
     r"Got PCIe address of: \S+|Starting GPU touching process|stopping CUDA gpu touch running kernel|"
     r"Calling (?:ibv_reg_dmabuf_mr|mlx5dv_reg_dmabuf_mr|ibv_reg_mr_ex with dmabuf)\(.*\).*|using DMA-BUF for GPU buffer address at .*|"
     r"Perftest doesn't supports CUDA tests with inline messages: inline size set to 0|"
-    r"Using ROCm Device with ID: \d+, .*|allocated \d+ bytes of GPU buffer at \S+|"
-    r"Waiting for client rdma_cm QP to connect|Please run the same command with the IB/RoCE interface IP)\s*$"
+    r"Using ROCm Device with ID: \d+, .*|allocated \d+ bytes of GPU buffer at \S+)\s*$"
 )
 # What newer perftest prints around a run (the clock it measured, when it connected and finished), and
 # what it prints before a completion error (src/perftest_resources.c: the send and completion counts).
@@ -55,6 +54,8 @@ _INFO = re.compile(
     # An MTU perftest lowered (perftest_parameters.c, perftest_communication.c), a device it did not find.
     r"Requested mtu is higher than active mtu|Changing to active mtu - \d+|Max msg size in UD is MTU \d+|Changing to this MTU|"
     r"If device exists, check if driver is up|"
+    # An rdma_cm server waiting (-R): no GPU in it.
+    r"Waiting for client rdma_cm QP to connect|Please run the same command with the IB/RoCE interface IP|"
     # raw_ethernet's box around the Ethernet header it sends (raw_ethernet_resources.c).
     r"\*+raw ethernet header\**|\|[-| ]*\||\|[\w .:|-]*\|)\s*$"
 )
@@ -248,8 +249,13 @@ def hint_for(cause):
 def _text_lines(text):
     if text is None:
         return []
-    # No line of perftest's starts with ">": mail quote marks go.
-    return [MAIL_QUOTE_MARKS.sub("", line) for line in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    # No line of perftest's starts with ">" or "[": mail quote marks go, and so does a launcher's label of the
+    # process that printed it ("[rank 1]  #bytes ...", "[pod/server]").
+    return [_LAUNCHER_LABEL.sub("", MAIL_QUOTE_MARKS.sub("", line))
+            for line in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+
+
+_LAUNCHER_LABEL = re.compile(r"^\[[A-Za-z][\w ./:-]{0,40}\]\s+")
 
 
 _COUNT_COLUMNS = ("bytes", "iterations")
@@ -352,6 +358,7 @@ class _Table:
                 self.time_unit = unit
         self.kind = "bw" if self.bw_unit else ("lat" if self.time_unit else None)
         self.first_bytes = None  # the message size of its first row, once read
+        self.first_rate = None  # and its message rate (Mpps)
 
 
 _TABLE_KINDS = {"bw": "bandwidth", "lat": "latency"}
@@ -457,6 +464,14 @@ def _checked_unit(printed, size, average, msg_rate, notes):
         return other
     _note(notes, "the %s figures of %s-byte rows do not agree with their message rate" % (printed, size))
     return printed
+
+
+def _other_rate(first_rate, row):
+    """Whether ``row``'s message rate is not the first table's first row's: more than twice or less than half."""
+    rate = row.get("msg_rate_mpps")
+    if not first_rate or not rate or first_rate <= 0 or rate <= 0:
+        return False
+    return max(rate, first_rate) / min(rate, first_rate) > 2
 
 
 def _not_peers(local_addresses, remote_addresses, second_block):
@@ -704,8 +719,15 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
                 break
             else:
                 row, unit = _row(table, values[: len(table.columns)], notes)
+                if len(tables) == 2 and table is tables[1] and table.first_bytes is None and _other_rate(tables[0].first_rate, row):
+                    # Both sides of one run report one message rate: another at the same size is another run.
+                    _note(notes, "another run of the test starts here (%s bytes again, at %s Mpps after %s): only the first run "
+                          "is read" % (values[0], row.get("msg_rate_mpps"), tables[0].first_rate), number, line)
+                    del tables[1:]
+                    drop_later_blocks()
+                    break
                 if table.first_bytes is None:
-                    table.first_bytes = values[0]
+                    table.first_bytes, table.first_rate = values[0], row.get("msg_rate_mpps")
                 raw_rows.append(row)
                 if unit and unit not in units:
                     units.append(unit)

@@ -164,6 +164,22 @@ def test_another_runs_header_keys_are_not_the_first_runs():
     assert {a["qpn"] for a in parsed["local_addresses"]} == {"0x018a"}
 
 
+def test_a_launchers_label_before_each_line_and_an_rdma_cm_server_without_a_gpu():
+    ranks = parse_perftest((FIXTURES / "perftest" / "ib_send_lat_two_sides_rank_labels_before_each_line_h200_modal.txt").read_text())
+    assert (ranks["kind"], ranks["sides"], ranks["failure"], ranks["results"][0]["t_avg_usec"]) == ("lat", 2, None, 14.32)
+    server = parse_perftest((FIXTURES / "perftest" / "ib_send_lat_server_rxe_ipv6_rdma_cm_waiting_lines_no_gpu_container_prompt.txt")
+                            .read_text())
+    assert (server["gpu_memory"], server["gpu"]) == (False, None)
+
+
+def test_two_runs_at_one_size_with_other_message_rates_are_not_two_sides():
+    parsed = parse_perftest((FIXTURES / "perftest" / "ib_send_bw_two_runs_same_size_other_message_rates_case1_case2_mail_with_prose.txt")
+                            .read_text())
+    assert (parsed["sides"], parsed["sides_agree"], parsed["results"][0]["msg_rate_mpps"]) == (1, None, 5.67734)
+    assert [n["reason"] for n in parsed["notes"] if n["reason"].startswith("another")] == [
+        "another run of the test starts here (1024 bytes again, at 0.942218 Mpps after 5.67734): only the first run is read"]
+
+
 def test_the_two_sides_of_one_run_are_still_two_sides():
     server = parse_perftest((FIXTURES / "perftest" / "ib_write_bw_s1M_server_IB_MBsec.txt").read_text())
     client = parse_perftest((FIXTURES / "perftest" / "ib_write_bw_s1M_client_IB_MBsec.txt").read_text())

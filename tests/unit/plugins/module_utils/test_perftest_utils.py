@@ -95,6 +95,10 @@ EXPECTED = {
     "ib_send_bw_UD_D10_client_max_msg_size_in_UD_changing_mtu_peak_not_measured.txt": [(4096, 94.691614)],
     "ib_write_bw_a_DC_q2_server_dot_slash_command_srqn_in_addresses.txt": [(8388608, 97.56)],
     "ib_send_bw_n5_client_then_server_of_another_run_terminal_with_prompts.txt": [(1024, 2.222478)],
+    # A launcher's label before each line; an rdma_cm latency server; two runs at one size (other message rates).
+    "ib_send_lat_two_sides_rank_labels_before_each_line_h200_modal.txt": [(2, None)],
+    "ib_send_lat_server_rxe_ipv6_rdma_cm_waiting_lines_no_gpu_container_prompt.txt": [(2, None)],
+    "ib_send_bw_two_runs_same_size_other_message_rates_case1_case2_mail_with_prose.txt": [(1024, round(5544.28 * MIB_GBPS, 6))],
 }
 
 
