@@ -67,7 +67,9 @@ _CHANNEL = re.compile(
 )
 # What newer NCCL appends to a channel line, and Ray's note on repeated lines.
 _CHANNEL_TAIL = re.compile(r"\s+(?:comm 0x[0-9a-fA-F]+.*|\[repeated \d+x across cluster\].*)$")
-_NET_TRANSPORT = re.compile(r"^NET/(?P<name>[^/]+)/(?P<device>\d+)(?:\((?P<merged>\d+)\))?(?P<flags>(?:/[A-Za-z]+)*)$")
+# NET/IB/0/GDRDMA, NET/IB/5(2)/GDRDMA/Shared (the (2): PXN's proxy rank, whose NIC relays the send),
+# NET/IB/0/GDRDMA(PCI) (2.27's mode of GPUDirect RDMA on C2C systems).
+_NET_TRANSPORT = re.compile(r"^NET/(?P<name>[^/]+)/(?P<device>\d+)(?:\((?P<proxy>\d+)\))?(?P<flags>(?:/[A-Za-z]+(?:\([A-Za-z]+\))?)*)$")
 _COLLNET_TRANSPORT = re.compile(r"^COLLNET/(?P<name>[^/]+)/(?P<device>\d+)(?P<flags>(?:/[A-Za-z]+)*)$", re.IGNORECASE)
 
 TRANSPORT_KINDS = ("net_ib", "net_socket", "net_plugin", "p2p", "shm", "collnet", "nvls", "other")
@@ -95,7 +97,7 @@ def transport_kind(transport):
     net = _NET_TRANSPORT.match(text)
     if net:
         name = net.group("name")
-        flags = [flag for flag in net.group("flags").split("/") if flag]
+        flags = [flag.split("(")[0] for flag in net.group("flags").split("/") if flag]  # GDRDMA(PCI) is GDRDMA
         lowered = name.lower()
         if lowered.startswith("ib"):
             kind = "net_ib"
@@ -104,7 +106,7 @@ def transport_kind(transport):
         else:
             kind = "net_plugin"
         return kind, {"net": name, "net_device": int(net.group("device")),
-                      "merged_device": int(net.group("merged")) if net.group("merged") else None,
+                      "proxy_rank": int(net.group("proxy")) if net.group("proxy") else None,
                       "gdrdma": "GDRDMA" in flags, "shared": "Shared" in flags}
     upper = text.upper()
     if upper.startswith("P2P"):
@@ -227,6 +229,10 @@ def _read_message(result, message, number, seen_channels):
         key = (channel.group("channel"), channel.group("sub"), channel.group("src"), channel.group("dst"),
                channel.group("direction"), channel.group("transport"))
         kind, details = transport_kind(channel.group("transport"))
+        if kind == "other" and len(channel.group("transport")) < 4:
+            # "... via P" whose "2P/IPC/read" another process's output tore off (Ray, mpirun interleaving).
+            _note(result["notes"], "a channel line cut short (%r after via): not counted" % channel.group("transport"), number, message)
+            return
         entry = {
             "channel": int(channel.group("channel")), "sub": int(channel.group("sub")) if channel.group("sub") else None,
             "src_rank": int(channel.group("src")), "dst_rank": int(channel.group("dst")) if channel.group("dst") else None,
@@ -278,6 +284,9 @@ def _read_message(result, message, number, seen_channels):
         return
     gdr = _GDR_LINE.search(message)
     if gdr:
+        if gdr.group("name") and gdr.group("hca").isdigit():
+            # "for HCA 0 'mlx5_0'" names the index a later "for GPU 8 / HCA 0" gives alone (gIB prints both).
+            result["gdr"].setdefault("names", {})[gdr.group("hca")] = gdr.group("name")
         name = gdr.group("name") or gdr.group("hca")
         bucket = result["gdr"]["enabled" if gdr.group("state") == "Enabled" else "disabled"]
         if name not in bucket:
@@ -305,8 +314,10 @@ def _settle(result):
     for state in ("enabled", "disabled"):
         # "GPU Direct RDMA Enabled for GPU 81000 / HCA 1" names the HCA by NCCL's index: its device name
         # where the "NET/IB : Using [1]mlx5_1:1/IB" line gave one.
-        names = [by_index.get(int(hca), hca) if hca.isdigit() else hca for hca in result["gdr"][state]]
+        named = result["gdr"].get("names") or {}
+        names = [by_index.get(int(hca)) or named.get(hca, hca) if hca.isdigit() else hca for hca in result["gdr"][state]]
         result["gdr"][state] = list(dict.fromkeys(names))
+    result["gdr"].pop("names", None)
     if not result["channels"]:
         _note(result["notes"], "no channel line (NCCL INFO Channel ... via ...): the log does not say which transport "
                                "NCCL connected (NCCL_DEBUG=INFO prints them when a communicator is set up)")

@@ -121,6 +121,17 @@ def test_every_datatype_of_one_run_is_one_run_and_float_gives_the_figure():
                                                                     "int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)"]
 
 
+def test_an_hca_named_on_one_gdr_line_is_that_name_on_a_line_that_gives_its_index():
+    parsed = log("nccl_info_gib_gdr_enabled_by_hca_name_then_by_index_ray_prefix_a3ultra_PARTIAL.log")
+    assert parsed["gdr"] == {"rings": [], "enabled": ["mlx5_%d" % n for n in range(8)], "disabled": []}
+
+
+def test_a_channel_line_torn_after_via_is_not_counted():
+    parsed = log("nccl_info_vllm_ray_lines_torn_by_interleaving_channel_cut_after_via_PARTIAL.log")
+    assert "other" not in parsed["transports"]
+    assert [n["reason"] for n in parsed["notes"] if "cut short" in n["reason"]] == ["a channel line cut short ('P' after via): not counted"]
+
+
 def test_old_logs_without_channels():
     socket = log("nccl_info_socket_no_ib_device_nccl_2.7.8_issue447.log")
     assert (socket["version"], socket["network"], socket["ib_no_device"], socket["channels"]) == ("2.7.8+cuda10.2", "Socket", True, [])
@@ -135,7 +146,9 @@ def test_text_without_nccl_lines_is_one_sentence():
 
 
 def test_transport_kinds():
-    assert transport_kind("NET/IB/2(3)/GDRDMA") == ("net_ib", {"net": "IB", "net_device": 2, "merged_device": 3, "gdrdma": True, "shared": False})
+    # (3): PXN's proxy rank, whose NIC relays the send.
+    assert transport_kind("NET/IB/2(3)/GDRDMA") == ("net_ib", {"net": "IB", "net_device": 2, "proxy_rank": 3, "gdrdma": True, "shared": False})
+    assert transport_kind("NET/IB/0/GDRDMA(PCI)") == ("net_ib", {"net": "IB", "net_device": 0, "proxy_rank": None, "gdrdma": True, "shared": False})
     assert transport_kind("NET/IBext_v8/2")[0] == "net_ib"
     assert transport_kind("NET/Socket/0/Shared")[0] == "net_socket"
     assert transport_kind("direct shared memory")[0] == "shm"
