@@ -116,7 +116,8 @@ _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
 # Carrier messages, as the kernel (drivers, bonding, IPv6 addrconf) and systemd-networkd write them.
 _EVENT_FORMS = (
-    # e1000 before 2.6.2x names its function too (first: the general form below would take it for the netdev): "e1000: eth0: e1000_watchdog: NIC Link is Up 100 Mbps ..."
+    # e1000 before 2.6.2x names its function too, "e1000: eth0: e1000_watchdog: NIC Link is Up 100 Mbps ...": first,
+    # as the general form below would take the function for the netdev.
     ("driver", re.compile(r"^(?P<driver>e1000e?|e100|igb|ixgb|ixgbe): (?P<netdev>[\w.@-]+): \w+_watchdog\w*: NIC Link is (?P<state>up|down)\b",
                           re.IGNORECASE)),
     # mlx5_core 0000:01:00.1 eth1: Link up / ixgbe ... eth11: NIC Link is Down / igb ...: igb: eth0 NIC
