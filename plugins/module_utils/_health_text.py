@@ -154,6 +154,9 @@ _EVENT_FORMS = (
     ("driver", re.compile(r"^\[(?P<driver>qede)_\w+:[0-9]+\((?P<netdev>[\w.@-]+)\)\]\s*Link is (?P<state>up|down)\b",
                           re.IGNORECASE)),
 )
+# systemd-networkd's "eth0: Link UP" / "eth0: Link DOWN" says the interface was set up or down (IFF_UP), not
+# that its carrier changed ("Gained carrier" / "Lost carrier" do): a wlan0 without a carrier is "Link UP" too.
+_NETWORKD_ADMIN_STATE = re.compile(r"^[\w.@-]+: Link (?:UP|DOWN)\s*$")
 # A console that printed one record into the middle of another ("...dhcp for interfa[  142.361359] bnxt_en ...").
 _EMBEDDED_STAMP = re.compile(r"\[\s*[0-9]{1,12}\.[0-9]{1,9}\] ")
 # Only a message whose halves speak of a link or a carrier is tried whole (the cheap test before the others).
@@ -230,6 +233,8 @@ def _record_of(text):
 
 def _event(message):
     """``(source, netdev, carrier, bond, bus_id)`` of a carrier message, or None."""
+    if _NETWORKD_ADMIN_STATE.match(message):
+        return None
     for source, form in _EVENT_FORMS:
         match = form.match(message)
         if not match:

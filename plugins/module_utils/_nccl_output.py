@@ -347,8 +347,11 @@ def ib_hca_entries(value):
 # nccl-tests: "nThread 1 nGpus 8 minBytes 8 maxBytes ..."; rccl-tests: "nThreads: 1 nGpus: 2 nRanks: 1 minBytes: ..."
 _TESTS_PARAMS = re.compile(r"nThreads?:?\s+(?P<nthread>\d+)\s+nGpus:?\s+(?P<ngpus>\d+)\s+(?:nRanks:?\s+\d+\s+)?"
                            r"minBytes:?\s+(?P<min>\d+)\s+maxBytes:?\s+(?P<max>\d+)")
-_TESTS_VERSION = re.compile(r"[nr]ccl-tests version (?P<version>\S+)")
-_TESTS_NAME = re.compile(r"Collective test starting: (?P<name>\S+)|"
+# "# nccl-tests version 2.17.6 ...", "# rccl-tests version 2.17.9-...", older rccl-tests' "rccl-tests: Version develop:448c4c7".
+_TESTS_VERSION = re.compile(r"[nr]ccl-tests:? [Vv]ersion (?P<version>\S+)")
+# What nccl-tests prints when a test fails: "node0: Test CUDA failure common.cu:389 'an illegal memory access ...'".
+_TESTS_FAILURE = re.compile(r"\bTest (?:NCCL|CUDA) failure \S+ '[^']*'")
+_TESTS_NAME = re.compile(r"Collective test (?P<state>starting|concluded): (?P<name>\S+)|"
                          r"\b(?P<binary>(?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)_perf)\b")
 _TESTS_DEVICE = re.compile(
     # Builds against NCCL 1 print no Pid.
@@ -469,7 +472,15 @@ def parse_nccl_tests(text, strict=False):
         if len(line) > MAX_LINE:
             _note(notes, "a line longer than %d characters, not read" % MAX_LINE, number, line)
             continue
+        failure = _TESTS_FAILURE.search(line)
+        if failure:
+            _note(notes, "the test failed: %s" % failure.group(0), number, line)
         name = _TESTS_NAME.search(line)
+        if name and name.group("state") == "concluded":
+            # "# Collective test concluded: sendrecv_perf" closes the table above it: that test's.
+            result["test"] = result["test"] or name.group("name")
+            recognised += 1
+            continue
         if name:
             named = name.group("name") or name.group("binary")
             if result["rows"]:

@@ -25,7 +25,7 @@ import json
 import os
 import re
 
-from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAIL_QUOTE_MARKS
+from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAIL_QUOTE_MARKS, is_shell_prompt
 from ansible_collections.rdma.node.plugins.module_utils._files import read_text_and_reason
 from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, reader
 from ansible_collections.rdma.node.plugins.module_utils._query_commands import (
@@ -189,6 +189,7 @@ def parse_dcb_app(text):
         result["default_prio"] = [p for p in loaded.get("default_prio") or [] if isinstance(p, int)]
         return _single_prio(result)
     read = False  # whether an output line was read since the last `dcb ... show` command
+    read_any, foreign = False, None  # any app line at all; the first line that is neither dcb's nor a prompt
     for line in _lines(text, what):
         words = line.split()
         if "dcb" in words:
@@ -197,7 +198,10 @@ def parse_dcb_app(text):
             if "show" in words and read:
                 result, read = {"dscp_prio": {}, "pcp_prio": {}, "default_prio": []}, False
             continue
-        read = read or any(key in words for key in ("dscp-prio", "pcp-prio", "default-prio"))
+        app_line = any(key in words for key in ("dscp-prio", "pcp-prio", "default-prio"))
+        read, read_any = read or app_line, read_any or app_line
+        if not app_line and foreign is None and line.strip() and not is_shell_prompt(MAIL_QUOTE_MARKS.sub("", line).strip()):
+            foreign = line.strip()
         for key, json_key, names in (("dscp-prio", "dscp_prio", DSCP_NAMES), ("pcp-prio", "pcp_prio", PCP_NAMES)):
             if key in words:
                 for pair in words[words.index(key) + 1:]:
@@ -207,6 +211,9 @@ def parse_dcb_app(text):
                     result[json_key].setdefault(_app_value(selector, names, what), []).append(_app_value(priority, {}, what))
         if "default-prio" in words:
             result["default_prio"] = [int(w) for w in words[words.index("default-prio") + 1:] if w.isdigit()]
+    if not read_any and foreign is not None:
+        # An empty output is an empty table; another tool's text (lldptool's, mlnx_qos's errors) is none.
+        raise QosTextError("%s: no dscp-prio, pcp-prio or default-prio line, and %r is not its output" % (what, foreign[:80]))
     return _single_prio(result)
 
 

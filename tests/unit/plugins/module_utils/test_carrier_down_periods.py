@@ -109,6 +109,12 @@ def test_talosctl_without_its_node_name_and_multilog_stamps_are_records_with_the
     assert (multilog["records"], multilog["events"][0]["host"], multilog["events"][0]["time"]) == (14, None, "2007-01-10 02:40:07.614768500")
 
 
+def test_networkds_link_up_and_down_are_the_interfaces_state_not_its_carrier():
+    parsed = parse_carrier_events((DOWN / "cn_am62xx_notes_journalctl_networkd_link_up_down_beside_lost_gained_carrier.txt").read_text())
+    assert {e["source"] for e in parsed["events"]} == {"networkd"}
+    assert "wlan0" not in parsed["netdevs"]  # set up, never a carrier
+
+
 def test_gains_without_losses_have_no_period():
     assert periods_of((LOGS / "cubecos_733_journalctl_mlx5_eth1_link_up_prompt.txt").read_text()) == {
         "eth1": {"clock": "syslog (no year)", "periods": [], "reason": None}}
@@ -204,9 +210,10 @@ def test_printk_caller_and_dmesg_levels_are_read():
 
 def test_programs_writing_to_the_kernel_log_and_kmsg_records():
     parsed = parse_carrier_events((DOWN / "systemd_15445_dmesg_networkd_gained_carrier_veth.txt").read_text())
+    # networkd's "veth189c614a: Link UP" is the interface set up, not its carrier: only "Gained carrier" counts.
     assert [(e["line"], e["netdev"], e["source"]) for e in parsed["events"]] == [
-        (1, "veth7e084358", "networkd"), (6, "veth189c614a", "driver"), (7, "veth189c614a", "networkd"),
-        (12, "vethdfe5a742", "driver"), (13, "vethdfe5a742", "networkd")]
+        (1, "veth7e084358", "networkd"), (7, "veth189c614a", "networkd"), (13, "vethdfe5a742", "networkd")]
+    assert [n["line"] for n in parsed["notes"] if n["reason"] == "a link message this filter does not read"] == [6, 12]
     kmsg = parse_carrier_events((DOWN / "gpud_kmsg1_addrconf_ready_only.log").read_bytes())
     assert len(kmsg["events"]) == 27 and {e["carrier"] for e in kmsg["events"]} == {"up"}
     assert {e["log_format"] for e in kmsg["events"]} == {"kmsg"}

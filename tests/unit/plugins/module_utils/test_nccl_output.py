@@ -200,6 +200,15 @@ def test_a_collective_without_a_reduction_has_no_redop_and_one_run_is_one_run():
     assert table("superbench_all_reduce_perf_min_bytes_1_two_rows_of_size_0_old_layout.txt")["notes"] == []
 
 
+def test_rccl_tests_version_line_a_concluded_test_and_a_failed_one():
+    assert table("rccl_tests_alltoall_perf_version_colon_line_two_rows_mi355x_oci.txt")["version"] == "HEAD:e1b8a3a"
+    concluded = table("rccl_tests_sendrecv_perf_collective_test_concluded_then_next_test_rccl_pr2075_PARTIAL.txt")
+    assert concluded["test"] == "sendrecv_perf" and len(concluded["rows"]) == 9
+    failed = table("alltoall_perf_test_cuda_failure_glued_to_a_half_row_nccl_tests_issue355.txt")
+    assert failed["rows"] == [] and failed["notes"][0]["reason"] == (
+        "the test failed: Test CUDA failure common.cu:389 'an illegal memory access was encountered'")
+
+
 def test_text_without_a_table_is_one_sentence():
     with pytest.raises(NcclOutputError, match="nothing in the text is nccl-tests output"):
         parse_nccl_tests("the job hung\n")

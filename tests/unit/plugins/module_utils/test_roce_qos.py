@@ -96,6 +96,13 @@ def test_dcb_app_commands_between_outputs_are_not_output_and_the_last_show_is_re
     assert sparx5 == {"dscp_prio": {"63": [1, 2]}, "pcp_prio": {}, "default_prio": []}
 
 
+def test_another_tools_text_is_no_empty_dcb_app_table():
+    # An empty dcb app table would make the trust mode pcp by inference: lldptool's output must not pass for one.
+    with pytest.raises(QosTextError, match=r"^dcb app show: no dscp-prio, pcp-prio or default-prio line, and 'IEEE 8021QAZ PFC TLV' is not its output$"):
+        parse_dcb_app((QOS / "netdev-2020-05-29-ciornei_dpaa2_lldptool_pfc_not_dcb_app.txt").read_text())
+    assert parse_dcb_app("") == parse_dcb_app("$ dcb app show dev eth0\n") == {"dscp_prio": {}, "pcp_prio": {}, "default_prio": []}
+
+
 def test_dcb_several_attributes_on_one_line_and_app_names_in_a_service_log():
     text = (QOS / "talos-roce-dcb-readme_service-log_pfc-one-line_app-names.txt").read_text()
     assert parse_dcb_pfc(text) == {"enabled_priorities": [3], "pfc_cap": 8, "macsec_bypass": None, "delay": 0}
