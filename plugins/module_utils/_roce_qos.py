@@ -173,7 +173,8 @@ def parse_dcb_app(text):
 
     DSCP values come as numbers (JSON, ``-N``) or as iproute2's names (``CS3``, ``AF31``); dcb's JSON
     puts a ``" "`` after each pair, which is skipped. An empty output is an empty table. Command lines
-    (``$ dcb app replace ...``) are no output; of several ``dcb app show`` outputs, the last is read.
+    (a setting command pasted before its output) are no output; of several ``dcb app show`` outputs, the
+    last is read.
     """
     what = "dcb app show"
     result = {"dscp_prio": {}, "pcp_prio": {}, "default_prio": []}
@@ -193,7 +194,7 @@ def parse_dcb_app(text):
     for line in _lines(text, what):
         words = line.split()
         if "dcb" in words:
-            # A command, never output: `dcb app replace ... dscp-prio CS3:5` sets what a later show prints,
+            # A command, never output: a setting command (an app replace or add) sets what a later show prints,
             # and a later `dcb app show` prints the table anew (its output replaces an earlier one's).
             if "show" in words and read:
                 result, read = {"dscp_prio": {}, "pcp_prio": {}, "default_prio": []}, False
