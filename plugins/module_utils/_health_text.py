@@ -202,8 +202,8 @@ def _record(line):
     """``(kind, time text, monotonic seconds, host, message)`` of a log line, or None."""
     text = _DROPPED.sub("", line.strip())
     harness = _HARNESS_PREFIX.match(text)
-    if harness:  # a tool's own bracketed prefix before a bracketed kernel record
-        return _record(text[harness.end():]) or _record_of(text)
+    if harness:  # a tool's own bracketed prefix before a bracketed kernel record (one prefix: no recursion on node text)
+        return _record_of(text[harness.end():]) or _record_of(text)
     return _record_of(text)
 
 

@@ -104,6 +104,15 @@ def test_dmesg_decoded_with_facility_and_level_before_the_iso_time():
         (1, "ib0", "down", "driver")]
 
 
+def test_a_line_of_many_bracketed_prefixes_is_read_without_recursion():
+    # A node's log line of thousands of "[a] " before a record: one capture tool's prefix is read past, never more
+    # (the record inside the line is still found, as a record a console printed into another line).
+    result = parse_carrier_events("[a] " * 2000 + "[ 1.0] mlx5_core 0000:01:00.0 eth0: Link down\n")
+    assert (result["records"], brief(result)) == (1, [(1, "eth0", "down", "driver")])
+    prefixed = parse_carrier_events("[2026-09-03 05:50:31.887 Debug I] [ 1.0] mlx5_core 0000:01:00.0 eth0: Link down\n")
+    assert brief(prefixed) == [(1, "eth0", "down", "driver")]
+
+
 def test_a_kernel_tag_in_angle_brackets_is_no_shell_prompt():
     result = parse_carrier_events(read("centos64_serial_console_mofed20_mlx4_ib0_no_stamps_80col_wrap_initscripts.txt"))
     assert brief(result) == [(29, "ib0", "up", "addrconf")]
