@@ -65,6 +65,9 @@ _CHANNEL = re.compile(
     r"(?:\s*->\s*(?P<dst>\d+)(?:\[(?P<dst_dev>[0-9a-fA-Fx]+)\])?)?\s*(?:\[(?P<direction>send|receive)\]\s*)?"
     r"via\s+(?P<transport>.+?)\s*$"
 )
+# A channel line whose tail another process's output replaced before its "via" (mpirun, Slurm and Ray
+# interleave the ranks' writes): ``Channel 15/0 : 4[4] -> 12[4] [seSetting up ...``.
+_CHANNEL_TORN_BEFORE_VIA = re.compile(r"^(?:Channel|Ring)\s+\d+(?:/\d+)?\s*:\s*\d+(?:\[[0-9a-fA-Fx]+\])?\s*->")
 # What newer NCCL appends to a channel line, and Ray's note on repeated lines.
 _CHANNEL_TAIL = re.compile(r"\s+(?:comm 0x[0-9a-fA-F]+.*|\[repeated \d+x across cluster\].*)$")
 # NET/IB/0/GDRDMA, NET/IB/5(2)/GDRDMA/Shared (the (2): PXN's proxy rank, whose NIC relays the send),
@@ -229,9 +232,12 @@ def _read_message(result, message, number, seen_channels):
         key = (channel.group("channel"), channel.group("sub"), channel.group("src"), channel.group("dst"),
                channel.group("direction"), channel.group("transport"))
         kind, details = transport_kind(channel.group("transport"))
-        if kind == "other" and len(channel.group("transport")) < 4:
-            # "... via P" whose "2P/IPC/read" another process's output tore off (Ray, mpirun interleaving).
-            _note(result["notes"], "a channel line cut short (%r after via): not counted" % channel.group("transport"), number, message)
+        transport = channel.group("transport")
+        if kind == "other" and (len(transport) < 4 or transport.upper().startswith("NET/")):
+            # "... via P" whose "2P/IPC/read" another process's output tore off, or "via NET/IBext/6/GD"
+            # with that output glued on where "RDMA" was (Ray, mpirun and Slurm interleave the ranks' writes).
+            shown = transport if len(transport) <= 24 else transport[:24] + "..."
+            _note(result["notes"], "a channel line cut short (%r after via): not counted" % shown, number, message)
             return
         entry = {
             "channel": int(channel.group("channel")), "sub": int(channel.group("sub")) if channel.group("sub") else None,
@@ -245,6 +251,9 @@ def _read_message(result, message, number, seen_channels):
         if key not in seen_channels:
             seen_channels.add(key)
             result["channels"].append(entry)
+        return
+    if _CHANNEL_TORN_BEFORE_VIA.match(message) and " via " not in message:
+        _note(result["notes"], "a channel line cut short before its transport: not counted", number, message)
         return
     using = _USING_NETWORK.match(message)
     if using:

@@ -129,7 +129,17 @@ def test_an_hca_named_on_one_gdr_line_is_that_name_on_a_line_that_gives_its_inde
 def test_a_channel_line_torn_after_via_is_not_counted():
     parsed = log("nccl_info_vllm_ray_lines_torn_by_interleaving_channel_cut_after_via_PARTIAL.log")
     assert "other" not in parsed["transports"]
-    assert [n["reason"] for n in parsed["notes"] if "cut short" in n["reason"]] == ["a channel line cut short ('P' after via): not counted"]
+    assert [(n["line"], n["reason"]) for n in parsed["notes"] if "cut short" in n["reason"]] == [
+        (4, "a channel line cut short before its transport: not counted"),
+        (16, "a channel line cut short ('P' after via): not counted")]
+
+
+def test_a_channel_line_with_another_programs_print_glued_into_it_is_not_counted():
+    parsed = log("nccl_info_2.19.3_ibext_channel_lines_torn_by_application_prints_before_and_after_via_slurm_nebius_PARTIAL.log")
+    assert parsed["channels"] == [] and parsed["transports"] == {}
+    assert [(n["line"], n["reason"]) for n in parsed["notes"] if "cut short" in n["reason"]] == [
+        (2, "a channel line cut short ('NET/IBext/6/GDSetting up...' after via): not counted"),
+        (66, "a channel line cut short before its transport: not counted")]
 
 
 def test_old_logs_without_channels():
