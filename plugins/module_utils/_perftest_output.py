@@ -65,6 +65,8 @@ _CUDA_PICKED = re.compile(r"^Picking (?:device No\.|GPU number) (?P<index>\d+)\s
 _CUDA_FIRST = re.compile(r"^There are \d+ devices supporting CUDA, picking first")
 _STARS = re.compile(r"^\s*\*+\s*$")
 _BANNER = re.compile(r"Waiting for client to connect", re.IGNORECASE)
+# A one-way RDMA write or read bandwidth test, whose server only waits and then prints the client's last row.
+_ONE_WAY_RDMA_TITLE = re.compile(r"^RDMA_(?:Write|Read) (?:Post List )?BW Test$")
 _TITLE = re.compile(r"^\s*((?:[A-Za-z_]+ )+(?:BW|Latency|Lat) Test)\s*$")
 _ADDRESS = re.compile(r"^\s*(local|remote) address:\s*(.*?)\s*$")
 _ADDRESS_KEYS = re.compile(r"\b(LID|QPN|PSN|OUT|RKey|VAddr|SRQ[Nn])\b")
@@ -359,6 +361,8 @@ class _Table:
         self.kind = "bw" if self.bw_unit else ("lat" if self.time_unit else None)
         self.first_bytes = None  # the message size of its first row, once read
         self.first_rate = None  # and its message rate (Mpps)
+        self.rows = 0  # how many rows it has given
+        self.last_bytes = None  # and the message size of the last
 
 
 _TABLE_KINDS = {"bw": "bandwidth", "lat": "latency"}
@@ -538,6 +542,17 @@ def _header_facts(header):
     }
 
 
+def _ends_waiting(lines):
+    """Whether the output ends with a server's waiting banner (nothing after it but its rules of ``*`` or ``-``
+    and a shell's prompt)."""
+    for line in reversed(lines):
+        if _BANNER.search(line):
+            return True
+        if line.strip("*- ") and not is_shell_prompt(line):
+            return False
+    return False
+
+
 def classify_failure(stdout, stderr="", rc=None, timed_out=False, has_results=False, timeout=None, role=None):
     """Return ``{cause, hint, line}`` for a failed run, or None when nothing failed.
 
@@ -568,6 +583,8 @@ def classify_failure(stdout, stderr="", rc=None, timed_out=False, has_results=Fa
             line = err_lines[-1]
         elif rc not in (None, 0):
             line = "exited with status %s%s" % (rc, " after: " + out_lines[-1] if out_lines else "")
+        elif _ends_waiting(out_lines):
+            line = "no result rows: the server was still waiting for a client where the output ends"
         elif out_lines:
             line = "no result rows in the output; last line: " + out_lines[-1]
         else:
@@ -708,6 +725,17 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
             elif len(values) < len(table.columns):
                 _note(notes, "a row with %d of %d columns%s, ignored" % (len(values), len(table.columns), stream),
                       number, line)
+            elif (len(tables) == 2 and table is tables[1] and table.first_bytes is None and tables[0].rows > 1
+                  and values[0] != tables[0].last_bytes and titles
+                  and _ONE_WAY_RDMA_TITLE.match(" ".join(titles[0].split()))):
+                # The server of a one-way RDMA write or read test prints one row, the client's last: after a table
+                # of several sizes, a table that starts at another size is another run (a mail's before and after).
+                _note(notes, "another run of the test starts here (%s bytes after a table of %d sizes, where the server of "
+                      "this test prints only the client's last row): only the first run is read"
+                      % (values[0], tables[0].rows), number, line)
+                del tables[1:]
+                drop_later_blocks()
+                break
             elif (len(tables) == 2 and table is tables[1] and table.first_bytes is None
                   and tables[0].first_bytes not in (None, values[0])):
                 # Both sides of one run print the same sizes: a second table that starts at another size is
@@ -729,6 +757,8 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
                 if table.first_bytes is None:
                     table.first_bytes, table.first_rate = values[0], row.get("msg_rate_mpps")
                 raw_rows.append(row)
+                table.rows += 1
+                table.last_bytes = values[0]
                 if unit and unit not in units:
                     units.append(unit)
             continue

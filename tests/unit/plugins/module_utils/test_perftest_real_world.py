@@ -13,8 +13,8 @@ from testpaths import FIXTURES
 
 SAMPLES = sorted((FIXTURES / "perftest").glob("*.txt"))
 # The terminal transcript of the write-up holds shell job lines and prose around the tool's output, as a
-# mail with prose does.
-CLEAN = [p for p in SAMPLES if "terminal_with_prompts" not in p.name and "mail_with_prose" not in p.name]
+# mail with prose does, and a script's own lines around it.
+CLEAN = [p for p in SAMPLES if not any(mark in p.name for mark in ("terminal_with_prompts", "mail_with_prose", "with_other_lines"))]
 
 
 def _facts(parsed):
@@ -198,3 +198,28 @@ def test_a_header_that_lost_the_hash_of_iterations_keeps_its_columns():
     last = parsed["results"][-1]
     assert (last["bytes"], last["iterations"]) == (128, 1000)
     assert parsed["bw_average_gbps"] == pytest.approx(310.05 * 8 / 1000 * 1.048576, rel=1e-6)
+
+
+def test_a_second_table_of_a_one_way_rdma_test_after_a_table_of_all_sizes_is_another_run():
+    # The server of a one-way RDMA write or read test prints one row, the client's last: two tables of all
+    # sizes are two runs (a patch mail's before and after), whose message rates differ by less than twice.
+    runs = parse_perftest((FIXTURES / "perftest" / "ib_read_bw_a_rxe0_two_runs_before_and_after_a_patch_snip_lines_mail_with_prose.txt")
+                          .read_text())
+    assert (runs["sides"], runs["sides_agree"], len(runs["results"])) == (1, None, 23)
+    assert runs["results"][-1]["bw_average_gbps"] == pytest.approx(17.82 * 8 * 1.048576 / 1000)
+    assert [n["reason"] for n in runs["notes"] if n["reason"].startswith("another")] == [
+        "another run of the test starts here (2 bytes after a table of 23 sizes, where the server of this test prints only "
+        "the client's last row): only the first run is read"]
+    # The client's table of all sizes and the server's one row, the client's last, are the two sides of one run.
+    sides = parse_perftest((FIXTURES / "perftest" / "ib_write_bw_a_loopback_server_and_client_lines_interleaved_superbench.txt")
+                           .read_text())
+    assert (sides["sides"], sides["sides_agree"], len(sides["results"])) == (2, True, 23)
+    assert not any(n["reason"].startswith("another") for n in sides["notes"])
+
+
+def test_a_server_still_waiting_where_the_output_ends_says_so():
+    parsed = parse_perftest((FIXTURES / "perftest" / "ib_write_bw_R_server_waiting_banner_only_after_a_scripts_line_with_other_lines_oci_oke.txt")
+                            .read_text())
+    assert (parsed["results"], parsed["server_banner"]) == ([], True)
+    assert (parsed["failure"]["cause"], parsed["failure"]["line"]) == (
+        "unknown", "no result rows: the server was still waiting for a client where the output ends")
