@@ -46,8 +46,10 @@ _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 _ISO_TIME = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 # dmesg -x (--decode) puts the facility and level first, padded: "kern  :info  : ", "kern  :notice: ".
 _DECODED = r"(?:[a-z][a-z0-9]{1,7} *:[a-z]{3,6} *: )?"
-# dmesg -d adds the time since the message before: "[  123.456789 <    0.000123>]".
-_SECONDS = r"\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})(?:\s*<\s*[0-9]{1,12}\.[0-9]{1,9}>)?\]"
+# dmesg -d adds the time since the message before: "[  123.456789 <    0.000123>]". Nine digits of seconds
+# are 31 years since boot: a longer number in brackets (NetworkManager's "[1703407177.2460]") is a time since 1970,
+# unless it is a clock that started below zero and wrapped at 2**64 ns ("[18446744070.569440]", early after resume).
+_SECONDS = r"\[\s*(?P<seconds>(?:[0-9]{1,9}|1844674[0-9]{4})\.[0-9]{1,9})(?:\s*<\s*[0-9]{1,9}\.[0-9]{1,9}>)?\]"
 _RECORD_FORMS = (
     # /dev/kmsg: "prio,seq,usec,flags;message"
     ("kmsg", re.compile(r"^(?P<prio>[0-9]{1,9}),(?P<seq>[0-9]{1,20}),(?P<usec>[0-9]{1,20}),[^;]*;(?P<message>.*)$")),
@@ -62,7 +64,7 @@ _RECORD_FORMS = (
     ("journal", re.compile(
         r"^(?P<time>" + _ISO_TIME + r") (?P<tag>kernel): (?P<message>.*)$")),
     ("syslog", re.compile(
-        r"^(?P<time>" + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<tag>kernel): (?P<message>.*)$")),
+        r"^(?P<time>" + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<tag>kernel): (?P<message>.*)$")),
     # talosctl dmesg: "node-1: kern:    info: [2026-04-24T02:31:03.359109363Z]: message" (its dashboard's log pane
     # leaves the node out)
     ("journal", re.compile(
@@ -77,15 +79,15 @@ _RECORD_FORMS = (
         r"(?:(?P<level>[A-Z]+) )?(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
     # OpenWrt logread: "Sun Apr 27 05:48:33 2025 kern.info kernel: message"
     ("syslog", re.compile(
-        r"^(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d \d{4}) (?P<facility>[a-z]+\.[a-z]+) "
+        r"^(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d \d{4}) (?P<facility>[a-z]+\.[a-z]+) "
         r"(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
     # journalctl short / classic syslog: "Mar 27 15:37:34 host tag[pid]: message", optional level word
     ("syslog", re.compile(
-        r"^(?P<time>" + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?:(?P<level>[A-Z]+) )?"
+        r"^(?P<time>" + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?:(?P<level>[A-Z]+) )?"
         r"(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
     # dmesg -T: "[Mon Jan  8 10:11:12 2024] message"
     ("dmesg", re.compile(
-        r"^\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]\d \d\d:\d\d:\d\d \d{4})\]" + _CALLER + r" ?(?P<message>.*)$")),
+        r"^\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d \d{4})\]" + _CALLER + r" ?(?P<message>.*)$")),
     # dmesg: "[ 1202.718785] message"; dmesg -r and pstore's dmesg put the level first: "<6>[ 14.952018] message"
     ("dmesg", re.compile(r"^(?:<[0-9]{1,3}>)?" + _DECODED + _SECONDS + _CALLER + r" ?(?P<message>.*)$")),
     # dmesg -H (--human): the minute once, "[Feb13 11:35] message", then the time since the record before,
@@ -231,6 +233,13 @@ def _record_of(text):
     return None
 
 
+# Links that are no network device's, in the driver form's shape: a PCIe controller's, named by its device-tree
+# node ("imx6q-pcie 33c00000.pcie: Link up", "brcm-pcie fd500000.pcie: link up, 5.0 GT/s PCIe x1"), and a SCSI
+# host's Fibre Channel link ("host2: libfc: Link down on port (7500a1)").
+_NODE_ADDRESS_NAME = re.compile(r"^[0-9a-fA-F]{4,16}\.[\w-]+$")
+_SCSI_HOST = re.compile(r"^host[0-9]+$")
+
+
 def _event(message):
     """``(source, netdev, carrier, bond, bus_id)`` of a carrier message, or None."""
     if _NETWORKD_ADMIN_STATE.match(message):
@@ -255,6 +264,9 @@ def _event(message):
             return source, fields["netdev"], "down" if fields["state"].lower() == "lost" else "up", None, None
         if source == "networkmanager":
             return source, fields["netdev"], "up" if fields.get("now") == "ON" or fields.get("link") == "connected" else "down", None, None
+        if (_NODE_ADDRESS_NAME.match(fields["netdev"]) or fields["netdev"] == "libfc"
+                or _SCSI_HOST.match(fields.get("driver") or "")):
+            return None
         return source, fields["netdev"], fields["state"].lower(), None, fields.get("bus_id")
     return None
 

@@ -274,3 +274,25 @@ def test_an_absent_cable_module_is_noted_not_counted():
     absent = [n["text"] for n in parsed["notes"] if "Module is not present" in n["text"]]
     assert len(absent) == 4 and all(n["reason"] == "a link message this filter does not read"
                                     for n in parsed["notes"] if "Module is not present" in n["text"])
+
+
+def test_a_pcie_controllers_or_a_scsi_hosts_link_is_no_netdevs_carrier():
+    pcie = parse_carrier_events((DOWN / "linux_pci_2022_kmsg_level_imx6q_pcie_controller_link_up_not_a_netdev_qp_decoded.txt").read_text())
+    fcoe = parse_carrier_events((DOWN / "linux_scsi_2022_commit_message_fcoe_libfc_host_link_down_not_a_netdev.txt").read_text())
+    assert (pcie["events"], pcie["netdevs"], fcoe["events"], fcoe["netdevs"]) == ([], {}, [], {})
+    assert {"line": 14, "text": "<6>[    2.537041] imx6q-pcie 33c00000.pcie: Link up",
+            "reason": "a link message this filter does not read"} in pcie["notes"]
+    board = parse_carrier_events((DOWN / "linux_pci_2023_rpi_cm4_dmesg_pcie_link_up_beside_bcmgenet_eth0_down_up_qp_decoded.txt")
+                                 .read_text())
+    assert list(board["netdevs"]) == ["eth0"]
+    periods = carrier_down_periods(board["events"], log_end=board["end"])["eth0"]["periods"]
+    assert [(p["seconds"], p["ongoing"]) for p in periods] == [(4.099, False)]
+
+
+def test_networkmanagers_time_since_1970_is_no_kernel_time_and_a_day_may_be_unpadded():
+    parsed = parse_carrier_events((DOWN / "linux_nfs_quoted_syslog_wrapped_i40e_tg3_link_up.txt").read_text())
+    assert {"line": 4, "text": "[1750414989.6033] manager: startup complete", "reason": "not a log record"} in parsed["notes"]
+    assert parsed["end"]["monotonic_seconds"] is None or parsed["end"]["monotonic_seconds"] < 10 ** 9
+    # A relay that does not pad the day of the month (the Sandia Thunderbird cluster's published syslog has "Nov 9").
+    unpadded = parse_carrier_events("Nov 9 12:10:43 tbird-admin1 kernel: e1000: eth0: e1000_watchdog: NIC Link is Up 1000 Mbps Full Duplex\n")
+    assert [(e["netdev"], e["carrier"], e["time"]) for e in unpadded["events"]] == [("eth0", "up", "Nov 9 12:10:43")]
