@@ -60,7 +60,8 @@ LONG_NAMES = {
     "TLP Prefix Blocked Error": "TLPBlockedErr",
 }
 
-_COUNTER = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_ /.-]*?)\s+(?P<count>[0-9]{1,20})$")
+# An error bit the kernel has no name for is printed by its array and number, when it counted: "dev_cor_errs_bit[11] 3".
+_COUNTER = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_ /.-]*?(?:\[[0-9]{1,2}\])?)\s+(?P<count>[0-9]{1,20})$")
 # A shell prompt before the command that printed the file: "host /sys/.../0000:00:1c.0 # cat aer_dev_fatal".
 _PROMPT = re.compile(r"(?:^|\s)[#$>]\s*(?:sudo\s+)?(?:cat|grep|head|tail|less|more)\s")
 # The command pasted without its prompt: "cat /sys/bus/pci/devices/0000:98:00.0/aer_dev_fatal".

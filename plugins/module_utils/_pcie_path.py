@@ -172,7 +172,15 @@ def config_from_read(data, size, path):
 
 # ------------------------------------------------------------------------------------ lspci -vvv
 
-_HEADER = re.compile(r"^(?:(?P<domain>[0-9a-fA-F]{4,}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})\.(?P<fn>[0-7])\s+\S[^:]*:")
+# A device header; lspci -P and -PP name a function by its path through the bridges above it, "00:1c.4/07:00.0/08:04.0"
+# (-PP) or "00:1c.4/00.0/04.0" (-P, whose bus numbers are the bridges' secondary buses).
+_HEADER = re.compile(r"^(?P<path>(?:[0-9a-fA-F]{4,}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7](?:/(?:[0-9a-fA-F]{2}:)?[0-9a-fA-F]{2}\.[0-7])*)"
+                     r"\s+\S[^:]*:")
+_PATH_STEP = re.compile(r"^(?:(?P<domain>[0-9a-fA-F]{4,}):)?(?:(?P<bus>[0-9a-fA-F]{2}):)?(?P<dev>[0-9a-fA-F]{2})\.(?P<fn>[0-7])$")
+# A bridge's buses: "Bus: primary=00, secondary=07, subordinate=0a, sec-latency=0".
+_BRIDGE_BUSES = re.compile(r"^Bus:\s*primary=[0-9a-fA-F]{2},\s*secondary=(?P<secondary>[0-9a-fA-F]{2})\b")
+# lspci -x/-xxx/-xxxx: a function's configuration space as hex, 16 bytes a line: "f0: 00 00 ... 00".
+_HEX_LINE = re.compile(r"^(?P<offset>[0-9a-fA-F]{2,3}):(?P<bytes>(?: [0-9a-fA-F]{2}){16})$")
 _ACS_LINE = re.compile(r"^(?P<field>ACSCap|ACSCtl):\s*(?P<flags>.*)$")
 _ACS_FLAG = re.compile(r"\b(SrcValid|TransBlk|ReqRedir|CmpltRedir|UpstreamFwd|EgressCtrl|DirectTrans)([+-])")
 _ATS_CAP = re.compile(r"^ATSCap:\s*Invalidate Queue Depth:\s*(?P<depth>[0-9a-fA-F]+)")
@@ -224,7 +232,9 @@ def parse_lspci_vvv(text):
     root (``Capabilities: <access denied>``), the capability is listed but its registers are not in
     the text (cut, filtered by grep, lines broken), only lspci -k's lines are there, or a PCI Express
     function shows no extended capability where the text shows no other function's either, or ends
-    with it (a whole block where lspci read others' is a function that has none). Device headers are lspci's, at the text's shallowest
+    with it (a whole block where lspci read others' is a function that has none). A function's hex lines
+    (lspci -xxxx) are read as its configuration space where its text does not show ACS or ATS; a header
+    of lspci -P or -PP names its function by its path through the bridges. Device headers are lspci's, at the text's shallowest
     indentation: a deeper-indented line that looks like one (a pasted group listing) is not a device.
     Shell prompts, comments, indentation (tabs or spaces) and CRLF are fine; text with neither a
     device nor an ACS/ATS line raises :class:`LspciTextError`.
@@ -240,6 +250,9 @@ def parse_lspci_vvv(text):
     kernel_lines, beyond_kernel = set(), set()  # the functions with a line lspci -k prints, and with one it does not
     capability_or_status = set()  # the functions with a Capabilities or Status line (Status says Cap+ or Cap-)
     elided = set()  # the functions whose lines the paste cut with "(...)", "...", "[...]"
+    dumps = {}  # address -> {offset: 16 bytes} of its lspci -x/-xxx/-xxxx hex lines
+    text_detail = set()  # the functions with a line of lspci -v's text under their header
+    secondary_buses = {}  # a bridge's address -> the bus below it, for lspci -P's paths
     shown = []  # [address, whether a line of lspci -v follows, block] of each device header, in text order
     block = 0  # counts the lines at the headers' indentation that are no header (a prompt, another command's output)
     for number, raw in enumerate(lines, 1):
@@ -248,16 +261,30 @@ def parse_lspci_vvv(text):
             continue
         header = _HEADER.match(line)
         if header and _indent(raw) == header_indent:
-            address = "%s:%s:%s.%s" % ((header.group("domain") or "0000").lower(), header.group("bus").lower(),
-                                       header.group("dev").lower(), header.group("fn"))
+            address = _header_address(header.group("path"), secondary_buses)
+            if address is None:  # lspci -P's step below a bridge whose secondary bus the text does not give
+                notes.append("line %d: %s names its function by a path whose bus the text does not give; its lines are not "
+                             "read" % (number, header.group("path")))
+                current = None
+                continue
             current = functions.setdefault(address, {"description": line.split(" ", 1)[1].strip(), "port_type": None,
                                                      "acs": None, "ats": None, "iommu_group": None, "unreadable": None})
             shown.append([address, False, block])
             continue
+        hex_line = _HEX_LINE.match(line)
+        if hex_line and current is not None:
+            shown[-1][1] = True
+            beyond_kernel.add(address)
+            dumps.setdefault(address, {})[int(hex_line.group("offset"), 16)] = bytes.fromhex(hex_line.group("bytes"))
+            continue
         if _indent(raw) <= header_indent:
             block += 1
+        buses = _BRIDGE_BUSES.match(line)
+        if buses and current is not None:
+            secondary_buses[address] = buses.group("secondary").lower()
         if current is not None and (_DETAIL_LINE.match(line) or _NO_ANSWER.match(line) or _field(line) is not None):
             shown[-1][1] = True
+            text_detail.add(address)
             (kernel_lines if _KERNEL_ONLY_LINE.match(line) else beyond_kernel).add(address)
             if line.startswith(("Capabilities", "Status:")):
                 capability_or_status.add(address)
@@ -312,6 +339,9 @@ def parse_lspci_vvv(text):
     listing_only = _listing_only(shown)
     extended_read = any(_EXTENDED in names for names in listed.values())
     for address, entry in functions.items():
+        if address in dumps and entry["acs"] is None and entry["ats"] is None and entry["unreadable"] is None \
+                and _read_hex_dump(entry, dumps[address], address in text_detail):
+            continue
         if address in listing_only and entry["unreadable"] is None:
             entry["unreadable"] = ("only its one-line listing is in the text (lspci without -vvv, or a listing filtered by "
                                    "grep): its ACS and ATS are not shown")
@@ -320,6 +350,12 @@ def parse_lspci_vvv(text):
         if (address in kernel_lines or not beyond_kernel) and address not in beyond_kernel and entry["unreadable"] is None:
             entry["unreadable"] = ("only its Subsystem and kernel driver lines are in the text (lspci -k, or lspci filtered by "
                                    "grep): its capabilities, ACS and ATS, are not shown")
+            continue
+        if address in elided and address in capability_or_status and entry["unreadable"] is None and entry["acs"] is None \
+                and entry["ats"] is None:
+            # Some capabilities shown, others cut: ACS or ATS may be among those cut.
+            entry["unreadable"] = ("its lines are cut by an elision (such as \"(...)\" or \"[...]\") and no ACS or ATS line is shown: "
+                                   "they may be among the lines cut")
             continue
         if (address in elided or (address == shown[-1][0] and address in beyond_kernel)) and address not in capability_or_status \
                 and entry["unreadable"] is None and entry["acs"] is None and entry["ats"] is None:
@@ -344,6 +380,44 @@ def parse_lspci_vvv(text):
                                             "-vvv, or the text was cut, filtered by grep or its lines broken)" % pair
                                             for pair in missing)
     return {"functions": functions, "unattributed": unattributed, "notes": notes}
+
+
+def _header_address(path, secondary_buses):
+    """The address of a device header's function: its path's last step, whose bus lspci -P leaves out (the
+    secondary bus of the bridge before it); None where the text does not give that bus."""
+    steps = [_PATH_STEP.match(step) for step in path.split("/")]
+    domain = (steps[0].group("domain") or "0000").lower()
+    address = None
+    for step in steps:
+        bus = step.group("bus")
+        if bus is None:
+            bus = secondary_buses.get(address)
+            if bus is None:
+                return None
+        address = "%s:%s:%s.%s" % (domain, bus.lower(), step.group("dev").lower(), step.group("fn"))
+    return address
+
+
+def _read_hex_dump(entry, rows, text_shown):
+    """Fill a function's port type, ACS and ATS from its lspci -x/-xxx/-xxxx hex lines, where its text did not;
+    False where the dump, without the extended space, leaves that to the lines of lspci -v's text."""
+    data = bytearray()
+    while len(data) in rows:  # the lines from offset 0 on, as long as none is missing
+        data += rows[len(data)]
+    parsed = parse_config_space(bytes(data))
+    entry["port_type"] = entry["port_type"] or parsed["port_type"]
+    if data[:4] == b"\xff\xff\xff\xff":
+        entry["unreadable"] = "its hex dump reads all ones: the function does not answer configuration reads"
+    elif len(data) >= CONFIG_EXTENDED_BYTES and parsed["notes"] and parsed["acs"] is None and parsed["ats"] is None:
+        entry["unreadable"] = "its hex dump's list of extended capabilities is broken (%s)" % parsed["notes"][0]
+    elif len(data) >= CONFIG_EXTENDED_BYTES:
+        entry["acs"], entry["ats"] = parsed["acs"], parsed["ats"]
+    elif text_shown:
+        return False
+    else:
+        entry["unreadable"] = ("its hex dump holds %d bytes of configuration space (lspci -x or -xxx): ACS and ATS are in the "
+                               "extended space past byte 256, which lspci -xxxx shows" % len(data))
+    return True
 
 
 def _note_relisted(notes, number, address, field, earlier, value, read_at):

@@ -155,3 +155,9 @@ def test_an_operators_notes_after_the_counts_and_the_command_without_its_prompt(
     text = ("cat /sys/bus/pci/devices/0000:98:00.0/aer_dev_fatal\n"
             "Undefined 0        # undefined\nSDES 2             # surprise down\nTOTAL_ERR_FATAL 2  # all fatal errors: 2\n")
     assert parse_aer_counters(text, "fatal") == {"counts": {"Undefined": 0, "SDES": 2}, "total": 2, "notes": []}
+
+
+def test_an_error_bit_the_kernel_has_no_name_for_is_counted_by_its_number():
+    # drivers/pci/pcie/aer.c prints a counted bit without a name as "<its array>_bit[<bit>] <count>".
+    parsed = parse_aer_counters("RxErr 0\nBadTLP 2\ndev_cor_errs_bit[11] 3\nTOTAL_ERR_COR 5\n", "correctable")
+    assert parsed == {"counts": {"RxErr": 0, "BadTLP": 2, "dev_cor_errs_bit[11]": 3}, "total": 5, "notes": []}

@@ -335,3 +335,60 @@ def test_unreadable_config_space_everywhere_is_the_reason(tmp_path):
 def test_the_tree_of_lspci_t_is_refused_with_what_to_run_instead():
     with pytest.raises(LspciTextError, match=r"^this is the tree lspci -t prints, which shows no capability: ACS and ATS need lspci -vvv$"):
         parse_lspci_vvv((LSPCI / "lkml-2024-01-29_icelake_h800_lspci-tv_tree_partial.txt").read_text())
+
+
+def test_lspci_PP_names_a_function_behind_bridges_by_its_path():
+    parsed = parse_lspci_vvv((LSPCI / "linux_pci_2026_lspci_PP_nnvvv_path_headers_navi_switch_titan_ridge_thunderbolt_switch_iommu_groups.txt")
+                             .read_text())
+    functions = parsed["functions"]
+    assert len(functions) == 33 and parsed["notes"] == []
+    assert (functions["0000:00:1f.5"]["port_type"], functions["0000:00:1f.5"]["acs"], functions["0000:00:1f.5"]["iommu_group"]) == (None, None, 10)
+    navi_switch = functions["0000:02:00.0"]
+    assert (navi_switch["port_type"], navi_switch["iommu_group"]) == ("downstream_port", 1)
+    assert enabled(navi_switch["acs"]["control"]) == ["p2p_completion_redirect", "p2p_request_redirect", "source_validation",
+                                                       "upstream_forwarding"]
+    thunderbolt = functions["0000:08:04.0"]
+    assert enabled(thunderbolt["acs"]["control"]) == ["source_validation", "upstream_forwarding"]
+    assert (functions["0000:03:00.0"]["port_type"], functions["0000:03:00.0"]["ats"]["enabled"]) == ("legacy_endpoint", False)
+
+
+def test_lspci_P_takes_a_steps_bus_from_the_bridge_above_it():
+    text = ("00:1c.4 PCI bridge: Intel Corporation Device a33c (rev f0) (prog-if 00 [Normal decode])\n"
+            "\tBus: primary=00, secondary=07, subordinate=0a, sec-latency=0\n"
+            "00:1c.4/00.0 PCI bridge: Intel Corporation JHL7540 Thunderbolt 3 Bridge (rev 06)\n"
+            "\tCapabilities: [100 v1] Access Control Services\n"
+            "\t\tACSCap:\tSrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd+ EgressCtrl- DirectTrans-\n"
+            "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd+ EgressCtrl- DirectTrans-\n"
+            "00:1d.0/00.0 Non-Volatile memory controller: Sandisk Corp Device 5006\n"
+            "\tACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-\n")
+    parsed = parse_lspci_vvv(text)
+    assert sorted(parsed["functions"]) == ["0000:00:1c.4", "0000:07:00.0"]
+    assert enabled(parsed["functions"]["0000:07:00.0"]["acs"]["control"]) == ["source_validation", "upstream_forwarding"]
+    assert parsed["notes"] == ["line 7: 00:1d.0/00.0 names its function by a path whose bus the text does not give; its lines are "
+                               "not read"]
+    assert [entry["line"] for entry in parsed["unattributed"]] == [8]
+
+
+def test_a_block_an_elision_cut_is_unknown_even_with_a_capability_shown():
+    parsed = parse_lspci_vvv((LSPCI / "linux_pci_2021_hand_made_comparison_bracket_elisions_root_port_acs_cut.txt").read_text())
+    root_port = parsed["functions"]["0000:00:1d.0"]
+    assert root_port["acs"] is None and root_port["unreadable"].startswith("its lines are cut by an elision")
+
+
+def test_lspci_xxxx_hex_is_read_as_configuration_space():
+    fiji = parse_lspci_vvv((LSPCI / "pciutils_tests_cap_rebar_fiji_gpu_lspci_xxxx_hex_only_ats_enabled.txt").read_text())
+    gpu = fiji["functions"]["0000:09:00.0"]
+    assert (gpu["port_type"], gpu["acs"], gpu["ats"]["enabled"], gpu["unreadable"]) == ("legacy_endpoint", None, True, None)
+    # Its text lists no extended capability, its dump proves there is none: no ACS, no ATS, nothing unknown.
+    bridge = parse_lspci_vvv((LSPCI / "pciutils_tests_cap_exp_rev_slot_pci_x_to_pcie_bridge_vvv_and_4096_byte_dump_no_extended_caps.txt")
+                             .read_text())["functions"]["0000:01:0a.0"]
+    assert (bridge["port_type"], bridge["acs"], bridge["ats"], bridge["unreadable"]) == ("pci_to_pcie_bridge", None, None, None)
+    broken = parse_lspci_vvv((LSPCI / "pciutils_tests_broken_ecaps_host_bridge_lspci_xxxx_hex_only_corrupt_extended_list.txt")
+                             .read_text())["functions"]["0000:00:00.0"]
+    assert broken["acs"] is None and broken["unreadable"].startswith("its hex dump's list of extended capabilities is broken")
+    # lspci -xxx's 256 bytes end before the extended space: ACS and ATS are unknown, not absent.
+    short = "\n".join(fiji_text_line for fiji_text_line in
+                      (LSPCI / "pciutils_tests_cap_rebar_fiji_gpu_lspci_xxxx_hex_only_ats_enabled.txt").read_text().splitlines()[:17])
+    first_256 = parse_lspci_vvv(short)["functions"]["0000:09:00.0"]
+    assert (first_256["port_type"], first_256["ats"]) == ("legacy_endpoint", None)
+    assert first_256["unreadable"].startswith("its hex dump holds 256 bytes of configuration space")
