@@ -104,6 +104,7 @@ def _json_value(value):
 
 def _sections_from_text(text):
     sections, current, previous, errors, starts = {}, None, None, [], {}
+    unplaced_fields = 0  # "Field : value" lines before any section title
 
     def start(name):
         starts[name] = starts.get(name, 0) + 1
@@ -129,6 +130,8 @@ def _sections_from_text(text):
         match = _TEXT_FIELD.match(line)
         if match and current is not None:
             current[match.group("key").strip()] = match.group("value").strip()
+        elif match:
+            unplaced_fields += 1
         previous = line
     repeated = max(starts.values()) if starts else 0
     if repeated > 1:
@@ -136,6 +139,10 @@ def _sections_from_text(text):
     if not sections:
         if errors:
             raise MlxlinkTextError("mlxlink printed an error and no section: %s" % errors[0])
+        if unplaced_fields:
+            raise MlxlinkTextError("%d 'Field : value' line(s) and no section title above them (such as 'Operational Info'): "
+                                   "not mlxlink output, or a paste that grep cut down to some fields, which cannot be "
+                                   "placed without their sections" % unplaced_fields)
         raise MlxlinkTextError("no 'Section' / '-------' / 'Field : value' block and no JSON: this is not mlxlink output")
     # An error beside the sections (an option this device does not support) leaves what was printed good.
     return sections, {"code": None, "message": "; ".join(errors) or None}

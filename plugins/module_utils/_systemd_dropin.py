@@ -56,6 +56,10 @@ _UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.\\@-]+$")
 _SECTION = re.compile(r"^\[([^\]]+)\]\s*$")
 
 
+# A property of systemctl show: a name of letters and digits, then "=" ("LimitMEMLOCK=8388608").
+_SHOW_PROPERTY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)=(.*)$")
+
+
 class DropinError(ValueError):
     """A unit or drop-in name that cannot be used; the message is one sentence."""
 
@@ -353,10 +357,20 @@ def analyze(root: str, unit: str, filename: str, directives, our_text: str = Non
 
 
 def parse_systemctl_show(text: str) -> dict:
-    """Turn ``systemctl show -p ...`` output (``Key=Value`` lines) into a dict."""
+    """Turn ``systemctl show -p ...`` output (``Key=Value`` lines) into a dict.
+
+    systemctl prints a value as it is, so an ``ExecStart={ ... argv[]=... }`` whose argument holds a
+    newline goes on over the next lines: while its braces are open, a line continues it. Any other
+    line that is not ``Name=value`` (a warning mixed in) is left out.
+    """
     result = {}
+    key = None
     for line in text.splitlines():
-        if "=" in line:
-            key, value = line.split("=", 1)
-            result[key.strip()] = value.strip()
+        if key is not None and result[key].count("{") > result[key].count("}"):
+            result[key] += "\n" + line.rstrip()
+            continue
+        match = _SHOW_PROPERTY.match(line)
+        key = match.group(1) if match else None
+        if match:
+            result[key] = match.group(2).strip()
     return result

@@ -39,6 +39,11 @@ JOB_ENV = "RDMA_NODE_BANDWIDTH_JOB"
 _ZERO_GID = re.compile(r"^[0:]*$")
 _IPV4_MAPPED = "0000:0000:0000:0000:0000:ffff:"
 _GID_LINE = re.compile(r"/(gids|gid_attrs/types|gid_attrs/ndevs)/(\d+):(.*)$")
+# A row of MLNX_OFED's show_gids: "mlx5_3<TAB>1<TAB>3<TAB>0000:...:c0a8:0a02<TAB>192.168.10.2<TAB>v2<TAB>net1" (the IPv4
+# column empty for a GID that maps none).
+_SHOW_GIDS_ROW = re.compile(r"^(?P<device>\S+)\s+(?P<port>\d+)\s+(?P<index>\d+)\s+(?P<gid>[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7})\s+"
+                            r"(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}\s+)?(?P<version>v[12])(?:\s+(?P<ndev>\S+))?\s*$")
+_SHOW_GIDS_TYPES = {"v1": "IB/RoCE v1", "v2": "RoCE v2"}
 _PORT_NAME = re.compile(r"^[^/\s]+/\d+$")
 # The role's settings, as messages name them.
 VARIABLES = {"efficiency": "bandwidth_check_efficiency", "efficiency_gpu": "bandwidth_check_efficiency_gpu",
@@ -83,14 +88,20 @@ def expected_gbps(rate_gbps, efficiency):
     return round(float(rate_gbps) * _efficiency(efficiency), 2)
 
 
-def parse_gid_table(text):
+def parse_gid_table(text, port=None):
     """Parse ``grep -r -H . PORT/gids PORT/gid_attrs`` output into ``{index: {gid, type, ndev}}``.
 
     Entries the kernel refuses to show (unused GIDs answer EINVAL) are simply absent; an all-zero
-    GID is an unused entry and is dropped.
+    GID is an unused entry and is dropped. The rows of ``show_gids`` are read too: those of ``port``
+    (``DEVICE/PORT``) where it is given, as show_gids lists every port of the node.
     """
     table = {}
     for line in (text or "").splitlines():
+        row = _SHOW_GIDS_ROW.match(line.strip())
+        if row and (port is None or port_key(row.group("device"), row.group("port")) == port):
+            table[int(row.group("index"))] = {"gid": row.group("gid"), "type": _SHOW_GIDS_TYPES[row.group("version")],
+                                              "ndev": row.group("ndev")}
+            continue
         match = _GID_LINE.search(line.rstrip("\r"))
         if not match:
             continue
@@ -194,7 +205,7 @@ def select_ports(ports, link_layers=None, only=None, exclude=None, efficiency=0.
         netdevs = list(entry.get("netdevs") or [])
         index, source = None, "none"
         if entry.get("link_layer") == "Ethernet":
-            index = roce_v2_gid_index(parse_gid_table(gid_tables.get(name)), netdevs)
+            index = roce_v2_gid_index(parse_gid_table(gid_tables.get(name), name), netdevs)
             source = "sysfs"
             if index is None and gid_index is not None:
                 index, source = int(gid_index), "variable"

@@ -303,6 +303,11 @@ def _linux_runtimes(data, version, names, source, plan):
             plan.warnings.append("%s: runtime '%s' runs Windows containers (%s): a Linux process's memory lock limit "
                                  "does not apply to it, so it was left alone." % (source, name, kind))
             continue
+        if not kind and version in (1, 2) and name != LEGACY_DEFAULT_RUNTIME:
+            # A table that only holds [....runc.options] replaces containerd 1.x's built-in runc, runtime_type and all.
+            plan.warnings.append("%s: runtime '%s' sets no runtime_type, and containerd 1.x creates no container with it "
+                                 "(\"container.Runtime.Name must be set\"); set runtime_type = \"%s\" in its table."
+                                 % (source, name, DEFAULT_RUNTIME_TYPE))
         kept.append(name)
     return kept
 

@@ -39,6 +39,12 @@ def test_real_json_paste_cut_off_is_one_sentence():
         parse_mlxlink((LINK / "lshca-11_mlxlink_json_cx5_ib_edr_prompt_cut.txt").read_text())
 
 
+def test_fields_that_grep_kept_without_their_sections_are_one_sentence_saying_so():
+    with pytest.raises(MlxlinkTextError, match=r"^3 'Field : value' line\(s\) and no section title above them \(such as "
+                                               r"'Operational Info'\): not mlxlink output, or a paste that grep cut down"):
+        parse_mlxlink((LINK / "mlxlink_grep_speed_three_fields_without_section_titles_bare_command.txt").read_text())
+
+
 def test_json_ber_faults_and_readings():
     facts = parse_mlxlink(mlxlink_json(effective="2E-10", raw="3E-5", rx_los=("0", "1", "0", "1")))
     assert (facts["state"], facts["speed"], facts["effective_ber"], facts["raw_ber"]) == ("Active", "IB-NDR", 2e-10, 3e-5)

@@ -163,6 +163,19 @@ def test_parse_systemctl_show():
     }
 
 
+def test_systemctl_show_keeps_an_exec_value_whose_argument_holds_a_newline_whole():
+    # systemctl prints the value as it is: the argv of "/bin/echo 'foo<newline>bar'" goes on over the next line.
+    shown = parse_systemctl_show("Type=simple\n"
+                                 "ExecStart={ path=/bin/echo ; argv[]=/bin/echo foo\n"
+                                 "bar ; ignore_errors=no ; start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; status=0/0 }\n"
+                                 "LimitMEMLOCK=infinity\n"
+                                 "Warning: The unit file changed on disk. Run 'systemctl daemon-reload' to reload units.\n")
+    assert shown == {"Type": "simple",
+                     "ExecStart": "{ path=/bin/echo ; argv[]=/bin/echo foo\nbar ; ignore_errors=no ; start_time=[n/a] ; "
+                                  "stop_time=[n/a] ; pid=0 ; code=(null) ; status=0/0 }",
+                     "LimitMEMLOCK": "infinity"}
+
+
 def test_find_unit_file_follows_the_search_path(tmp_path):
     assert find_unit_file(str(tmp_path), "containerd.service") is None
     lib = write(tmp_path, "/lib/systemd/system/containerd.service", CONTAINERD_UNIT)

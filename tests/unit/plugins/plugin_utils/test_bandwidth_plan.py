@@ -28,6 +28,7 @@ from ansible_collections.rdma.node.plugins.plugin_utils._bandwidth_plan import (
     verdicts,
 )
 from bandwidth_demo import DEMO_HOSTS, demo_hosts, demo_plan, perftest_result
+from testpaths import FIXTURES
 
 
 @pytest.fixture(scope="module")
@@ -194,6 +195,19 @@ def test_gid_tables_from_loop_results(demo):
     text = demo["a100-node-01"]["gid_tables"]["mlx5_bond_0/1"]
     results = [{"item": {"device": "mlx5_bond_0", "port": 1}, "stdout": text, "rc": 0}]
     assert select_ports(demo["a100-node-01"]["ports"], gid_tables=results)["ports"][1]["gid_index"] == 1
+
+
+def test_show_gids_rows_of_the_port_give_its_roce_v2_gid():
+    text = (FIXTURES / "cmd" / "pastes" / "show_gids_pod_vf_net1_mlx5_3_v1_v2_ipv4_tabs_root_prompt.txt").read_text()
+    table = parse_gid_table(text, "mlx5_3/1")
+    assert sorted(table) == [0, 1, 2, 3]
+    assert table[3] == {"gid": "0000:0000:0000:0000:0000:ffff:c0a8:0a02", "type": "RoCE v2", "ndev": "net1"}
+    assert table[0]["type"] == "IB/RoCE v1"
+    assert roce_v2_gid_index(table, ["net1"]) == 3  # the IPv4-mapped v2 GID before the link-local one (index 1)
+    assert parse_gid_table(text, "mlx5_4/1") == {}  # show_gids lists every port: another port's rows are not this one's
+    ports = [{"device": "mlx5_3", "port": 1, "state": "ACTIVE", "link_layer": "Ethernet", "netdevs": ["net1"], "rate_gbps": 100}]
+    chosen = select_ports(ports, gid_tables={"mlx5_3/1": text})["ports"][0]
+    assert (chosen["gid_index"], chosen["gid_source"]) == (3, "sysfs")
 
 
 @pytest.mark.parametrize("efficiency, expected", [(0.9, 90.0), (0.96, 96.0), (1, 100.0)])

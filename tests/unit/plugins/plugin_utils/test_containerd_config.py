@@ -34,7 +34,11 @@ EXPECTED = {
     "aks-ubuntu-gb_v2_default_nvidia_untrusted_4space.toml": (2, ["nvidia", "runc", "untrusted"]),
     # no version, and its runtime under the version 3 name only: containerd 2.x reads it there
     "talos-ext_v3-names_noversion_nvidia_dropin.toml": (3, ["nvidia"]),
+    # schema 1 whose runc table only holds its options: no runtime_type, which containerd 1.x needs
+    "flatcar-2021_v1_noversion_runc_options_only_no_runtime_type.toml": (1, ["runc"]),
 }
+# Files whose runtime table only its options table implies ([...runtimes.runc.options] and no [...runtimes.runc]).
+IMPLICIT_RUNTIME_TABLES = {"flatcar-2021_v1_noversion_runc_options_only_no_runtime_type.toml"}
 # Real files the edit refuses, with the reason it gives.
 REFUSED = {
     # Docker's containerd.io package turns CRI off: no pod would ever get the spec.
@@ -133,6 +137,10 @@ def test_fixture_set_base_runtime_spec_on_every_runtime(name):
         assert runtime_table(plan.new_text, version)[runtime]["base_runtime_spec"] == SPEC
     # Only base_runtime_spec lines differ: every other line is byte-identical, in order.
     removed, added = changed_lines(text, plan.new_text)
+    if name in IMPLICIT_RUNTIME_TABLES:  # the runtime's own header, which only its options table implied, comes first
+        header = "[%s]\n" % cc.toml_path(cc.runtime_table_path(tomllib.loads(text), version, runtimes[0], name))
+        assert added[0] == header and added[-1] == "\n", added
+        added = added[1:-1]
     assert added and all(KEY_LINE.match(line) for line in added), added
     assert all(KEY_LINE.match(line) for line in removed), removed
     # The rest of the document is unchanged too.
@@ -299,6 +307,14 @@ def test_multiline_strings_and_arrays_are_not_mistaken_for_tables():
     )
     plan = cc.plan_base_runtime_spec(text, SPEC, runtimes=["kata.v2"])
     assert plan.new_text == text + '  base_runtime_spec = "/etc/containerd/rdma-spec.json"\n'
+
+
+def test_warns_when_a_runtime_has_no_runtime_type():
+    name = "flatcar-2021_v1_noversion_runc_options_only_no_runtime_type.toml"
+    plan = cc.plan_base_runtime_spec(read(name), SPEC, source=name)
+    assert plan.warnings == [
+        "%s: runtime 'runc' sets no runtime_type, and containerd 1.x creates no container with it (\"container.Runtime.Name "
+        "must be set\"); set runtime_type = \"io.containerd.runc.v2\" in its table." % name]
 
 
 def test_warns_when_the_default_runtime_is_not_in_the_file():
