@@ -576,6 +576,10 @@ def classify_failure(stdout, stderr="", rc=None, timed_out=False, has_results=Fa
         else:
             line = "the %s did not finish within %s and was stopped" % (role or "tool", seconds)
         return {"cause": "remote_unreachable", "hint": _HINTS["remote_unreachable"], "line": line}
+    if rc in (None, 0) and not has_results and _ends_waiting(lines):
+        # As a server the run stopped while waiting: no client reached it (the role says so on its timeout too).
+        return {"cause": "remote_unreachable", "hint": _HINTS["remote_unreachable"],
+                "line": "no result rows: the server was still waiting for a client where the output ends"}
     if rc not in (None, 0) or not has_results:
         err_lines = [line for line in (x.strip() for x in _text_lines(stderr)) if line]
         out_lines = [line for line in (x.strip() for x in _text_lines(stdout)) if line]
@@ -583,8 +587,6 @@ def classify_failure(stdout, stderr="", rc=None, timed_out=False, has_results=Fa
             line = err_lines[-1]
         elif rc not in (None, 0):
             line = "exited with status %s%s" % (rc, " after: " + out_lines[-1] if out_lines else "")
-        elif _ends_waiting(out_lines):
-            line = "no result rows: the server was still waiting for a client where the output ends"
         elif out_lines:
             line = "no result rows in the output; last line: " + out_lines[-1]
         else:

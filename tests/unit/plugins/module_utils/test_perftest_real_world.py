@@ -222,4 +222,4 @@ def test_a_server_still_waiting_where_the_output_ends_says_so():
                             .read_text())
     assert (parsed["results"], parsed["server_banner"]) == ([], True)
     assert (parsed["failure"]["cause"], parsed["failure"]["line"]) == (
-        "unknown", "no result rows: the server was still waiting for a client where the output ends")
+        "remote_unreachable", "no result rows: the server was still waiting for a client where the output ends")

@@ -105,7 +105,7 @@ EXPECTED = {
     "ib_write_bw_a_loopback_server_and_client_lines_interleaved_superbench.txt": [(2 ** n, None) for n in range(1, 24)],
     # A server still waiting for its client where the output ends.
     "ib_write_bw_R_server_waiting_banner_only_after_a_scripts_line_with_other_lines_oci_oke.txt": (
-        "unknown", "no result rows: the server was still waiting for a client where the output ends"),
+        "remote_unreachable", "no result rows: the server was still waiting for a client where the output ends"),
 }
 
 
