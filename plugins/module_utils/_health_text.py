@@ -40,7 +40,7 @@ def _lines(data, name):
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 # A kernel built with CONFIG_PRINTK_CALLER prints the caller after the time: "[  336.527739][ T3356]".
-_CALLER = r"(?:\[\s*[TC][0-9]{1,10}\])?"
+_CALLER = r"(?:\s?\[\s*[TC][0-9]{1,10}\])?"  # util-linux's dmesg puts a space before it: "[    7.370479] [    T179]"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 # Each record form: (kind, pattern with the groups time/host/tag/message).
 _ISO_TIME = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
@@ -126,7 +126,7 @@ _EVENT_FORMS = (
     # Link is Down / mt7530-mdio mdio-bus:1f lan: Link is Up - 1Gbps/Full / mlx4_en: eth2: Link Down /
     # r8169 0000:0b:00.0: eth0: link down (older kernels: a colon after the bus id)
     ("driver", re.compile(
-        r"^(?:(?P<driver>[\w-]+):? (?:(?P<bus_id>[\w:.-]*[\w.]):? )?)?(?P<netdev>[\w.@-]+): (?:[\w-]+: (?P=netdev) )?"
+        r"^(?:(?P<driver>[\w-]+):? (?:(?P<bus_id>[\w:.@-]*[\w.]):? )?)?(?P<netdev>[\w.@-]+): (?:[\w-]+: (?P=netdev) )?"
         # bnx2 names the medium: "NIC Copper Link is Down", "NIC SerDes Link is Up", "NIC Remote Copper Link is Up"
         r"(?:NIC (?:Remote )?(?:Copper |SerDes )?)?Link (?:is )?(?P<state>up|down)\b", re.IGNORECASE)),
     # The older Intel drivers' form, the netdev after the driver's name: e1000e: eth1 NIC Link is Down
@@ -151,6 +151,9 @@ _EVENT_FORMS = (
     # "<info>  [1526537213.5872] device (eth0): carrier: link connected" (1.x)
     ("networkmanager", re.compile(r"^<?(?:info|debug|warn|notice)>\s+(?:\[[0-9.]+\]\s+)?(?:device )?\((?P<netdev>[\w.@-]+)\): "
                                   r"carrier(?: now (?P<now>ON|OFF)\b|: link (?P<link>connected|disconnected)\b)")),
+    ("driver", re.compile(r"^(?P<driver>r8152|r8153_ecm|cdc_ncm|ax88179_178a)(?: (?P<bus_id>[\w:.@-]*[\w.]))? (?P<netdev>[\w.@-]+): "
+                          r"carrier (?P<state>on|off)\s*$")),
+    ("dhcpcd", re.compile(r"^(?P<netdev>[\w.@-]+): carrier (?P<state>lost|acquired)\s*$")),
     # qede (QLogic/Marvell FastLinQ) puts its function and line first: [qede_link_update:2426(p6p4)]Link is down,
     # [qede_unload:2244(p6p4)]Link is down
     ("driver", re.compile(r"^\[(?P<driver>qede)_\w+:[0-9]+\((?P<netdev>[\w.@-]+)\)\]\s*Link is (?P<state>up|down)\b",
@@ -159,6 +162,8 @@ _EVENT_FORMS = (
 # systemd-networkd's "eth0: Link UP" / "eth0: Link DOWN" says the interface was set up or down (IFF_UP), not
 # that its carrier changed ("Gained carrier" / "Lost carrier" do): a wlan0 without a carrier is "Link UP" too.
 _NETWORKD_ADMIN_STATE = re.compile(r"^[\w.@-]+: Link (?:UP|DOWN)\s*$")
+# r8152's own words for its carrier: "r8152 4-1.1.3:1.0 enx00e04cf4ead4: carrier off", "... carrier on".
+# dhcpcd's, in a syslog: "dhcpcd[505]: wlan0: carrier lost", "wlan0: carrier acquired".
 # A console that printed one record into the middle of another ("...dhcp for interfa[  142.361359] bnxt_en ...").
 _EMBEDDED_STAMP = re.compile(r"\[\s*[0-9]{1,12}\.[0-9]{1,9}\] ")
 # Only a message whose halves speak of a link or a carrier is tried whole (the cheap test before the others).
@@ -236,7 +241,7 @@ def _record_of(text):
 # Links that are no network device's, in the driver form's shape: a PCIe controller's, named by its device-tree
 # node ("imx6q-pcie 33c00000.pcie: Link up", "brcm-pcie fd500000.pcie: link up, 5.0 GT/s PCIe x1"), and a SCSI
 # host's Fibre Channel link ("host2: libfc: Link down on port (7500a1)").
-_NODE_ADDRESS_NAME = re.compile(r"^[0-9a-fA-F]{4,16}\.[\w-]+$")
+_NODE_ADDRESS_NAME = re.compile(r"^(?:[0-9a-fA-F]{4,16}\.[\w-]+|spi[0-9]+\.[0-9]+)$")  # phylink names an SPI switch's port by it
 _SCSI_HOST = re.compile(r"^host[0-9]+$")
 
 
@@ -260,14 +265,15 @@ def _event(message):
             return source, fields["netdev"], "up" if fields.get("up") else "down", None, None
         if source == "addrconf":
             return source, fields["netdev"], "up", None, None
-        if source == "networkd":
+        if source in ("networkd", "dhcpcd"):
             return source, fields["netdev"], "down" if fields["state"].lower() == "lost" else "up", None, None
         if source == "networkmanager":
             return source, fields["netdev"], "up" if fields.get("now") == "ON" or fields.get("link") == "connected" else "down", None, None
         if (_NODE_ADDRESS_NAME.match(fields["netdev"]) or fields["netdev"] == "libfc"
                 or _SCSI_HOST.match(fields.get("driver") or "")):
             return None
-        return source, fields["netdev"], fields["state"].lower(), None, fields.get("bus_id")
+        state = {"on": "up", "off": "down"}.get(fields["state"].lower(), fields["state"].lower())
+        return source, fields["netdev"], state, None, fields.get("bus_id")
     return None
 
 
@@ -355,7 +361,12 @@ def iter_carrier_events(lines, tally, notes=None):
         record = _record(line)
         if record is None:
             # A bare message (pasted without its time stamp) still counts when it is a carrier change.
-            found = _event(_DROPPED.sub("", line.strip()))
+            bare = _DROPPED.sub("", line.strip())
+            found = _event(bare)
+            if found is None:  # a program's line pasted without its time and host: "systemd-networkd[525]: usb0: Gained carrier"
+                untagged = _PROGRAM_TAG.sub("", bare, count=1)
+                found = _event(untagged) if untagged != bare else None
+                bare = untagged if found is not None else bare
             embedded = _embedded_record(line) if found is None else None
             if found is None and embedded is None:
                 if not _JOURNAL_MARKER.match(line):
@@ -364,7 +375,7 @@ def iter_carrier_events(lines, tally, notes=None):
                     reason = "a shell prompt" if _PROMPT.match(line) else "not a log record"
                     notes.append({"line": number, "text": line, "reason": reason})
                 continue
-            record = embedded or (None, None, None, None, line.strip())
+            record = embedded or (None, None, None, None, bare)
         tally["records"] += 1
         kind, time_text, seconds, host, message = record
         if time_text is not None or seconds is not None:

@@ -107,7 +107,8 @@ _NOISE = re.compile(
     re.IGNORECASE,
 )
 # A value an operator blanked out before pasting ("Node GUID: ...").
-_REDACTED_VALUE = re.compile(r"^(?:\.{3,}|\u2026+|<\s*redacted\s*>|\[\s*redacted\s*\]|x{4,}|X{4,})$")
+_REDACTED_VALUE = re.compile(r"^(?:\.{3,}|\u2026+|<\s*(?:redacted|omitted)\s*>|\[\s*(?:redacted|omitted)\s*\]"
+                             r"|/\*\s*(?:redacted|omitted|removed)\s*\*/|x{4,}|X{4,})$")
 _REDACTED = re.compile(
     r"^(?:\.+|\u2026+|\[\s*(?:\.{3}|\u2026|snip(?:ped)?|redacted|cut|truncated|output truncated|omitted)\s*\]"
     r"|<\s*(?:\.{3}|snip(?:ped)?|redacted|cut|truncated|omitted)\s*>|\(\s*(?:snip(?:ped)?|redacted|truncated)\s*\)"
@@ -930,7 +931,12 @@ def parse_rdma_link(data, strict=False):
             continue
         reader.placed()
         port = devices.port(devices.named(match.group("device")), int(match.group("port")))
-        words = (match.group("rest") or "").split()
+        rest = match.group("rest") or ""
+        arrow = _ARROW_NOTE.search(rest)
+        if arrow:  # "... DISABLED  <---should not display": the paste's author, not rdma
+            reader.note(number, line, "an arrow and text after the values, not rdma's, left out")
+            rest = rest[:arrow.start()]
+        words = rest.split()
         _rdma_link_fields(port, dict(zip(words[0::2], words[1::2])))
     return reader.result(devices.result())
 
@@ -951,7 +957,11 @@ def _json_list(text):
 
 
 def _rdma_link_fields(port, values):
-    port["netdevs"] = [values["netdev"]] if values.get("netdev") else []
+    # A port listed again (rdma link in another network namespace, where its netdev is not) keeps the netdev it showed.
+    if values.get("netdev"):
+        port["netdevs"] = [values["netdev"]]
+    else:
+        port.setdefault("netdevs", [])
     if "state" in values:
         _set_state(port, values["state"])
     if "physical_state" in values:

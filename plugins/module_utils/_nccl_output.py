@@ -75,6 +75,8 @@ _CHANNEL_TAIL = re.compile(r"\s+(?:comm 0x[0-9a-fA-F]+.*|\[repeated \d+x across 
 _NET_TRANSPORT = re.compile(r"^NET/(?P<name>[^/]+)/(?P<device>\d+)(?:\((?P<proxy>\d+)\))?(?P<flags>(?:/[A-Za-z]+(?:\([A-Za-z]+\))?)*)$")
 _COLLNET_TRANSPORT = re.compile(r"^COLLNET/(?P<name>[^/]+)/(?P<device>\d+)(?P<flags>(?:/[A-Za-z]+)*)$", re.IGNORECASE)
 
+# NCCL's warning when the collective network it connected could not be used after all.
+_COLLNET_FALLBACK = re.compile(r"Cannot initialize CollNet, using point-to-point network instead")
 TRANSPORT_KINDS = ("net_ib", "net_socket", "net_plugin", "p2p", "shm", "collnet", "nvls", "other")
 
 
@@ -330,6 +332,9 @@ def _settle(result):
     if not result["channels"]:
         _note(result["notes"], "no channel line (NCCL INFO Channel ... via ...): the log does not say which transport "
                                "NCCL connected (NCCL_DEBUG=INFO prints them when a communicator is set up)")
+    if counts.get("collnet") and any(_COLLNET_FALLBACK.search(warning) for warning in result["warnings"]):
+        _note(result["notes"], "NCCL could not set CollNet up (\"Cannot initialize CollNet, using point-to-point network "
+                               "instead\"): the collnet connections counted were given up")
 
 
 def ib_hca_entries(value):

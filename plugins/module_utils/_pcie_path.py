@@ -68,7 +68,7 @@ PORT_TYPES = {0: "endpoint", 1: "legacy_endpoint", 4: "root_port", 5: "upstream_
               7: "pcie_to_pci_bridge", 8: "pci_to_pcie_bridge", 9: "root_complex_endpoint",
               10: "root_complex_event_collector"}
 _LSPCI_PORT_TYPES = (("Root Port", "root_port"), ("Downstream Port", "downstream_port"), ("Upstream Port", "upstream_port"),
-                     ("Legacy Endpoint", "legacy_endpoint"), ("Root Complex Integrated Endpoint", "root_complex_endpoint"),
+                     ("Legacy Endpoint", "legacy_endpoint"), ("Root Complex Integrated", "root_complex_endpoint"),
                      ("Endpoint", "endpoint"), ("PCI-Express to PCI/PCI-X Bridge", "pcie_to_pci_bridge"),
                      ("PCI/PCI-X to PCI-Express Bridge", "pci_to_pcie_bridge"),
                      ("Root Complex Event Collector", "root_complex_event_collector"))
@@ -412,6 +412,8 @@ def _read_hex_dump(entry, rows, text_shown):
         entry["unreadable"] = "its hex dump's list of extended capabilities is broken (%s)" % parsed["notes"][0]
     elif len(data) >= CONFIG_EXTENDED_BYTES:
         entry["acs"], entry["ats"] = parsed["acs"], parsed["ats"]
+    elif len(data) >= CONFIG_CONVENTIONAL_BYTES and parsed["port_type"] is None:
+        pass  # its whole list of capabilities holds no PCI Express one: a conventional PCI function, no extended space
     elif text_shown:
         return False
     else:

@@ -296,3 +296,24 @@ def test_networkmanagers_time_since_1970_is_no_kernel_time_and_a_day_may_be_unpa
     # A relay that does not pad the day of the month (the Sandia Thunderbird cluster's published syslog has "Nov 9").
     unpadded = parse_carrier_events("Nov 9 12:10:43 tbird-admin1 kernel: e1000: eth0: e1000_watchdog: NIC Link is Up 1000 Mbps Full Duplex\n")
     assert [(e["netdev"], e["carrier"], e["time"]) for e in unpadded["events"]] == [("eth0", "up", "Nov 9 12:10:43")]
+
+
+def test_other_drivers_and_tools_words_for_a_carrier_and_dmesgs_spaced_caller():
+    def read(name):
+        parsed = parse_carrier_events((DOWN / name).read_text())
+        return parsed, [(e["netdev"], e["carrier"]) for e in parsed["events"]]
+
+    caller, events = read("linux_acpi_2025_util_linux_dmesg_caller_id_after_a_space_r8169_down_up_qp_decoded_partial.txt")
+    assert events == [("enp5s0", "down"), ("enp5s0", "up")]
+    assert [p["seconds"] for p in carrier_down_periods(caller["events"], log_end=caller["end"])["enp5s0"]["periods"]] == [3.413]
+    usb, events = read("linux_pm_2025_quoted_dmesg_r8152_carrier_on_off_on_partial.txt")
+    assert events == [("enx00e04ceb9e75", "up"), ("enx00e04ceb9e75", "down"), ("enx00e04ceb9e75", "up")]
+    assert [p["seconds"] for p in carrier_down_periods(usb["events"], log_end=usb["end"])["enx00e04ceb9e75"]["periods"]] == [8.03]
+    dhcpcd, events = read("linux_wireless_2019_journal_dhcpcd_carrier_lost_acquired_qp_decoded.txt")
+    assert events == [("wlan0", "down"), ("wlan0", "up")] and {e["source"] for e in dhcpcd["events"]} == {"dhcpcd"}
+    dsa, events = read("linux_acpi_2021_dsa_probe_bus_id_with_at_sign_and_an_spi_switch_port_without_netdev.txt")
+    assert ("eth2", "up") in events and "spi0.1" not in dsa["netdevs"]
+    # systemd-networkd's lines quoted without their time and host, then a journal with them.
+    gadget, events = read("linux_usb_2020_quoted_bare_networkd_lines_then_journal_usb0_flaps_mail_with_prose.txt")
+    assert [(e["line"], e["carrier"], e["time"]) for e in gadget["events"]][:4] == [
+        (7, "up", None), (9, "down", None), (10, "up", None), (12, "down", None)]

@@ -306,6 +306,11 @@ EXPECTED = {
         _entry("mlx5_3", 1, netdevs=[], **ACTIVE),
         _entry("mlx5_1", 1, netdevs=[], **ACTIVE),
     ],
+    # GUIDs and the capability mask replaced by "/* omitted */": left out, not read as values.
+    "ibstat/ibstat_cx4_fdr_guids_and_capability_mask_replaced_by_omitted_comments_blog.txt": [
+        _entry("mlx5_0", 1, hca_type="MT4115", fw_ver="12.23.1020", node_guid=None, sys_image_guid=None, cap_mask=None,
+               port_guid=None, rate_gbps=56.0, lid=13, sm_lid=9, lmc=0, link_layer="InfiniBand", **ACTIVE),
+    ],
 }
 
 # Fields each tool never prints: the parser must leave them None on every dict.

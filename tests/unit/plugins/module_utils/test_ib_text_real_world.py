@@ -454,3 +454,15 @@ def test_an_authors_arrows_and_notes_after_ca_lines_and_values_are_left_out():
     lids = PARSERS["ibstat"]((FIXTURES / "pastes" / "cx4_homelab_notes_ibstat_ibp4s0_author_arrows_after_state_and_lids.txt").read_text(
         encoding="utf-8"))
     assert [(p["device"], p["state"], p["phys_state"], p["lid"], p["sm_lid"]) for p in lids["ports"]] == [("ibp4s0", "ACTIVE", "LinkUp", 1, 1)]
+
+
+def test_a_port_listed_again_in_another_namespace_keeps_its_netdev_and_an_authors_arrow_is_left_out():
+    text = (FIXTURES / "pastes" / "rdma_link_two_netns_listings_same_ports_twice_author_arrows_mail.txt").read_text(encoding="utf-8")
+    result = PARSERS["rdma_link"](text)
+    assert [(p["device"], p["state"], p["phys_state"], p["netdevs"]) for p in result["ports"]] == [
+        ("roceo12399", "DOWN", "Disabled", ["eno12399"]), ("roceo12409", "DOWN", "Disabled", ["eno12409"]),
+        ("rocep202s0f0", "DOWN", "Disabled", ["ens7f0"]), ("rocep202s0f1", "ACTIVE", "LinkUp", ["ens7f1"])]
+    assert [(n["line"], n["reason"]) for n in result["notes"]] == [
+        (1, "not rdma link output"), (3, "an arrow and text after the values, not rdma's, left out"), (8, "not rdma link output"),
+        (11, "an arrow and text after the values, not rdma's, left out"), (12, "an arrow and text after the values, not rdma's, left out"),
+        (13, "an arrow and text after the values, not rdma's, left out")]

@@ -265,3 +265,12 @@ def test_rows_of_two_runs_interleaved_are_kept_and_said():
     assert (parsed["largest"]["size"], parsed["busbw_at_largest"]) == (1024, 0.02)
     assert [(n["line"], n["reason"]) for n in parsed["notes"] if n["reason"].startswith("size ")] == [
         (8, "size 8 is in the table again (first on line 2): the text holds the rows of more than one run, all kept")]
+
+
+def test_collnet_connections_given_up_for_the_point_to_point_network_are_said_so():
+    parsed = log("nccl_info_collnet_fallback_sharp_no_resource_pxn_proxy_rank_ibext_v8_cumem_and_all_reduce_table_nccl_tests_issue311_PARTIAL.log")
+    assert parsed["transports"]["collnet"] == 4
+    assert ("NCCL could not set CollNet up (\"Cannot initialize CollNet, using point-to-point network instead\"): the collnet "
+            "connections counted were given up") in [n["reason"] for n in parsed["notes"]]
+    hangs = log("nccl_info_collnet_sharp_receive_lines_only_ibext_v8_nccl_2.23.4_nccl_tests_issue311.log")
+    assert not any("CollNet up" in n["reason"] for n in hangs["notes"])  # its CollNet was not given up: it hung

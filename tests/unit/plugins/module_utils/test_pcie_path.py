@@ -392,3 +392,16 @@ def test_lspci_xxxx_hex_is_read_as_configuration_space():
     first_256 = parse_lspci_vvv(short)["functions"]["0000:09:00.0"]
     assert (first_256["port_type"], first_256["ats"]) == ("legacy_endpoint", None)
     assert first_256["unreadable"].startswith("its hex dump holds 256 bytes of configuration space")
+
+
+def test_an_express_line_a_mail_wrapped_inside_the_port_type_still_names_it():
+    parsed = parse_lspci_vvv((LSPCI / "pdx86_2025_alder_lake_igpu_express_rciep_line_wrapped_by_mail_partial.txt").read_text())
+    assert parsed["functions"]["0000:00:02.0"]["port_type"] == "root_complex_endpoint"
+
+
+def test_a_256_byte_dump_without_a_pci_express_capability_is_a_conventional_function():
+    parsed = parse_lspci_vvv((LSPCI / "pciutils_tests_tree_fujitsu_lspci_xxxx_4096_byte_bridge_then_256_byte_conventional_graphics_partial.txt")
+                             .read_text())
+    for address in ("0000:00:02.0", "0000:00:02.1"):  # no extended space, so no ACS and no ATS: known, not unreadable
+        assert {key: parsed["functions"][address][key] for key in ("port_type", "acs", "ats", "unreadable")} == {
+            "port_type": None, "acs": None, "ats": None, "unreadable": None}
