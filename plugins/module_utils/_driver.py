@@ -237,23 +237,97 @@ def _entry_identity(words):
     return title, entry_id
 
 
-def parse_grub_cfg(text):
+# A variable in a GRUB word: "${boot_counter}", "$prefix".
+_GRUB_VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+
+
+def _grub_test(words, env):
+    """True, False or None (cannot tell) for the ``[ ... ]`` test of an ``if``/``elif`` line's words, with the
+    variables of grubenv: ``-n``/``-z``, ``=``/``==``/``!=``, a bare word, joined by ``-a`` and ``-o``."""
+    if len(words) < 2 or words[1] != "[":
+        return None  # "if keystatus --shift", "if loadfont ...": not a test of variables
+    tokens = []
+    for word in words[2:]:
+        if word.rstrip(";") == "]":
+            break
+        tokens.append(_GRUB_VARIABLE.sub(lambda match: env.get(match.group(1) or match.group(2), ""), word))
+    else:
+        return None
+
+    def term(parts):
+        if len(parts) == 2 and parts[0] in ("-n", "-z"):
+            return (parts[1] != "") == (parts[0] == "-n")
+        if len(parts) == 3 and parts[1] in ("=", "==", "!="):
+            return (parts[0] == parts[2]) == (parts[1] != "!=")
+        if len(parts) == 1 and not parts[0].startswith("-"):
+            return parts[0] != ""
+        return None  # "-f file", "-s file": not known from here
+
+    def joined(parts, separator, combine):
+        groups, current = [], []
+        for part in parts + [separator]:
+            if part == separator:
+                groups.append(current)
+                current = []
+            else:
+                current.append(part)
+        return combine(groups)
+
+    def all_of(groups):
+        values = [term(group) for group in groups]
+        return False if False in values else (None if None in values else True)
+
+    def any_of(groups):
+        values = [joined(group, "-a", all_of) for group in groups]
+        return True if True in values else (None if None in values else False)
+
+    return joined(tokens, "-o", any_of)
+
+
+def _grub_branch(frames, words, env):
+    """Update the stack of ``if`` frames (each ``[now, some earlier branch taken, some branch unknown]``)."""
+    keyword = words[0]
+    if keyword == "if":
+        value = _grub_test(words, env)
+        frames.append([value, value is True, value is None])
+    elif keyword in ("elif", "else") and frames:
+        frame = frames[-1]
+        value = _grub_test(words, env) if keyword == "elif" else True
+        if frame[1]:
+            value = False
+        elif frame[2] and value is not False:
+            value = None
+        frame[0] = value
+        frame[1] = frame[1] or value is True
+        frame[2] = frame[2] or value is None
+    elif keyword == "fi" and frames:
+        frames.pop()
+
+
+def parse_grub_cfg(text, env=None):
     """Return ``(menu, defaults, uses_bls)`` for a grub.cfg.
 
     ``menu`` is the top level as a list of dicts ``{"type": "menuentry"|"submenu", "title", "id",
     "kernel", "children"}``; ``defaults`` the values of its ``set default=...`` lines in order;
-    ``uses_bls`` tells whether it runs ``blscfg`` (entries from /boot/loader/entries).
+    ``uses_bls`` tells whether it runs ``blscfg`` (entries from /boot/loader/entries). Given ``env``
+    (the variables of grubenv), a ``set default=`` in a branch of an ``if`` whose test is false with
+    them is left out, as GRUB skips it: the ``set default=1`` of RHEL's and Fedora's boot counting,
+    which only runs while ``boot_counter`` counts down a failed boot.
     """
     top = []
     stack = [("root", top, None)]
     defaults = []
     uses_bls = False
+    frames = []  # the if/elif/else branches around the current line
     for raw in (text or "").splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         words = _grub_words(line)
         if not words:
+            continue
+        if env is not None and words[0] in ("if", "elif", "else", "fi"):
+            _grub_branch(frames, words, env)
             continue
         if words[0] in ("menuentry", "submenu") and line.endswith("{"):
             words = words[:-1] if words[-1] == "{" else words
@@ -278,7 +352,8 @@ def parse_grub_cfg(text):
             uses_bls = True
             stack[-1][1].append({"type": "blscfg", "title": None, "id": None, "kernel": None, "children": []})
         elif words[0] == "set" and len(words) > 1 and words[1].startswith("default="):
-            defaults.append(words[1][len("default="):])
+            if not any(frame[0] is False for frame in frames):
+                defaults.append(words[1][len("default="):])
     return top, defaults, uses_bls
 
 
@@ -412,7 +487,7 @@ def grub_next_boot(root, notes):
     if cfg_text is None and not env and "GRUB_DEFAULT" not in etc_default:
         return None
 
-    menu, cfg_defaults, uses_bls = parse_grub_cfg(cfg_text) if cfg_text is not None else ([], [], False)
+    menu, cfg_defaults, uses_bls = parse_grub_cfg(cfg_text, env) if cfg_text is not None else ([], [], False)
     selector, source = _grub_selector(cfg_defaults, env, etc_default)
 
     literal = [value for value in cfg_defaults if value != "${next_entry}"]

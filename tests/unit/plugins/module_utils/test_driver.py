@@ -391,3 +391,38 @@ def test_running_kernel_that_was_removed_and_boot_kernel_not_installed(tmp_path)
     assert facts["next_boot_kernel"] == "6.1.0-30-amd64"
     assert "the running kernel 6.1.0-20-amd64 is no longer installed (its package was removed)" in facts["notes"]
     assert "the boot loader's next kernel 6.1.0-30-amd64 is not an installed kernel" in facts["notes"]
+
+
+@pytest.mark.parametrize("grubenv, kernel, source", [
+    # The host's own grubenv: no boot is being counted, so boot counting's "set default=1" does not run; its
+    # saved_entry names a kernel without an entry, so GRUB boots the first entry.
+    ("rhel9_uefi_grubenv", "5.14.0-503.11.1.el9_5.x86_64", "grub_first_entry"),
+    (None, "5.14.0-503.11.1.el9_5.x86_64", "grub_default"),  # no grubenv: an empty saved_entry, the first entry
+    # A failed boot counted down to 0: GRUB takes entry 1 (here the rescue entry) as the test of the block says.
+    ("boot_counter=0\nboot_success=0\n", "0-rescue-3b1bf67095e94696b600ed25416e97a8", "grub_default"),
+])
+def test_a_real_rhel9_grub_cfg_sets_its_boot_countings_default_only_while_a_boot_is_counted(tmp_path, grubenv, kernel, source):
+    real = FIXTURES / "grub"
+    (tmp_path / "boot" / "grub2").mkdir(parents=True)
+    (tmp_path / "boot" / "loader" / "entries").mkdir(parents=True)
+    (tmp_path / "boot" / "grub2" / "grub.cfg").write_text((real / "rhel9_uefi_boot_grub2_grub.cfg").read_text())
+    if grubenv is not None:
+        text = (real / grubenv).read_text() if (real / grubenv).is_file() else grubenv
+        (tmp_path / "boot" / "grub2" / "grubenv").write_text(text)
+    for entry in real.glob("rhel9_uefi_bls_*.conf"):
+        (tmp_path / "boot" / "loader" / "entries" / entry.name[len("rhel9_uefi_bls_"):]).write_text(entry.read_text())
+    notes = []
+    assert _driver.grub_next_boot(str(tmp_path), notes)[:2] == (kernel, source)
+
+
+@pytest.mark.parametrize("test, expected", [
+    ('if [ -n "${boot_counter}" -a "${boot_success}" = "0" ]; then', False),
+    ('if [ "${next_entry}" ] ; then', True),
+    ('if [ x"${feature_menuentry_id}" = xy ]; then', False),
+    ('if [ "${boot_counter}" = "0" -o "${boot_counter}" = "-1" ]; then', True),
+    ('if [ -f ${config_directory}/user.cfg ]; then', None),  # a file test: not known from grubenv
+    ("if keystatus --shift ; then", None),
+])
+def test_grub_tests_of_grubenv_variables(test, expected):
+    env = {"next_entry": "1", "boot_counter": "-1"}
+    assert _driver._grub_test(_driver._grub_words(test), env) is expected

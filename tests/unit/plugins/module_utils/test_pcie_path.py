@@ -345,8 +345,8 @@ def test_lspci_PP_names_a_function_behind_bridges_by_its_path():
     assert (functions["0000:00:1f.5"]["port_type"], functions["0000:00:1f.5"]["acs"], functions["0000:00:1f.5"]["iommu_group"]) == (None, None, 10)
     navi_switch = functions["0000:02:00.0"]
     assert (navi_switch["port_type"], navi_switch["iommu_group"]) == ("downstream_port", 1)
-    assert enabled(navi_switch["acs"]["control"]) == ["p2p_completion_redirect", "p2p_request_redirect", "source_validation",
-                                                       "upstream_forwarding"]
+    assert enabled(navi_switch["acs"]["control"]) == [
+        "p2p_completion_redirect", "p2p_request_redirect", "source_validation", "upstream_forwarding"]
     thunderbolt = functions["0000:08:04.0"]
     assert enabled(thunderbolt["acs"]["control"]) == ["source_validation", "upstream_forwarding"]
     assert (functions["0000:03:00.0"]["port_type"], functions["0000:03:00.0"]["ats"]["enabled"]) == ("legacy_endpoint", False)
