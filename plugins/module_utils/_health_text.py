@@ -625,8 +625,9 @@ def parse_rdma_system(data):
     """``rdma system`` (or ``rdma -j system``) output -> ``{netns_mode, copy_on_fork, privileged_qkey}``.
 
     Fields the installed iproute2 does not print are None. Prompt lines (``$ rdma system``),
-    ``#`` comments and blank lines are skipped, and a mail's quote marks before the lines removed;
-    anything else fails naming its line.
+    ``#`` comments, blank lines and a Markdown fence are skipped, and a mail's quote marks before
+    the lines removed. Other lines before the output (a document's commands without prompts) are
+    passed over; one after it, or text without the output, fails naming its line.
     """
     lines = [_QUOTE_MARKS.sub("", line) for line in _lines(data, "parse_rdma_system")]
     text = "\n".join(lines).strip()
@@ -643,13 +644,17 @@ def parse_rdma_system(data):
         return {"netns_mode": netns, "copy_on_fork": loaded.get("copy-on-fork"),
                 "privileged_qkey": loaded.get("privileged-qkey")}
     result = None
+    unread = None  # the first line that is not output, while no output line has come
     for number, line in enumerate(lines, 1):
         stripped = line.strip()
-        if not stripped or stripped.startswith("#") or _PROMPT.match(line):
+        if not stripped or stripped.startswith(("#", "```", "~~~")) or _PROMPT.match(line):
             continue
         match = _SYSTEM_LINE.match(stripped)
         if not match:
-            raise HealthTextError("parse_rdma_system: line %d is not rdma system output: %r" % (number, stripped))
+            if result is not None:
+                raise HealthTextError("parse_rdma_system: line %d is not rdma system output: %r" % (number, stripped))
+            unread = unread or (number, stripped)
+            continue
         words = match.group("rest").split()
         pairs = dict(zip(words[::2], words[1::2]))
         result = {
@@ -658,5 +663,7 @@ def parse_rdma_system(data):
             "privileged_qkey": _ON_OFF.get(pairs.get("privileged-qkey")),
         }
     if result is None:
+        if unread:
+            raise HealthTextError("parse_rdma_system: line %d is not rdma system output: %r" % unread)
         raise HealthTextError("parse_rdma_system: no 'netns shared' or 'netns exclusive' line in the output")
     return result

@@ -162,6 +162,8 @@ _HTML_TAG = re.compile(r"</?(?:font|span|b|strong|em|i|u|code|mark)(?:\s[^<>]*)?
 
 def _clean(line):
     """Return a line without colours, markup, borders, quote marks and indentation; '' for a line that says nothing."""
+    if "\u00c2\u00a0" in line:  # a no-break space's UTF-8 bytes read as Latin-1 by a mail archive
+        line = line.replace("\u00c2\u00a0", " ")
     line = _HTML_TAG.sub("", _ANSI.sub("", line)).strip(_STRIP_CHARS)
     line = _QUOTE_MARKS.sub("", line).strip(_STRIP_CHARS)
     if _DECORATION.match(line):

@@ -121,8 +121,9 @@ def _sections_from_text(text):
                 errors.append("-E- " + (message if len(message) <= _MAX_ERROR_CHARS else message[:_MAX_ERROR_CHARS - 3] + "..."))
             previous = None
             continue
-        if line in _KNOWN_SECTIONS:
-            current, previous = start(line), None
+        title = line.strip("# ") if line.startswith("#") or line.endswith(" #") else line
+        if title in _KNOWN_SECTIONS:  # "Operational Info", or as a web page's heading: "### Operational Info #"
+            current, previous = start(title), None
             continue
         if set(line) == {"-"} and previous is not None:
             current, previous = start(previous), None

@@ -30,9 +30,11 @@ from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAX_LI
 
 # ``host:pid:tid [cuda device] NCCL INFO message``; the host may be empty or a placeholder of a
 # paste (``<cluster_name>``), and anything may stand before it (a launcher's prefix, a time stamp,
-# the backtick or quote mark of a paste in Markdown or prose, which no host name holds).
+# the backtick or quote mark of a paste in Markdown or prose, which no host name holds, or an ISO 8601
+# time a log console glued to the host: ``2025-05-16T16:39:51.208-07:00ip-10-36-29-253:79:79 [0] ...``).
 _NCCL_LINE = re.compile(
-    r"(?:^|[\s\]\)>:`'\"])(?P<host>[^\s:\[\]()`'\"]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] "
+    r"(?:^|[\s\]\)>:`'\"]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
+    r"(?P<host>[^\s:\[\]()`'\"]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] "
     r"(?:[^\s]+ )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<message>.*)$"
 )
 # A line of documentation or a bare paste: ``NCCL INFO Channel 00/0 : ...`` without the prefix.
@@ -40,9 +42,17 @@ _BARE_LINE = re.compile(r"(?:^|\s)NCCL (?P<level>INFO|WARN) (?P<message>.*)$")
 _VERSION = re.compile(r"\bNCCL version:? (?P<version>[0-9][0-9A-Za-z.+_-]*)")
 # "RCCL version : 2.26.6-..." (2.26 and later), "RCCL version 2.18.3+hip5.7 HEAD:b502725" (before).
 _RCCL_VERSION = re.compile(r"\bRCCL version(?: :)? (?P<version>[0-9][0-9A-Za-z.+:_-]*)")
-_USING_NETWORK = re.compile(r"^Using network (?P<network>.+?)\s*$")
+# "Using network IB"; before 2.4, "Using internal Network IB".
+_USING_NETWORK = re.compile(r"^Using (?:internal )?[Nn]etwork (?P<network>.+?)\s*$")
 _IB_USING = re.compile(r"^NET/IB ?: Using (?P<devices>.*?)\s*(?:;\s*OOB (?P<oob>\S+))?\s*$")
 _IB_DEVICE = re.compile(r"\[(?P<index>\d+)\](?P<device>[^:\s\[]+):(?P<port>\d+)/(?P<link>[A-Za-z]+)")
+# One HCA per line: "NET/IB: [0] mlx5_0:1/IB" (2.3), "NET/IB: [2] mlx5_2:uverbs2:1/RoCE provider=Mlx5 ..." (2.27).
+_IB_DEVICE_LINE = re.compile(
+    r"^NET/IB ?: \[(?P<index>\d+)\] ?(?P<device>[^:\s\[]+):(?:uverbs\d+:)?(?P<port>\d+)/(?P<link>[A-Za-z]+)(?:[\s/]|$)")
+# The rest of a "NET/IB : Using" line an author wrapped: only "[4]mlx5_12:1/RoCE ..." items.
+_IB_USING_WRAPPED = re.compile(r"^\s*(?:\[\d+\][^:\s\[]+:\d+/[A-Za-z/]+\s*)+(?:;\s*OOB\s+\S+\s*)?$")
+# A log viewer's frame around each line (k9s: "│ host:pid:tid ... │" padded to the window's width).
+_FRAME = " \t\u2502\u2503\u2551"
 _IB_NO_DEVICE = re.compile(r"^NET/IB ?: No device found", re.IGNORECASE)
 _SOCKET_USING = re.compile(r"^NET/Socket ?: Using (?P<interfaces>.*?)\s*$")
 _SOCKET_INTERFACE = re.compile(r"\[(?P<index>\d+)\](?P<name>[^:\s]+):(?P<address>\S+?)(?:<\d+>)?(?=\s|$)")
@@ -133,7 +143,10 @@ def _message(line):
     """``(host, level, message)`` of an NCCL line wherever it stands in the line, or None."""
     match = _NCCL_LINE.search(line)
     if match:
-        return match.group("host"), match.group("level"), match.group("message").strip()
+        message = match.group("message")
+        # A log console's copy that shows each record twice: "... | host:pid:tid [0] NCCL INFO ...".
+        again = message.find(" | %s:%s:%s [" % match.group("host", "pid", "tid"))
+        return match.group("host"), match.group("level"), (message[:again] if again >= 0 else message).strip()
     match = _BARE_LINE.search(line)
     if match:
         return None, match.group("level"), match.group("message").strip()
@@ -178,8 +191,9 @@ def parse_nccl_log(text, strict=False):
     first_other = None
     seen_channels = set()
     last_warning = None  # the WARN message of the line before, which a wrap may have cut
+    ib_using_open = False  # the lines before were a "NET/IB : Using" line and its wrapped rest
     for number, raw in enumerate(_lines(text), start=1):
-        line = raw.rstrip()
+        line = raw.rstrip(_FRAME)
         if not line.strip():
             continue
         cut, last_warning = last_warning, None
@@ -193,6 +207,10 @@ def parse_nccl_log(text, strict=False):
         if version and result["version"] is None:
             result["version"] = version.group("version")
         parsed = _message(line)
+        if parsed is None and ib_using_open and _IB_USING_WRAPPED.match(line):
+            _add_ib_devices(result, line)
+            continue
+        ib_using_open = False
         provider_error = _PROVIDER_COMPLETION_ERROR.match(line) if parsed is None else None
         if provider_error:
             if provider_error.group("message") not in result["warnings"]:
@@ -219,7 +237,7 @@ def parse_nccl_log(text, strict=False):
             if _NO_VERBS.search(message):
                 result["verbs_missing"] = True
             continue
-        _read_message(result, message, number, seen_channels)
+        ib_using_open = _read_message(result, message, number, seen_channels) == "ib_using"
     if not result["lines"]:
         where = (" (line %d: %r)" % (first_other[0], first_other[1].strip()[:120])) if first_other else ""
         raise NcclOutputError("nothing in the text is an NCCL log line (NCCL INFO or NCCL WARN)%s" % where)
@@ -227,7 +245,20 @@ def parse_nccl_log(text, strict=False):
     return result
 
 
+def _add_ib_device(result, match):
+    item = {"index": int(match.group("index")), "device": match.group("device"),
+            "port": int(match.group("port")), "link": match.group("link")}
+    if item not in result["ib_devices"]:
+        result["ib_devices"].append(item)
+
+
+def _add_ib_devices(result, text):
+    for device in _IB_DEVICE.finditer(text):
+        _add_ib_device(result, device)
+
+
 def _read_message(result, message, number, seen_channels):
+    """Read one NCCL message into ``result``; "ib_using" for a ``NET/IB : Using`` line (its rest may be wrapped)."""
     tail = _CHANNEL_TAIL.search(message)
     channel = _CHANNEL.match(message[:tail.start()] if tail else message)
     if channel:
@@ -269,11 +300,11 @@ def _read_message(result, message, number, seen_channels):
         return
     ib = _IB_USING.match(message)
     if ib:
-        for device in _IB_DEVICE.finditer(ib.group("devices")):
-            item = {"index": int(device.group("index")), "device": device.group("device"),
-                    "port": int(device.group("port")), "link": device.group("link")}
-            if item not in result["ib_devices"]:
-                result["ib_devices"].append(item)
+        _add_ib_devices(result, ib.group("devices"))
+        return "ib_using"
+    ib = _IB_DEVICE_LINE.match(message)
+    if ib:
+        _add_ib_device(result, ib)
         return
     socket = _SOCKET_USING.match(message)
     if socket:

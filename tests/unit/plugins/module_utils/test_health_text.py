@@ -296,6 +296,8 @@ def test_empty_input_and_bad_types():
     ("spiderpool_sriov_exclusive_comment_prompt_indented.txt", "exclusive", None),
     # Quoted in a mail ("> $ rdma system show"): the quote marks are not a prompt that hides the line.
     ("lkml_2023_machata_reply_quoted_privileged_qkey_off.txt", "shared", False),
+    # A document's fenced block: the commands before the output have no prompts.
+    ("daocloud_docs_zh_fence_commands_without_prompts_exclusive.txt", "exclusive", None),
 ])
 def test_rdma_system_real_outputs(name, mode, qkey):
     text = (FIXTURES / "cmd/rdma_system" / name).read_text(encoding="utf-8")
@@ -313,6 +315,7 @@ def test_rdma_system_forms():
 @pytest.mark.parametrize("text, message", [
     ("", "no 'netns shared' or 'netns exclusive' line"),
     ("link mlx5_0/1 state ACTIVE", "line 1 is not rdma system output: 'link mlx5_0/1 state ACTIVE'"),
+    ("netns shared copy-on-fork on\nlink mlx5_0/1 state ACTIVE", "line 2 is not rdma system output"),
     ("{broken", "starts like JSON but is not JSON"),
     ('{"netns": "global"}', "no netns of shared or exclusive"),
 ])

@@ -311,6 +311,13 @@ EXPECTED = {
         _entry("mlx5_0", 1, hca_type="MT4115", fw_ver="12.23.1020", node_guid=None, sys_image_guid=None, cap_mask=None,
                port_guid=None, rate_gbps=56.0, lid=13, sm_lid=9, lmc=0, link_layer="InfiniBand", **ACTIVE),
     ],
+    # Every indentation a no-break space's UTF-8 bytes read as Latin-1 ("\u00c2\u00a0"): read as blanks.
+    "ibstat/ompi_users_2012_mthca0_MT25208_mojibake_nbsp_indent.txt": [
+        _entry("mthca0", 1, hca_type="MT25208 (MT23108 compat mode)", fw_ver="4.7.600", hw_rev="a0",
+               node_guid="0x0005ad00000c21e0", port_guid="0x0005ad00000c21e1", cap_mask="0x02510a68", rate_gbps=10.0,
+               lid=4, sm_lid=2, link_layer="InfiniBand", **ACTIVE),
+        _entry("mthca0", 2, rate_gbps=10.0, lid=0, state="DOWN", phys_state="Polling"),
+    ],
 }
 
 # Fields each tool never prints: the parser must leave them None on every dict.

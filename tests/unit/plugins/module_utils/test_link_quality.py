@@ -45,6 +45,13 @@ def test_fields_that_grep_kept_without_their_sections_are_one_sentence_saying_so
         parse_mlxlink((LINK / "mlxlink_grep_speed_three_fields_without_section_titles_bare_command.txt").read_text())
 
 
+def test_a_section_title_a_web_page_made_a_heading_is_still_its_title():
+    facts = parse_mlxlink((LINK / "blog_cx6_eth_200g_operational_info_as_web_heading_no_underline.txt").read_text())
+    assert (facts["sections"], facts["state"], facts["physical_state"], facts["speed"], facts["width"], facts["fec"]) == (
+        ["Operational Info"], "Active", "ETH_AN_FSM_ENABLE", "200G", "4x", "Standard RS-FEC (544,514)")
+    assert facts["effective_ber"] is None and facts["module"] is None
+
+
 def test_json_ber_faults_and_readings():
     facts = parse_mlxlink(mlxlink_json(effective="2E-10", raw="3E-5", rx_los=("0", "1", "0", "1")))
     assert (facts["state"], facts["speed"], facts["effective_ber"], facts["raw_ber"]) == ("Active", "IB-NDR", 2e-10, 3e-5)

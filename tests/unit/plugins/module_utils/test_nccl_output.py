@@ -274,3 +274,39 @@ def test_collnet_connections_given_up_for_the_point_to_point_network_are_said_so
             "connections counted were given up") in [n["reason"] for n in parsed["notes"]]
     hangs = log("nccl_info_collnet_sharp_receive_lines_only_ibext_v8_nccl_2.23.4_nccl_tests_issue311.log")
     assert not any("CollNet up" in n["reason"] for n in hangs["notes"])  # its CollNet was not given up: it hung
+
+
+def test_a_log_consoles_time_glued_to_the_host_and_its_second_copy_of_the_record_are_left_out():
+    parsed = log("nccl_info_2.21.5_cloudwatch_copy_time_glued_to_host_records_twice_aws_ofi_issue889_PARTIAL.log")
+    assert parsed["hosts"] == ["ip-10-36-29-253"]
+    assert parsed["env"] == {"NCCL_SOCKET_IFNAME": "eth0"}
+    assert parsed["version"] == "2.21.5+cuda12.8"
+
+
+def test_a_log_viewers_frame_and_padding_are_no_part_of_the_transport():
+    parsed = log("nccl_info_k9s_frame_padded_lines_net_ib_p2p_nccl_issue719_PARTIAL.log")
+    assert parsed["transports"] == {"net_ib": 4, "p2p": 1}
+    assert {entry["transport"] for entry in parsed["channels"]} == {"NET/IB/0", "P2P/IPC/read"}
+    assert parsed["gdrdma_channels"] == 0 and parsed["notes"] == []
+
+
+def test_a_net_ib_using_line_wrapped_by_its_author_keeps_every_hca():
+    parsed = log("nccl_info_bare_net_ib_using_wrapped_over_three_lines_roce_ib_sharp_b300_guide_PARTIAL.log")
+    devices = [(d["index"], d["device"], d["link"]) for d in parsed["ib_devices"]]
+    roce = ["mlx5_0", "mlx5_1"] + ["mlx5_1%d" % n for n in range(6)]
+    assert devices == [(i, name, "RoCE") for i, name in enumerate(roce)] + [
+        (8 + n, "mlx5_1%d" % (6 + n), "IB") for n in range(4)]
+    assert parsed["other_lines"] == 0
+
+
+@pytest.mark.parametrize("name, network, devices", [
+    # 2.3: "NET/IB: [0] mlx5_0:1/IB" and "Using internal Network IB".
+    ("nccl_info_2.3.7_device_lines_using_internal_network_ib_horovod_issue1097_PARTIAL.log", "IB", [(0, "mlx5_0", 1, "IB")]),
+    # 2.27: "NET/IB: [2] mlx5_2:uverbs2:1/RoCE provider=Mlx5 ..." per device, no Using line.
+    ("nccl_info_2.27.5_per_device_uverbs_lines_without_using_line_slurmv4_PARTIAL.log", None,
+     [(2, "mlx5_2", 1, "RoCE"), (0, "mlx5_0", 1, "RoCE"), (5, "mlx5_5", 1, "RoCE")]),
+])
+def test_hcas_listed_one_per_line_are_read(name, network, devices):
+    parsed = log(name)
+    assert parsed["network"] == network
+    assert [(d["index"], d["device"], d["port"], d["link"]) for d in parsed["ib_devices"]] == devices
