@@ -107,8 +107,9 @@ _RECORD_FORMS = (
 _HARNESS_PREFIX = re.compile(r"^\[[^\]]{1,80}\]\s+(?=\[)")
 # Inside a syslog message the kernel's own time stamp may follow: "kernel: [10601.214044] igb ..."
 _KERNEL_SECONDS = re.compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")
-# A program that writes to the kernel log (systemd-networkd, udevd) tags its message: "name[pid]: ".
-_PROGRAM_TAG = re.compile(r"^[\w.-]+\[[0-9]+\]: ")
+# A program that writes to the kernel log (systemd-networkd, udevd) tags its message: "name[pid]: "; a
+# line cut after its host keeps the kernel's or NetworkManager's tag alone: "kernel: ", "NetworkManager: ".
+_PROGRAM_TAG = re.compile(r"^(?:[\w.-]+\[[0-9]+\]|kernel|NetworkManager|systemd-networkd): ")
 # journalctl's own lines between the entries: "-- No entries --", "-- Boot 0f2e... --", "-- Logs begin at ... --".
 _JOURNAL_MARKER = re.compile(r"^\s*-- .* --\s*$")
 # A console that dropped messages prefixes the next one: "11 printk messages dropped ** "
@@ -148,8 +149,10 @@ _EVENT_FORMS = (
     # systemd-networkd: ib0: Lost carrier / ib0: Gained carrier (a real log of Azure's health checks has "lost carrier")
     ("networkd", re.compile(r"^(?P<netdev>[\w.@-]+): (?P<state>Lost|Gained) carrier\b", re.IGNORECASE)),
     # NetworkManager, in a syslog: "<info>  (eth0): carrier now OFF (device state 3)" (before 1.0),
-    # "<info>  [1526537213.5872] device (eth0): carrier: link connected" (1.x)
-    ("networkmanager", re.compile(r"^<?(?:info|debug|warn|notice)>\s+(?:\[[0-9.]+\]\s+)?(?:device )?\((?P<netdev>[\w.@-]+)\): "
+    # "<info>  [1526537213.5872] device (eth0): carrier: link connected" (1.x), "device (eth0): carrier: ..."
+    # where a document cut its level and time
+    ("networkmanager", re.compile(r"^(?:<?(?:info|debug|warn|notice)>\s+(?:\[[0-9.]+\]\s+)?(?:device )?|device )"
+                                  r"\((?P<netdev>[\w.@-]+)\): "
                                   r"carrier(?: now (?P<now>ON|OFF)\b|: link (?P<link>connected|disconnected)\b)")),
     ("driver", re.compile(r"^(?P<driver>r8152|r8153_ecm|cdc_ncm|ax88179_178a)(?: (?P<bus_id>[\w:.@-]*[\w.]))? (?P<netdev>[\w.@-]+): "
                           r"carrier (?P<state>on|off)\s*$")),
@@ -445,7 +448,12 @@ def summarize_carrier(events):
     for event in events:
         name = event["netdev"]
         host = hosts[name] = event.get("host") or hosts.get(name)
-        bus = buses[(host, name)] = event.get("pci_address") or buses.get((host, name))
+        known = buses.get((host, name))
+        bus = buses[(host, name)] = event.get("pci_address") or known
+        if bus and known is None and (host, name, None) in carriers:
+            # A message without the address came first (bonding's "link status definitely down" before the
+            # driver's "Link down"): the carrier it gave is this device's.
+            carriers[(host, name, bus)] = carriers.pop((host, name, None))
         count_carrier(summary, name, event["carrier"], carriers.get((host, name, bus)))
         carriers[(host, name, bus)] = event["carrier"]
     return summary
@@ -569,7 +577,11 @@ def carrier_down_periods(events, until=None, log_end=None):
         if clock is None:
             entry["reason"] = seconds
             continue
-        last = until if until is not None else _log_end_seconds(own, clock, log_end)
+        last = until
+        if last is None and clock == "monotonic":
+            last = _end_of_its_boot(events, own[-1])
+        if last is None:
+            last = _log_end_seconds(own, clock, log_end)
         if last is None:
             last = end_of_log if clock == clock_all else max(seconds)
         open_at = None
@@ -582,6 +594,23 @@ def carrier_down_periods(events, until=None, log_end=None):
         if open_at is not None:
             entry["periods"].append(_period(open_at, None, max(last, open_at[1]), True))
     return result
+
+
+def _end_of_its_boot(events, last):
+    """The kernel's latest seconds before its clock goes back after the event ``last`` (a reboot, or
+    another boot's dmesg pasted below), where it does; None where it does not or cannot be told."""
+    latest, after = last["monotonic_seconds"], False
+    for event in events:
+        if not after:
+            after = event is last
+            continue
+        seconds = event.get("monotonic_seconds")
+        if seconds is None:
+            return None
+        if seconds < latest:
+            return latest
+        latest = seconds
+    return None
 
 
 def _log_end_seconds(own, clock, log_end):

@@ -618,6 +618,7 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
     warnings = []
     notes = _Notes()
     raw_rows = []
+    server_row_first = False  # a one-way test's server (its one row) was pasted before its client
     units = []
     banner = False
     in_header = False
@@ -722,6 +723,9 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
         tokens = line.split()
         values = [_number(token) for token in tokens]
         if tokens and all(value is not None for value in values) and isinstance(values[0], int):
+            one_way_server_then_client = (
+                len(tables) == 2 and table is tables[1] and table.first_bytes is None and tables[0].rows == 1
+                and titles and _ONE_WAY_RDMA_TITLE.match(" ".join(titles[0].split())))
             if table is None:
                 _note(notes, "a numeric row without a table header%s, ignored" % stream, number, line)
             elif len(values) < len(table.columns):
@@ -738,7 +742,7 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
                 del tables[1:]
                 drop_later_blocks()
                 break
-            elif (len(tables) == 2 and table is tables[1] and table.first_bytes is None
+            elif (len(tables) == 2 and table is tables[1] and table.first_bytes is None and not one_way_server_then_client
                   and tables[0].first_bytes not in (None, values[0])):
                 # Both sides of one run print the same sizes: a second table that starts at another size is
                 # another run, such as three runs of one test pasted one after the other.
@@ -748,8 +752,12 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
                 drop_later_blocks()
                 break
             else:
+                # The server of a one-way test prints only the client's last row: a client's table after that
+                # one row is the other side of the run, whatever size it starts at.
+                server_row_first = server_row_first or one_way_server_then_client
                 row, unit = _row(table, values[: len(table.columns)], notes)
-                if len(tables) == 2 and table is tables[1] and table.first_bytes is None and _other_rate(tables[0].first_rate, row):
+                if (len(tables) == 2 and table is tables[1] and table.first_bytes is None and not one_way_server_then_client
+                        and _other_rate(tables[0].first_rate, row)):
                     # Both sides of one run report one message rate: another at the same size is another run.
                     _note(notes, "another run of the test starts here (%s bytes again, at %s Mpps after %s): only the first run "
                           "is read" % (values[0], row.get("msg_rate_mpps"), tables[0].first_rate), number, line)
@@ -759,6 +767,15 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
                 if table.first_bytes is None:
                     table.first_bytes, table.first_rate = values[0], row.get("msg_rate_mpps")
                 raw_rows.append(row)
+                glued = values[len(table.columns):]
+                if glued and len(glued) == len(table.columns) and glued[0] == values[0]:
+                    # Server and client started in one terminal ("&") wrote their rows onto one line.
+                    raw_rows.append(_row(table, glued, notes)[0])
+                    _note(notes, "two rows of %s bytes on line %d (both sides' output interleaved): both read"
+                          % (values[0], number))
+                elif glued:
+                    _note(notes, "%d values after the row's %d columns, not read" % (len(glued), len(table.columns)),
+                          number, line)
                 table.rows += 1
                 table.last_bytes = values[0]
                 if unit and unit not in units:
@@ -789,6 +806,8 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
         raise PerftestOutputError("nothing in the text is perftest output (line %d%s: %r)" % (number, stream, _shown(line)))
 
     sides = max(len(titles), len(tables))
+    if server_row_first:  # keep the client's order of sizes: the server's row is its last
+        raw_rows = raw_rows[1:] + raw_rows[:1]
     rows, sides_agree = _merge_sides(raw_rows, sides, notes)
     if figures and not rows:
         rows = [row for dummy, row in figures]

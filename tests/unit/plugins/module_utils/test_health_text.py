@@ -7,6 +7,7 @@ import sysfs_tree
 
 from ansible_collections.rdma.node.plugins.module_utils._health_text import (
     HealthTextError,
+    carrier_down_periods,
     parse_carrier_events,
     parse_rdma_system,
 )
@@ -286,6 +287,28 @@ def test_empty_input_and_bad_types():
         parse_carrier_events(42)
     with pytest.raises(HealthTextError, match="a list holding dict"):
         parse_carrier_events(["ok", {}])
+
+
+def test_a_bonding_message_without_the_address_before_the_drivers_is_one_device():
+    parsed = parse_carrier_events(read("ru_notes_2026_bond_slave_down_before_mlx5_link_down_ib_port_lines_PARTIAL.txt"))
+    assert parsed["netdevs"]["enp83s0f0np0"] == {"down": 7, "up": 4, "losses": 3, "last": "down"}
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])["enp83s0f0np0"]["periods"]
+    assert [(p["seconds"], p["ongoing"]) for p in periods] == [(13.333, False), (6.35, False), (0.085, True)]
+
+
+def test_an_outage_open_at_the_end_of_a_boot_is_not_measured_into_the_next_boot_pasted_below():
+    parsed = parse_carrier_events(read("cn_notes_2022_cx6_two_boots_pasted_down_at_end_of_first_boot.txt"))
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])
+    assert [(p["down_at"], p["up_at"], p["ongoing"]) for p in periods["enp4s0np0"]["periods"]] == [(5.203, 5.203, True)]
+    assert [(p["seconds"], p["ongoing"]) for p in periods["enp1s0np0"]["periods"]] == [(15.94, False)]
+
+
+def test_kernel_and_networkmanager_tags_left_without_time_or_host_are_read():
+    parsed = parse_carrier_events(read("bond_doc_kernel_and_networkmanager_tags_without_time_or_host.txt"))
+    assert [(e["line"], e["netdev"], e["carrier"], e["source"]) for e in parsed["events"]] == [
+        (1, "ens192", "up", "driver"), (3, "ens192", "up", "networkmanager")]
+    # The author's "<bond>" in place of the bond's name is not a netdev: those lines are said, not read.
+    assert [note["line"] for note in parsed["notes"]] == [2, 4]
 
 
 # --------------------------------------------------------------------------- rdma system

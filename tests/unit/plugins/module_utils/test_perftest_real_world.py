@@ -223,3 +223,22 @@ def test_a_server_still_waiting_where_the_output_ends_says_so():
     assert (parsed["results"], parsed["server_banner"]) == ([], True)
     assert (parsed["failure"]["cause"], parsed["failure"]["line"]) == (
         "remote_unreachable", "no result rows: the server was still waiting for a client where the output ends")
+
+
+def test_a_one_way_servers_row_pasted_before_its_clients_table_is_the_other_side_of_one_run():
+    parsed = parse_perftest((FIXTURES / "perftest" / "ib_write_bw_a_use_rocm_one_way_server_row_before_client_table_labels_with_other_lines.txt")
+                            .read_text())
+    assert (parsed["sides"], parsed["sides_agree"], len(parsed["results"])) == (2, True, 23)
+    assert [row["bytes"] for row in parsed["results"]] == [2 ** n for n in range(1, 24)]
+    assert parsed["bw_average_gbps"] == pytest.approx(19871.68 * 8 * 1.048576 / 1000, rel=1e-5)
+    assert not any(n["reason"].startswith("another") for n in parsed["notes"])
+
+
+def test_both_sides_rows_written_onto_one_line_are_both_read():
+    parsed = parse_perftest((FIXTURES / "perftest" / "ib_send_bw_UD_hns_server_and_client_in_one_terminal_rows_glued_on_one_line_kunpeng.txt")
+                            .read_text())
+    assert (parsed["sides"], parsed["sides_agree"], [row["bytes"] for row in parsed["results"]]) == (2, False, [1024])
+    assert parsed["results"][0]["bw_average_gbps"] == pytest.approx(7876.21 * 8 * 1.048576 / 1000, rel=1e-5)
+    reasons = [n["reason"] for n in parsed["notes"]]
+    assert "two rows of 1024 bytes on line 54 (both sides' output interleaved): both read" in reasons
+    assert any(reason.startswith("1024-byte rows differ between the sides") for reason in reasons)

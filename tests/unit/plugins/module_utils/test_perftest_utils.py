@@ -103,6 +103,11 @@ EXPECTED = {
     "ib_read_bw_a_rxe0_two_runs_before_and_after_a_patch_snip_lines_mail_with_prose.txt": [(2 ** n, None) for n in range(1, 21)] + [
         (2097152, round(24.10 * MIB_GBPS, 6)), (4194304, None), (8388608, round(17.82 * MIB_GBPS, 6))],
     "ib_write_bw_a_loopback_server_and_client_lines_interleaved_superbench.txt": [(2 ** n, None) for n in range(1, 24)],
+    # The same one-way test with the server's one row pasted before the client's table.
+    "ib_write_bw_a_use_rocm_one_way_server_row_before_client_table_labels_with_other_lines.txt": [
+        (2 ** n, None) for n in range(1, 23)] + [(8388608, round(19044.43 * MIB_GBPS, 6))],
+    # Server and client in one terminal: their 1024-byte rows on one line; the first is reported.
+    "ib_send_bw_UD_hns_server_and_client_in_one_terminal_rows_glued_on_one_line_kunpeng.txt": [(1024, round(7876.21 * MIB_GBPS, 6))],
     # A server still waiting for its client where the output ends.
     "ib_write_bw_R_server_waiting_banner_only_after_a_scripts_line_with_other_lines_oci_oke.txt": (
         "remote_unreachable", "no result rows: the server was still waiting for a client where the output ends"),
