@@ -116,16 +116,43 @@ def _module_dirs(root):
     return found
 
 
-def _boot_images(root):
-    """Kernel releases with an image in /boot."""
+# The x86 boot protocol's setup header: "HdrS" at 0x202, and at 0x20E where (after 0x200) the
+# kernel's version string starts: "5.9.11-3-MANJARO (builduser@...) #1 SMP ...".
+_SETUP_MAGIC_AT, _VERSION_POINTER_AT, _IMAGE_HEAD_BYTES = 0x202, 0x20E, 65536
+_RELEASE = re.compile(rb"^([0-9]+\.[0-9]+[0-9A-Za-z._+~-]*)[ \x00]")
+
+
+def image_release(root, path):
+    """The release an x86 kernel image says it is, from its setup header, or None (another
+    architecture's image, not an image, not readable). Arch and Manjaro name their images by package
+    (``vmlinuz-linux``, ``vmlinuz-5.9-x86_64``), not by the release their modules are under."""
+    try:
+        with open(under(root, path), "rb") as image:
+            if not os.path.isfile(image.name):
+                return None
+            head = image.read(_IMAGE_HEAD_BYTES)
+    except (OSError, ValueError):
+        return None
+    if head[_SETUP_MAGIC_AT:_SETUP_MAGIC_AT + 4] != b"HdrS" or len(head) < _VERSION_POINTER_AT + 2:
+        return None
+    start = int.from_bytes(head[_VERSION_POINTER_AT:_VERSION_POINTER_AT + 2], "little") + 0x200
+    match = _RELEASE.match(head[start:start + 256])
+    return match.group(1).decode("ascii") if match else None
+
+
+def _boot_images(root, module_dirs):
+    """Kernel releases with an image in /boot (the image's own release where its name is not one)."""
     releases = set()
     for name in list_dir(root, "/boot"):
         for prefix in _IMAGE_PREFIXES:
             if name.startswith(prefix) and len(name) > len(prefix):
                 release = name[len(prefix):]
                 # vmlinuz-0-rescue-MACHINEID (RHEL) and *.old copies are no kernel release of their own.
-                if "rescue" not in release and not release.endswith((".old", ".bak")):
-                    releases.add(release)
+                if "rescue" in release or release.endswith((".old", ".bak")):
+                    continue
+                if release not in module_dirs:
+                    release = image_release(root, "/boot/" + name) or release
+                releases.add(release)
     return releases
 
 
@@ -138,10 +165,11 @@ def installed_kernels(root):
     ``source`` links (headers without the kernel) or left-overs such as ``updates/dkms`` after its
     kernel package was removed does not boot, so it is returned in ``other_dirs``.
     """
-    images = _boot_images(root)
+    module_dirs = _module_dirs(root)
+    images = _boot_images(root, module_dirs)
     installed = set(images)
     other = []
-    for release, path in _module_dirs(root).items():
+    for release, path in module_dirs.items():
         if (
             release in images
             or os.path.isdir(os.path.join(path, "kernel"))
@@ -332,7 +360,7 @@ def parse_grub_cfg(text, env=None):
         if words[0] in ("menuentry", "submenu") and line.endswith("{"):
             words = words[:-1] if words[-1] == "{" else words
             title, entry_id = _entry_identity(words)
-            entry = {"type": words[0], "title": title, "id": entry_id, "kernel": None, "children": []}
+            entry = {"type": words[0], "title": title, "id": entry_id, "kernel": None, "image": None, "children": []}
             stack[-1][1].append(entry)
             stack.append((words[0], entry["children"], entry))
             continue
@@ -346,7 +374,7 @@ def parse_grub_cfg(text, env=None):
         kind, _items, entry = stack[-1]
         if kind == "menuentry" and words[0] in ("linux", "linux16", "linuxefi") and len(words) > 1:
             if entry["kernel"] is None:
-                entry["kernel"] = kernel_from_image_path(words[1])
+                entry["kernel"], entry["image"] = kernel_from_image_path(words[1]), words[1]
         elif words[0] == "blscfg":
             # blscfg expands into the BLS entries where it stands, in the current menu.
             uses_bls = True
@@ -523,7 +551,17 @@ def grub_next_boot(root, notes):
     if entry["kernel"] is None:
         notes.append("GRUB boots %r next, which names no Linux kernel" % name)
         return None, None, name
-    return entry["kernel"], source, name
+    return _entry_release(root, entry), source, name
+
+
+def _entry_release(root, entry):
+    """An entry's kernel release; where its image's name is no module directory, the image's own."""
+    image = entry.get("image")
+    if not image or entry["kernel"] in _module_dirs(root):
+        return entry["kernel"]
+    path = image.split(")", 1)[1] if image.startswith("(") and ")" in image else image
+    # GRUB names the image on the partition it reads: / of a separate /boot is /boot here.
+    return image_release(root, path) or image_release(root, "/boot" + path) or entry["kernel"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -62,6 +62,9 @@ LONG_NAMES = {
 
 # An error bit the kernel has no name for is printed by its array and number, when it counted: "dev_cor_errs_bit[11] 3".
 _COUNTER = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_ /.-]*?(?:\[[0-9]{1,2}\])?)\s+(?P<count>[0-9]{1,20})$")
+# The file's lines joined by blanks (``echo $(cat aer_dev_correctable)``): "RxErr 0 BadTLP 0 ... TOTAL_ERR_COR 0".
+_FLATTENED = re.compile(r"^(?:[A-Za-z][\w\[\]]* [0-9]{1,20} )+[A-Za-z][\w\[\]]* [0-9]{1,20}$")
+_FLATTENED_PAIR = re.compile(r"([A-Za-z][\w\[\]]*) ([0-9]{1,20})")
 # A shell prompt before the command that printed the file: "host /sys/.../0000:00:1c.0 # cat aer_dev_fatal".
 _PROMPT = re.compile(r"(?:^|\s)[#$>]\s*(?:sudo\s+)?(?:cat|grep|head|tail|less|more)\s")
 # The command pasted without its prompt: "cat /sys/bus/pci/devices/0000:98:00.0/aer_dev_fatal".
@@ -103,16 +106,21 @@ def parse_aer_counters(text, kind=None):
                 raise AerTextError("line %d is from %s, line before from %s: the text holds several aer_* files (grep over a "
                                    "directory); expected one file's text" % (number, files[-1], files[0]))
             line = line[path.end():]
-        match = _COUNTER.match(_TRAILING_COMMENT.sub("", line))
-        if not match:
-            raise AerTextError("line %d is not '<error type> <count>' as in an aer_dev_* file: %r" % (number, line[:80]))
-        name, count = " ".join(match.group("name").split()), int(match.group("count"))
-        if name.startswith("TOTAL_ERR_"):
-            if kind in TOTALS and name != TOTALS[kind]:
-                notes.append("the total line says %s in the %s file; read as its total" % (name, FILES[kind]))
-            total = count
-            continue
-        counts[LONG_NAMES.get(name, name)] = count
+        line = _TRAILING_COMMENT.sub("", line)
+        if _FLATTENED.match(" ".join(line.split())):
+            pairs = [(name, int(count)) for name, count in _FLATTENED_PAIR.findall(" ".join(line.split()))]
+        else:
+            match = _COUNTER.match(line)
+            if not match:
+                raise AerTextError("line %d is not '<error type> <count>' as in an aer_dev_* file: %r" % (number, line[:80]))
+            pairs = [(" ".join(match.group("name").split()), int(match.group("count")))]
+        for name, count in pairs:
+            if name.startswith("TOTAL_ERR_"):
+                if kind in TOTALS and name != TOTALS[kind]:
+                    notes.append("the total line says %s in the %s file; read as its total" % (name, FILES[kind]))
+                total = count
+                continue
+            counts[LONG_NAMES.get(name, name)] = count
     if not counts and total is None:
         raise AerTextError("no '<error type> <count>' line: this is not the text of an aer_dev_* file")
     return {"counts": counts, "total": total, "notes": notes}

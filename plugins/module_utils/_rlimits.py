@@ -315,11 +315,13 @@ def _parse_systemd_one(text, kind):
     return value
 
 
-def parse_systemd_limit(directive: str, value, where: str = "") -> tuple:
+def parse_systemd_limit(directive: str, value, where: str = "", as_systemd_reads: bool = False) -> tuple:
     """Validate a systemd ``Limit*=`` value; return ``(text_to_write, (soft, hard))``.
 
     ``directive`` is a normalised name (``LimitMEMLOCK``).  Integers are written in decimal;
-    ``unlimited`` is accepted as a friendly alias and written as systemd's ``infinity``.
+    ``unlimited`` is accepted as a friendly alias and written as systemd's ``infinity``, except
+    ``as_systemd_reads`` a unit file someone else wrote: systemd takes only ``infinity``, in small
+    letters, and ignores ``LimitMEMLOCK=unlimited`` with a warning in its journal.
     """
     where = where or directive
     kind = _SYSTEMD_KIND[directive[len("Limit"):]]
@@ -336,7 +338,8 @@ def parse_systemd_limit(directive: str, value, where: str = "") -> tuple:
             "%s must be infinity or %s, got a %s." % (where, _KIND_HELP[kind], type(value).__name__)
         )
     parts = text.split(":", 1)
-    parts = ["infinity" if part.strip().lower() in _UNLIMITED_WORDS else part.strip() for part in parts]
+    parts = [part.strip() if as_systemd_reads or part.strip().lower() not in _UNLIMITED_WORDS else "infinity"
+             for part in parts]
     parsed = []
     for part in parts:
         number = _parse_systemd_one(part, kind)

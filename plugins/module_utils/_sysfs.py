@@ -346,8 +346,11 @@ def _public_netdev(netdev, port):
 
 
 def summarize(devices, ports):
-    """Counts an operator reads first: devices, ports, which ports are ACTIVE, the fastest link."""
-    rates = [port["rate_gbps"] for port in ports if port["rate_gbps"] is not None]
+    """Counts an operator reads first: devices, ports, which ports are ACTIVE, the fastest link.
+
+    The fastest link is an ACTIVE port's: a port without a link still shows a rate (the driver's
+    "10 Gb/sec (4X)" of a Polling port), which is no link's speed."""
+    rates = [port["rate_gbps"] for port in ports if port["rate_gbps"] is not None and port["state"] == "ACTIVE"]
     return {
         "device_count": len(devices),
         "port_count": len(ports),

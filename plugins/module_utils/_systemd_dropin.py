@@ -340,7 +340,7 @@ def analyze(root: str, unit: str, filename: str, directives, our_text: str = Non
                 report["also_set_in"].append(entry)
                 continue
             try:
-                parse_systemd_limit(directive, value)
+                parse_systemd_limit(directive, value, as_systemd_reads=True)
             except RlimitError:
                 report["warnings"].append(
                     "%s line %d sets %s=%s after our drop-in, a value systemd cannot parse and ignores."

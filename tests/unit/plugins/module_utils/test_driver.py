@@ -426,3 +426,32 @@ def test_a_real_rhel9_grub_cfg_sets_its_boot_countings_default_only_while_a_boot
 def test_grub_tests_of_grubenv_variables(test, expected):
     env = {"next_entry": "1", "boot_counter": "-1"}
     assert _driver._grub_test(_driver._grub_words(test), env) is expected
+
+
+def _x86_image_head(version):
+    """The start of an x86 kernel image as the boot protocol lays it out (a stand-in for a real
+    vmlinuz, which is megabytes): "HdrS" at 0x202, at 0x20E the version string's offset less 0x200."""
+    head = bytearray(0x600)
+    head[0x202:0x206] = b"HdrS"
+    head[0x20E:0x210] = (0x300).to_bytes(2, "little")
+    text = version.encode("ascii") + b"\x00"
+    head[0x500:0x500 + len(text)] = text
+    return bytes(head)
+
+
+def test_a_real_manjaro_grub_cfg_whose_images_are_named_by_package_boots_the_release_the_image_says(tmp_path):
+    real = FIXTURES / "grub"
+    (tmp_path / "boot" / "grub").mkdir(parents=True)
+    (tmp_path / "boot" / "grub" / "grub.cfg").write_text((real / "manjaro_grub_customizer_boot_grub_grub.cfg").read_text())
+    (tmp_path / "boot" / "grub" / "grubenv").write_text((real / "manjaro_grubenv").read_text())
+    (tmp_path / "boot" / "vmlinuz-5.9-x86_64").write_bytes(
+        _x86_image_head("5.9.11-3-MANJARO (builduser@fv-az12-345) #1 SMP PREEMPT Sat Nov 28 2020"))
+    (tmp_path / "boot" / "vmlinuz-5.8-x86_64").write_bytes(b"not an x86 image")
+    (tmp_path / "usr" / "lib" / "modules" / "5.9.11-3-MANJARO" / "kernel").mkdir(parents=True)
+    (tmp_path / "proc" / "sys" / "kernel").mkdir(parents=True)
+    (tmp_path / "proc" / "sys" / "kernel" / "osrelease").write_text("5.9.11-3-MANJARO\n")
+    facts = _driver.gather(str(tmp_path))
+    assert facts["next_boot_kernel"] == "5.9.11-3-MANJARO"
+    # An image whose header says nothing keeps the name it has: no release to put in its place.
+    assert facts["installed_kernels"] == ["5.8-x86_64", "5.9.11-3-MANJARO"]
+    assert not any("next kernel" in note for note in facts["notes"])

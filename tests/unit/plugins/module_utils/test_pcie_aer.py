@@ -49,6 +49,12 @@ def test_a_user_prompt_and_the_paths_grep_prints_before_each_line():
         parse_aer_counters("/d/aer_dev_correctable:RxErr 0\n/d/aer_dev_fatal:DLP 0\n")
 
 
+def test_a_files_lines_joined_by_blanks_are_read_pair_by_pair_not_as_one_name():
+    """What ``echo $(cat aer_dev_correctable)`` prints: the error types were one name with digits in it."""
+    parsed = parse_aer_counters("RxErr 5 BadTLP 0 BadDLLP 2 TOTAL_ERR_COR 7", "correctable")
+    assert parsed == {"counts": {"RxErr": 5, "BadTLP": 0, "BadDLLP": 2}, "total": 7, "notes": []}
+
+
 def test_pasted_with_crlf_and_indentation():
     text = "\r\n".join("    " + line for line in (AER / "procfs_0000-00-1f.6_aer_dev_fatal").read_text().splitlines())
     assert parse_aer_counters(text, "fatal")["total"] == 28

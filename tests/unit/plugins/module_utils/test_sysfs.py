@@ -268,6 +268,25 @@ def test_full_gid_table_lists_each_netdev_once(tmp_path):
     assert port(facts, "mlx5_0", 1)["netdevs"] == ["ens1f0", "ens1f0.100", "ens1f0.200"]
 
 
+def test_a_polling_ports_placeholder_rate_is_not_the_fastest_link(tmp_path):
+    """The port files of a real ConnectX-5 whose cable lost its link (host or-condo-c494, as a fleet
+    monitor stored each file's content: leereyno/fabric_monitor_sqlite@d3aec466cd95f2adda1ace0d4b90a7e3295b1108,
+    database.db); the driver's "10 Gb/sec (4X)" is no link's speed."""
+    files = {"hca_type": "MT4119", "fw_ver": "16.27.2008", "board_id": "MT_0000000010",
+             "ports/1/state": "1: DOWN", "ports/1/phys_state": "2: Polling", "ports/1/rate": "10 Gb/sec (4X)",
+             "ports/1/lid": "0x2de", "ports/1/sm_lid": "0x2", "ports/1/link_layer": "InfiniBand"}
+    for name, value in files.items():
+        path = tmp_path / "class/infiniband/mlx5_0" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(value + "\n")
+    facts = gather(str(tmp_path))[0]
+    polling = port(facts, "mlx5_0", 1)
+    assert (polling["state"], polling["phys_state"], polling["rate_gbps"], polling["width"], polling["lid"]) == (
+        "DOWN", "Polling", 10.0, "4X", 734)
+    assert (facts["summary"]["active_ports"], facts["summary"]["down_ports"]) == ([], ["mlx5_0/1"])
+    assert facts["summary"]["max_rate_gbps"] is None
+
+
 def test_node_without_rdma(tmp_path):
     (tmp_path / "class/net/eth0").mkdir(parents=True)
     facts, warnings = gather(str(tmp_path))

@@ -19,6 +19,8 @@ from ansible_collections.rdma.node.plugins.module_utils._systemd_dropin import (
     render_dropin,
     unit_section,
 )
+from ansible_collections.rdma.node.plugins.module_utils._rlimits import parse_systemd_limit
+from testpaths import FIXTURES
 
 # Shaped like Debian 12's /lib/systemd/system/containerd.service (containerd 1.6): it sets
 # LimitNOFILE=infinity itself, which our drop-in overrides.
@@ -262,6 +264,20 @@ def test_analyze_reports_later_dropins_that_win(tmp_path):
         "%s line 2 sets LimitNOFILE=64K after our drop-in, a value systemd cannot parse and ignores." % bogus,
         "%s line 3 sets LimitMEMLOCK=16M and is applied after our drop-in, so it wins." % late,
     ]
+
+
+def test_a_hand_written_unlimited_after_our_dropin_is_ignored_by_systemd_so_ours_still_applies(tmp_path):
+    """``unlimited`` is our options' alias of ``infinity``; in someone else's file systemd ignores it."""
+    root = str(tmp_path)
+    sample = (FIXTURES / "systemd" / "elasticsearch8_hand_written_unit_limitmemlock_unlimited.service").read_text()
+    write(root, "/etc/systemd/system/elasticsearch8.service", sample)
+    line = next(text for text in sample.splitlines() if text.startswith("LimitMEMLOCK="))
+    later = write(root, "/etc/systemd/system/elasticsearch8.service.d/override.conf", "[Service]\n%s\n" % line)
+    report = analyze(root, "elasticsearch8.service", "50-rdma-node-limits.conf", ["LimitMEMLOCK"], OURS)
+    assert report["overridden_by"] == []
+    assert report["warnings"] == [
+        "%s line 2 sets LimitMEMLOCK=unlimited after our drop-in, a value systemd cannot parse and ignores." % later]
+    assert parse_systemd_limit("LimitMEMLOCK", "unlimited")[0] == "infinity"  # our own option keeps the alias
 
 
 def test_analyze_nothing_overrides(tmp_path):
