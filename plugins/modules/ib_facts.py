@@ -184,7 +184,7 @@ ansible_facts:
           description:
             - Counts an operator reads first. C(down_ports) are the ports in a known state other than
               ACTIVE; C(unknown_state_ports) those whose state could not be read (neither up nor down);
-              C(max_rate_gbps) the fastest ACTIVE port's rate (null without one: a port without a link
+              C(max_rate_gbps) the fastest ACTIVE port's rate, null without one (a port without a link
               still shows a rate, which is no link's speed).
           type: dict
           returned: always
