@@ -13,9 +13,10 @@ description:
   - Sets (or removes) C(base_runtime_spec) on the CRI runtimes of containerd's C(config.toml), so that
     every container those runtimes create starts from that OCI spec, for example one with
     C(RLIMIT_MEMLOCK) raised for RDMA (see M(rdma.node.oci_rlimits)).
-  - Knows the three config schemas and finds the runtimes where containerd looks for them.
+  - Knows the four config schemas and finds the runtimes where containerd looks for them.
     Version 1 (containerd 1.x) keeps them under C(plugins.cri.containerd.runtimes.<name>), version 2
-    under C(plugins."io.containerd.grpc.v1.cri".containerd.runtimes.<name>), version 3 (containerd 2.x)
+    under C(plugins."io.containerd.grpc.v1.cri".containerd.runtimes.<name>), versions 3 (containerd 2.0)
+    and 4 (containerd 2.3, which moved only the server's settings)
     under C(plugins."io.containerd.cri.v1.runtime".containerd.runtimes.<name>). A file without
     C(version) is version 1, as containerd reads it. Any other version is an error, not a guess.
   - Only the C(base_runtime_spec) lines change. Comments, quoting (single- or double-quoted keys and

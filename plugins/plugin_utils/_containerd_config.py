@@ -48,6 +48,8 @@ CRI_PLUGIN_PATHS = {
     1: ("plugins", "cri"),
     2: ("plugins", "io.containerd.grpc.v1.cri"),
     3: ("plugins", "io.containerd.cri.v1.runtime"),
+    # containerd 2.3's schema moves only the server's settings (grpc, ttrpc, debug, metrics) into plugins.
+    4: ("plugins", "io.containerd.cri.v1.runtime"),
 }
 RUNTIMES_SUBPATH = ("containerd", "runtimes")
 # The deprecated default runtime of schemas 1 and 2: when its runtime_type is set, containerd's CRI
@@ -128,7 +130,7 @@ def config_version(data: dict, source: str) -> int:
         return 3 if only_schema_3 else 1
     if isinstance(version, bool) or not isinstance(version, int):
         raise ContainerdConfigError(
-            "%s: 'version' must be an integer (1, 2 or 3), found %s (%r)." % (source, type_name(version), version)
+            "%s: 'version' must be an integer (1, 2, 3 or 4), found %s (%r)." % (source, type_name(version), version)
         )
     if version == 0:
         # containerd cannot tell version = 0 from a missing version and reads both as version 1.
@@ -136,8 +138,9 @@ def config_version(data: dict, source: str) -> int:
     if version not in CRI_PLUGIN_PATHS:
         raise ContainerdConfigError(
             "%s: 'version = %d' is not a containerd config schema this module knows (expected 1 for "
-            "containerd 1.x 'plugins.cri', 2 for 'plugins.\"io.containerd.grpc.v1.cri\"' or 3 for "
-            "containerd 2.x 'plugins.\"io.containerd.cri.v1.runtime\"'); nothing was changed." % (source, version)
+            "containerd 1.x 'plugins.cri', 2 for 'plugins.\"io.containerd.grpc.v1.cri\"', 3 for "
+            "containerd 2.0-2.2 'plugins.\"io.containerd.cri.v1.runtime\"' or 4 for containerd 2.3 and later, "
+            "with the same CRI tables); nothing was changed." % (source, version)
         )
     return version
 
@@ -274,7 +277,8 @@ def runtime_table_path(data: dict, version: int, name: str, source: str) -> t.Tu
 
 # The IDs under which disabled_plugins turns off the plugin that runs pods (its short ID, or type and ID).
 CRI_PLUGIN_IDS = {1: ("cri", "io.containerd.grpc.v1.cri"), 2: ("cri", "io.containerd.grpc.v1.cri"),
-                  3: ("io.containerd.cri.v1.runtime", "io.containerd.grpc.v1.cri")}
+                  3: ("io.containerd.cri.v1.runtime", "io.containerd.grpc.v1.cri"),
+                  4: ("io.containerd.cri.v1.runtime", "io.containerd.grpc.v1.cri")}
 # The shim of Windows containers: a Linux process's rlimits mean nothing to it.
 WINDOWS_RUNTIME_TYPE = "io.containerd.runhcs."
 

@@ -130,8 +130,8 @@ def test_bad_input_fails_with_one_sentence_and_changes_nothing(tmp_path):
     files = {
         "syntax.toml": (CONTAINERD_CONFIGS / "kind-fork_v2_runc_base_runtime_spec.toml").read_bytes().replace(
             b'[plugins."io.containerd.grpc.v1.cri"]\n', b'[plugins."io.containerd.grpc.v1.cri"\n'),
-        "v4.toml": (CONTAINERD_CONFIGS / "eks-ami_containerd2_v3_default_base_runtime_spec.toml").read_bytes().replace(
-            b"version = 3", b"version = 4"),
+        "v5.toml": (CONTAINERD_CONFIGS / "eks-ami_containerd2_v3_default_base_runtime_spec.toml").read_bytes().replace(
+            b"version = 3", b"version = 5"),
         "nvidia-missing.toml": (CONTAINERD_CONFIGS / "kind-fork_v2_runc_base_runtime_spec.toml").read_bytes(),
         "relative.toml": (CONTAINERD_CONFIGS / "kind-fork_v2_runc_base_runtime_spec.toml").read_bytes(),
         "latin1.toml": b"version = 2\n# caf\xe9\n",
@@ -147,7 +147,7 @@ def test_bad_input_fails_with_one_sentence_and_changes_nothing(tmp_path):
 
     results = run_play(tmp_path, [
         task("syntax.toml"),
-        task("v4.toml"),
+        task("v5.toml"),
         task("nvidia-missing.toml", runtimes=["nvidia"]),
         task("relative.toml", base_runtime_spec="rdma-spec.json"),
         task("latin1.toml"),
@@ -159,9 +159,10 @@ def test_bad_input_fails_with_one_sentence_and_changes_nothing(tmp_path):
     assert messages == [
         "%s is not valid TOML: Expected ']' at the end of a table declaration (at line 28, column 37); nothing was "
         "changed." % (etc / "syntax.toml"),
-        "%s: 'version = 4' is not a containerd config schema this module knows (expected 1 for containerd 1.x "
-        "'plugins.cri', 2 for 'plugins.\"io.containerd.grpc.v1.cri\"' or 3 for containerd 2.x "
-        "'plugins.\"io.containerd.cri.v1.runtime\"'); nothing was changed." % (etc / "v4.toml"),
+        "%s: 'version = 5' is not a containerd config schema this module knows (expected 1 for containerd 1.x "
+        "'plugins.cri', 2 for 'plugins.\"io.containerd.grpc.v1.cri\"', 3 for containerd 2.0-2.2 "
+        "'plugins.\"io.containerd.cri.v1.runtime\"' or 4 for containerd 2.3 and later, with the same CRI tables); "
+        "nothing was changed." % (etc / "v5.toml"),
         "%s: CRI runtime 'nvidia' is not configured under 'plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes' "
         "(configured: runc, test-handler); set create_missing=true to add it." % (etc / "nvidia-missing.toml"),
         "base_runtime_spec must be an absolute path (containerd opens it as given), got 'rdma-spec.json'.",

@@ -24,6 +24,8 @@ EXPECTED = {
     "k3s-tmpl_v3_crun_default_wasm_runhcs_v2-name-wasmedge.toml": (3, ["runc", "crun", "wasm"]),
     "containerd-1.6_config_default_v2.toml": (2, ["runc"]),
     "eks-ami_containerd2_v3_default_base_runtime_spec.toml": (3, ["runc"]),
+    # containerd 2.3's own default: schema 4 keeps the CRI runtimes where schema 3 does.
+    "gardener_containerd-2.3_config_default_v4.toml": (4, ["runc"]),
     "eks-ami_v2_nvidia_default-runtime_base_runtime_spec.toml": (2, ["nvidia"]),
     "kind-fork_v2_runc_base_runtime_spec.toml": (2, ["runc", "test-handler"]),
     # schema 1 with only the deprecated default_runtime table, which containerd runs pods with
@@ -340,11 +342,12 @@ def test_no_runtime_configured_adds_the_default_runtime_with_create_missing():
 # ------------------------------------------------------------------------------------------------
 
 BAD = [
-    ("version = 4\n", {},
-     "config.toml: 'version = 4' is not a containerd config schema this module knows (expected 1 for containerd "
-     "1.x 'plugins.cri', 2 for 'plugins.\"io.containerd.grpc.v1.cri\"' or 3 for containerd 2.x "
-     "'plugins.\"io.containerd.cri.v1.runtime\"'); nothing was changed."),
-    ('version = "2"\n', {}, "config.toml: 'version' must be an integer (1, 2 or 3), found a string ('2')."),
+    ("version = 5\n", {},
+     "config.toml: 'version = 5' is not a containerd config schema this module knows (expected 1 for containerd "
+     "1.x 'plugins.cri', 2 for 'plugins.\"io.containerd.grpc.v1.cri\"', 3 for containerd 2.0-2.2 "
+     "'plugins.\"io.containerd.cri.v1.runtime\"' or 4 for containerd 2.3 and later, with the same CRI tables); "
+     "nothing was changed."),
+    ('version = "2"\n', {}, "config.toml: 'version' must be an integer (1, 2, 3 or 4), found a string ('2')."),
     ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc\n', {},
      "config.toml is not valid TOML: Expected ']' at the end of a table declaration (at line 2, column 62); "
      "nothing was changed."),
