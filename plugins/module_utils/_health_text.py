@@ -161,6 +161,12 @@ _EVENT_FORMS = (
     # [qede_unload:2244(p6p4)]Link is down
     ("driver", re.compile(r"^\[(?P<driver>qede)_\w+:[0-9]+\((?P<netdev>[\w.@-]+)\)\]\s*Link is (?P<state>up|down)\b",
                           re.IGNORECASE)),
+    # atlantic (Aquantia/Marvell AQtion) names the speeds before and after: "atlantic 0000:0a:00.0 eno2: atlantic:
+    # link change old 10000 new 0" turns the carrier off, "old 0 new 10000" on; two speeds is a speed change.
+    ("driver", re.compile(r"^(?P<driver>atlantic) (?:(?P<bus_id>[\w:.@-]*[\w.]) )?(?P<netdev>[\w.@-]+): atlantic: "
+                          r"link change old (?P<old>[0-9]+) new (?P<new>[0-9]+)\b")),
+    # OpenWrt's netifd, in logread: "daemon.notice netifd: Network device 'eth4' link is down"
+    ("netifd", re.compile(r"^(?:netifd(?:\[[0-9]+\])?: )?Network device '(?P<netdev>[\w.@-]+)' link is (?P<state>up|down)\b")),
 )
 # systemd-networkd's "eth0: Link UP" / "eth0: Link DOWN" says the interface was set up or down (IFF_UP), not
 # that its carrier changed ("Gained carrier" / "Lost carrier" do): a wlan0 without a carrier is "Link UP" too.
@@ -219,8 +225,9 @@ def _record(line):
 
 def _record_of(text):
     """:func:`_record` of a line without a capture tool's prefix."""
-    if text.startswith('{"') and text.endswith("}"):
-        return _journal_json(text)
+    if text.startswith("{") and text.endswith("}") and text[1:].lstrip().startswith('"'):
+        return _journal_json(text)  # '{"__CURSOR": ...}', or older systemd's '{ "__CURSOR" : ... }'
+
     for kind, form in _RECORD_FORMS:
         match = form.match(text)
         if not match:
@@ -275,6 +282,10 @@ def _event(message):
         if (_NODE_ADDRESS_NAME.match(fields["netdev"]) or fields["netdev"] == "libfc"
                 or _SCSI_HOST.match(fields.get("driver") or "")):
             return None
+        if fields.get("new") is not None:
+            if (fields["old"] == "0") == (fields["new"] == "0"):
+                return None  # from one speed to another (or 0 to 0): the carrier stayed as it was
+            return source, fields["netdev"], "down" if fields["new"] == "0" else "up", None, fields.get("bus_id")
         state = {"on": "up", "off": "down"}.get(fields["state"].lower(), fields["state"].lower())
         return source, fields["netdev"], state, None, fields.get("bus_id")
     return None

@@ -311,6 +311,28 @@ def test_kernel_and_networkmanager_tags_left_without_time_or_host_are_read():
     assert [note["line"] for note in parsed["notes"]] == [2, 4]
 
 
+def test_atlantics_link_change_from_and_to_speed_zero_is_its_carrier():
+    parsed = parse_carrier_events(read("aqtion_issue5_journal_atlantic_link_change_old_new_three_boots_PARTIAL.txt"))
+    assert parsed["netdevs"] == {"eno2": {"down": 3, "up": 6, "losses": 3, "last": "up"}}
+    assert {event["pci_address"] for event in parsed["events"]} == {"0000:0a:00.0"}
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])["eno2"]["periods"]
+    assert [(p["seconds"], p["ongoing"]) for p in periods] == [(8.0, False)] * 3
+
+
+def test_an_older_systemds_spaced_journal_json_is_read():
+    parsed = parse_carrier_events(read("journalctl_o_json_older_systemd_spaced_keys_two_records.txt"))
+    assert (parsed["records"], parsed["events"], parsed["notes"]) == (2, [], [])
+    assert parsed["end"] == {"time": "2020-09-08T05:10:04.961820+00:00", "monotonic_seconds": 108101.455807}
+
+
+def test_openwrts_netifd_link_lines_are_carrier_changes():
+    parsed = parse_carrier_events(read("openwrt_logread_netifd_link_down_up_then_e1000e_up_omr_issue530.txt"))
+    assert parsed["netdevs"] == {"eth4": {"down": 1, "up": 2, "losses": 1, "last": "up"}}
+    assert [event["source"] for event in parsed["events"]] == ["netifd", "netifd", "driver"]
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])["eth4"]["periods"]
+    assert [(p["seconds"], p["ongoing"]) for p in periods] == [(2.0, False)]
+
+
 # --------------------------------------------------------------------------- rdma system
 
 
