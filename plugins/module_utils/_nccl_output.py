@@ -46,6 +46,9 @@ _RCCL_VERSION = re.compile(r"\bRCCL version(?: :)? (?P<version>[0-9][0-9A-Za-z.+
 _USING_NETWORK = re.compile(r"^Using (?:internal )?[Nn]etwork (?P<network>.+?)\s*$")
 _IB_USING = re.compile(r"^NET/IB ?: Using (?P<devices>.*?)\s*(?:;\s*OOB (?P<oob>\S+))?\s*$")
 _IB_DEVICE = re.compile(r"\[(?P<index>\d+)\](?P<device>[^:\s\[]+):(?P<port>\d+)/(?P<link>[A-Za-z]+)")
+# NICs NCCL merged into one virtual device (NCCL_IB_MERGE_NICS): "[1]={[2] mlx5_0:1/RoCE, [3] mlx5_1:1/RoCE}".
+_IB_MERGED = re.compile(r"\[(?P<index>\d+)\]=\{(?P<members>[^{}]*)\}")
+_IB_MEMBER = re.compile(r"\[\d+\] ?(?P<device>[^:\s\[,]+):(?P<port>\d+)/(?P<link>[A-Za-z]+)")
 # One HCA per line: "NET/IB: [0] mlx5_0:1/IB" (2.3), "NET/IB: [2] mlx5_2:uverbs2:1/RoCE provider=Mlx5 ..." (2.27).
 _IB_DEVICE_LINE = re.compile(
     r"^NET/IB ?: \[(?P<index>\d+)\] ?(?P<device>[^:\s\[]+):(?:uverbs\d+:)?(?P<port>\d+)/(?P<link>[A-Za-z]+)(?:[\s/]|$)")
@@ -168,7 +171,8 @@ def parse_nccl_log(text, strict=False):
     * ``channels``: one item per connected channel line (``channel``, ``sub``, ``src_rank``,
       ``dst_rank``, ``direction``, ``transport`` as printed, ``kind`` among ``net_ib``, ``net_socket``,
       ``net_plugin``, ``p2p``, ``shm``, ``collnet``, ``nvls``, ``other``, and for network channels
-      ``net``, ``net_device``, ``gdrdma``, ``hca``: the HCA name when ``ib_devices`` names the index);
+      ``net``, ``net_device``, ``gdrdma``, ``hca``: the HCA name when ``ib_devices`` names the index, ``mlx5_0+mlx5_1`` for NICs NCCL
+      merged into one virtual device);
     * ``transports``: channel lines per kind; ``net_channels``: those over a network;
       ``gdrdma_channels``: network channels with GPUDirect RDMA;
     * ``hcas_used``: the HCAs of the IB channels; ``gdr``: ``Connected all rings ... GDR 0/1`` and
@@ -245,15 +249,19 @@ def parse_nccl_log(text, strict=False):
     return result
 
 
-def _add_ib_device(result, match):
-    item = {"index": int(match.group("index")), "device": match.group("device"),
+def _add_ib_device(result, match, index=None):
+    item = {"index": int(match.group("index") if index is None else index), "device": match.group("device"),
             "port": int(match.group("port")), "link": match.group("link")}
     if item not in result["ib_devices"]:
         result["ib_devices"].append(item)
 
 
 def _add_ib_devices(result, text):
-    for device in _IB_DEVICE.finditer(text):
+    """The HCAs of a ``NET/IB : Using`` list; each NIC of a merged virtual device under that device's index."""
+    for merged in _IB_MERGED.finditer(text):
+        for member in _IB_MEMBER.finditer(merged.group("members")):
+            _add_ib_device(result, member, int(merged.group("index")))
+    for device in _IB_DEVICE.finditer(_IB_MERGED.sub(" ", text)):
         _add_ib_device(result, device)
 
 
@@ -336,9 +344,11 @@ def _read_message(result, message, number, seen_channels):
 
 
 def _settle(result):
-    by_index = {}
+    members = {}  # NCCL's index -> its HCAs (several for a merged virtual device)
     for device in result["ib_devices"]:
-        by_index.setdefault(device["index"], device["device"])
+        if device["device"] not in members.setdefault(device["index"], []):
+            members[device["index"]].append(device["device"])
+    by_index = {index: "+".join(names) for index, names in members.items()}
     counts = {}
     hcas = []
     for entry in result["channels"]:
@@ -346,9 +356,9 @@ def _settle(result):
         if entry["kind"] == "net_ib" or (entry["kind"] == "collnet" and entry["net_device"] is not None):
             # SHARP's collective network runs over the IB devices NCCL numbered in its NET/IB line.
             entry["hca"] = by_index.get(entry["net_device"])
-            name = entry["hca"] or "%s/%s/%s" % ("NET" if entry["kind"] == "net_ib" else "COLLNET", entry["net"], entry["net_device"])
-            if name not in hcas:
-                hcas.append(name)
+            names = members.get(entry["net_device"]) or [
+                "%s/%s/%s" % ("NET" if entry["kind"] == "net_ib" else "COLLNET", entry["net"], entry["net_device"])]
+            hcas.extend(name for name in names if name not in hcas)
     result["transports"] = {kind: counts[kind] for kind in TRANSPORT_KINDS if kind in counts}
     result["net_channels"] = sum(counts.get(kind, 0) for kind in ("net_ib", "net_socket", "net_plugin"))
     result["gdrdma_channels"] = sum(1 for entry in result["channels"] if entry["gdrdma"])
@@ -490,7 +500,8 @@ def parse_nccl_tests(text, strict=False):
     ``devices`` (``rank``, ``group``, ``pid``, ``host``, ``device``, ``bus``, ``name``), ``hosts``,
     ``rows`` (``size``, ``count``, ``type``, ``redop``, ``root``, ``out_of_place`` and ``in_place``
     with ``time_us``, ``algbw``, ``busbw`` in GB/s and ``*_gbps`` in Gb/s, and ``wrong``),
-    ``largest`` (the row of the largest size), ``busbw_at_largest`` (its out-of-place bus bandwidth in
+    ``largest`` (the row of the largest size; of the last run where the text holds several, as the
+    parameters and ``avg_busbw`` are), ``busbw_at_largest`` (its out-of-place bus bandwidth in
     GB/s, the figure nccl-tests' users quote), ``avg_busbw`` (the ``Avg bus bandwidth`` line, GB/s),
     ``out_of_bounds`` (``count``, ``ok``), ``tables`` (how many table headers), ``notes``.
 
@@ -506,6 +517,7 @@ def parse_nccl_tests(text, strict=False):
     columns = None
     recognised = misfits = 0
     sizes_seen, repeated = {}, False  # size -> the line of its first row; whether a size came again
+    run_sizes, run_start = set(), 0  # the sizes of the run being read, and where its rows start
     first = None
     for number, raw in enumerate(_lines(text), start=1):
         line = raw.rstrip()
@@ -590,10 +602,16 @@ def parse_nccl_tests(text, strict=False):
         # A size of 0 repeats within one run: the smallest sizes of a run from -b 1 hold no whole element. A run
         # with -d all prints each size once per datatype.
         seen_as = (row["size"], row["type"], row["redop"])
-        if seen_as in sizes_seen and row["size"] and not repeated:
-            repeated = True
-            _note(notes, "size %s is in the table again (first on line %d): the text holds the rows of more than one run, "
-                         "all kept" % (row["size"], sizes_seen[seen_as]), number, line)
+        if seen_as in run_sizes and row["size"]:
+            # Another run: its rows are kept, and the figures of the largest size are taken from the last run,
+            # as the parameters and the Avg bus bandwidth line are (each run prints its own after the last).
+            run_sizes, run_start = set(), len(result["rows"])
+            if not repeated:
+                repeated = True
+                _note(notes, "size %s is in the table again (first on line %d): the text holds the rows of more than one "
+                             "run, all kept; the largest size's figures are the last run's" % (row["size"], sizes_seen[seen_as]),
+                      number, line)
+        run_sizes.add(seen_as)
         sizes_seen.setdefault(seen_as, number)
         result["rows"].append(row)
         recognised += 1
@@ -601,8 +619,9 @@ def parse_nccl_tests(text, strict=False):
         where = (" (line %d: %r)" % (first[0], first[1][:120])) if first else " (the text is empty)"
         raise NcclOutputError("nothing in the text is nccl-tests output (no table, no Avg bus bandwidth line)%s" % where)
     if result["rows"]:
-        size = max(row["size"] for row in result["rows"])
-        at_size = [row for row in result["rows"] if row["size"] == size]
+        last_run = result["rows"][run_start:]
+        size = max(row["size"] for row in last_run)
+        at_size = [row for row in last_run if row["size"] == size]
         # With -d all every datatype has its row at that size: float's is nccl-tests' default.
         largest = next((row for row in at_size if row["type"] == "float"), at_size[0])
         types = list(dict.fromkeys(row["type"] for row in at_size))

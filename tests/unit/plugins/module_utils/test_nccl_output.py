@@ -172,7 +172,8 @@ def test_ib_hca_syntax():
 @pytest.mark.parametrize("name, rows, largest, busbw, avg", [
     ("all_reduce_perf_h100_2x8_tcpx_8G_a3mega.txt", 31, 8589934592, 338.82, 70.742),
     ("nccl_tests_table_old_error_column_2080ti_nccl_issue340.txt", 12, 134217728, 20.34, 6.6972),
-    ("all_reduce_perf_no_hash_na_wrong_4G_pytorch_issue117748.txt", 2, 4294967296, 104.2, None),
+    # A before and an after table of one size: the figures are the last run's (the one "after fix is applied").
+    ("all_reduce_perf_no_hash_na_wrong_4G_pytorch_issue117748.txt", 2, 4294967296, 279.78, None),
     ("all_reduce_perf_ring_partial_header_8G_nccl_tests_issue252.txt", 5, 8589934592, 95.1, 95.3009),
     ("all_reduce_perf_shm_info_lines_inside_table_vllm_issue17568.txt", 1, 8, 0.0, None),
     ("all_reduce_perf_nccl_tests_2.18.3_header_h100_nvl_nccl_issue2441.txt", 1, 500000, 3.97, None),
@@ -264,7 +265,8 @@ def test_rows_of_two_runs_interleaved_are_kept_and_said():
     assert [row["size"] for row in parsed["rows"]] == [8, 16, 32, 64, 128, 256, 8, 512, 16, 1024]
     assert (parsed["largest"]["size"], parsed["busbw_at_largest"]) == (1024, 0.02)
     assert [(n["line"], n["reason"]) for n in parsed["notes"] if n["reason"].startswith("size ")] == [
-        (8, "size 8 is in the table again (first on line 2): the text holds the rows of more than one run, all kept")]
+        (8, "size 8 is in the table again (first on line 2): the text holds the rows of more than one run, all kept; the "
+            "largest size's figures are the last run's")]
 
 
 def test_collnet_connections_given_up_for_the_point_to_point_network_are_said_so():
@@ -310,3 +312,20 @@ def test_hcas_listed_one_per_line_are_read(name, network, devices):
     parsed = log(name)
     assert parsed["network"] == network
     assert [(d["index"], d["device"], d["port"], d["link"]) for d in parsed["ib_devices"]] == devices
+
+
+def test_nics_merged_into_virtual_devices_are_each_read_under_their_devices_index():
+    parsed = log("nccl_info_merged_virtual_nics_two_vdevs_of_two_roce_ports_ibext_v8_nccl_tests_issue373.log")
+    assert [(d["index"], d["device"], d["port"], d["link"]) for d in parsed["ib_devices"]] == [
+        (0, "mlx5_2", 1, "RoCE"), (0, "mlx5_3", 1, "RoCE"), (1, "mlx5_0", 1, "RoCE"), (1, "mlx5_1", 1, "RoCE")]
+    # Its channels run over the second virtual device: both of its NICs.
+    assert parsed["transports"] == {"net_ib": 4}
+    assert parsed["hcas_used"] == ["mlx5_0", "mlx5_1"]
+    assert {entry["hca"] for entry in parsed["channels"]} == {"mlx5_0+mlx5_1"}
+
+
+def test_two_runs_in_one_text_give_every_figure_from_the_last_run():
+    parsed = table("all_gather_perf_two_runs_16G_then_8G_columns_collapsed_to_one_space_gke_page.txt")
+    assert parsed["params"]["max_bytes"] == 8589934592
+    assert (parsed["largest"]["size"], parsed["busbw_at_largest"], parsed["avg_busbw"]) == (8589934592, 360.42, 126.85)
+    assert len(parsed["rows"]) == 47  # both runs' rows are kept
