@@ -61,7 +61,10 @@ _SOCKET_USING = re.compile(r"^NET/Socket ?: Using (?P<interfaces>.*?)\s*$")
 _SOCKET_INTERFACE = re.compile(r"\[(?P<index>\d+)\](?P<name>[^:\s]+):(?P<address>\S+?)(?:<\d+>)?(?=\s|$)")
 _ENV_SET = re.compile(r"^(?P<name>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<value>.*?)\.?\s*$")
 _GDR_RING = re.compile(r"Connected all rings(?:, use ring PXN (?P<pxn>\d+) GDR (?P<gdr>\d+))?")
-_GDR_LINE = re.compile(r"GPU Direct RDMA (?P<state>Enabled|Disabled) for (?:GPU (?P<gpu>\S+) / )?HCA (?P<hca>\S+)(?: '(?P<name>[^']+)')?")
+# "GPU Direct RDMA Enabled for GPU 8 / HCA 0", and since 2.19 with the way NCCL found it, in small letters:
+# "NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0'", "(nvidia-peermem) enabled".
+_GDR_LINE = re.compile(r"GPU Direct RDMA (?:\([\w-]+\) )?(?P<state>[Ee]nabled|[Dd]isabled) for (?:GPU (?P<gpu>\S+) / )?"
+                       r"HCA (?P<hca>\S+)(?: '(?P<name>[^']+)'?)?")
 # The verbs provider's own report of a failed work request, printed beside NCCL's lines (then a hex dump
 # of the completion entry): "mlx5: gpu5: got completion with error:".
 _PROVIDER_COMPLETION_ERROR = re.compile(r"^\s*(?:\[\d+\]\s*)?(?P<message>(?:mlx[45]|bnxt_re|irdma|efa|hns): \S+: got completion with error:?)\s*$")
@@ -338,7 +341,7 @@ def _read_message(result, message, number, seen_channels):
             # "for HCA 0 'mlx5_0'" names the index a later "for GPU 8 / HCA 0" gives alone (gIB prints both).
             result["gdr"].setdefault("names", {})[gdr.group("hca")] = gdr.group("name")
         name = gdr.group("name") or gdr.group("hca")
-        bucket = result["gdr"]["enabled" if gdr.group("state") == "Enabled" else "disabled"]
+        bucket = result["gdr"]["enabled" if gdr.group("state").lower() == "enabled" else "disabled"]
         if name not in bucket:
             bucket.append(name)
 

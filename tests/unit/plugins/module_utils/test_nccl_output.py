@@ -329,3 +329,13 @@ def test_two_runs_in_one_text_give_every_figure_from_the_last_run():
     assert parsed["params"]["max_bytes"] == 8589934592
     assert (parsed["largest"]["size"], parsed["busbw_at_largest"], parsed["avg_busbw"]) == (8589934592, 360.42, 126.85)
     assert len(parsed["rows"]) == 47  # both runs' rows are kept
+
+
+def test_gpudirect_rdma_lines_of_nccl_2_19_and_later_name_the_way_it_was_found():
+    """NCCL 2.19 and later print the mode in brackets and the state in small letters (the HCA's name
+    without its closing quote, as net_ib.cc's format has it); the older form is capitalised."""
+    parsed = parse_nccl_log(
+        "node1:10:10 [0] NCCL INFO NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'rocep1s0f0\n"
+        "node1:10:10 [0] NCCL INFO NET/IB : GPU Direct RDMA (nvidia-peermem) enabled for HCA 1 'mlx5_1\n"
+        "node1:10:10 [0] NCCL INFO GPU Direct RDMA Disabled for HCA 2 'mlx5_2'\n")
+    assert (parsed["gdr"]["enabled"], parsed["gdr"]["disabled"]) == (["rocep1s0f0", "mlx5_1"], ["mlx5_2"])
