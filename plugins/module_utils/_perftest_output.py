@@ -132,10 +132,11 @@ _HINTS = {
         "(ib_port, or another device)."
     ),
     "device_query": (
-        "The verbs library could not query the device (\"Couldn't get device attributes\": ibv_query_device failed) "
-        "before any queue pair was made: the user-space RDMA libraries do not match the kernel's driver (MLNX_OFED's "
-        "libraries and tools on a kernel without MLNX_OFED's modules, or the reverse), or the device's provider "
-        "library is missing. Run `ibv_devinfo -v` with the same libraries, and use the libraries that came with the "
+        "The verbs library could not open or query the device (\"Couldn't get context for the device\": ibv_open_device "
+        "failed, \"Couldn't get device attributes\": ibv_query_device failed) before any queue pair was made: inside "
+        "a pod, its /dev/infiniband/uverbs* file was not handed to it; else the user-space RDMA libraries do not match "
+        "the kernel's driver (MLNX_OFED's libraries and tools on a kernel without MLNX_OFED's modules, or the "
+        "reverse), or the device's provider library is missing. Run `ibv_devinfo -v` with the same libraries, and use the libraries that came with the "
         "node's driver (driver_verify reports the OFED release and the loaded modules)."
     ),
     "qp_create": (
@@ -204,7 +205,7 @@ _FAILURE_RULES = (
     ("port_down", re.compile(r"Port number \d+ state is \w+|Couldn'?t set the link layer", re.IGNORECASE)),
     # perftest queries the device before it makes a queue pair; when that fails, the queue pair errors that
     # follow are its consequence.
-    ("device_query", re.compile(r"Couldn'?t get device attributes", re.IGNORECASE)),
+    ("device_query", re.compile(r"Couldn'?t get device attributes|Couldn'?t get context for the device", re.IGNORECASE)),
     ("qp_create", re.compile(r"Unable to create QP|Failed to create QP|Couldn'?t create QP", re.IGNORECASE)),
     (
         "qp_connect",
@@ -253,11 +254,15 @@ def _text_lines(text):
         return []
     # No line of perftest's starts with ">" or "[": mail quote marks go, and so does a launcher's label of the
     # process that printed it ("[rank 1]  #bytes ...", "[pod/server]").
-    return [_LAUNCHER_LABEL.sub("", MAIL_QUOTE_MARKS.sub("", line))
+    return [_LAUNCHER_LABEL.sub("", MAIL_QUOTE_MARKS.sub("", _HARNESS_STREAM.sub("", line)))
             for line in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")]
 
 
 _LAUNCHER_LABEL = re.compile(r"^\[[A-Za-z][\w ./:-]{0,40}\]\s+")
+# A test harness's prefix of each line the tool printed: "2019-07-16 03:43:24,134 process L0458 DEBUG| [stdout] ".
+_HARNESS_STREAM = re.compile(r"^.{0,120}?\| ?\[(?:stdout|stderr)\] ?")
+# Two figures of two decimals each with nothing between them.
+_GLUED_FIGURES = re.compile(r"^([0-9]+\.[0-9]{2})([0-9]+\.[0-9]{2})$")
 
 
 _COUNT_COLUMNS = ("bytes", "iterations")
@@ -493,6 +498,10 @@ def _not_peers(local_addresses, remote_addresses, second_block):
     return first_local != second_remote or first_remote != second_local
 
 
+def _same_figures(row, other):
+    return all(row[key] == other[key] for key in row if key in other and None not in (row[key], other[key]))
+
+
 def _merge_sides(rows, sides, notes):
     """Collapse the identical rows both sides print; report disagreements instead of double counting."""
     if sides < 2:
@@ -512,9 +521,12 @@ def _merge_sides(rows, sides, notes):
         merged.append(group[0])
         if len(group) < 2:
             continue
-        same = all(other == group[0] for other in group[1:])
+        # A figure one side did not measure (a receiver's peak printed as 0.00) is no disagreement: the other's is taken.
+        same = all(_same_figures(other, group[0]) for other in group[1:])
         agree = same if agree is None else (agree and same)
         if same:
+            merged[-1] = dict(group[0], **{key: value for other in group[1:] for key, value in other.items()
+                                          if group[0].get(key) is None and value is not None})
             _note(notes, "%s-byte row printed by %d sides with the same figures; counted once" % (key[0], len(group)))
         else:
             _note(notes, "%s-byte rows differ between the sides; the first is reported: %s"
@@ -722,6 +734,13 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
             continue
         tokens = line.split()
         values = [_number(token) for token in tokens]
+        if table is not None and None in values and all(_GLUED_FIGURES.match(tokens[i]) for i, v in enumerate(values) if v is None):
+            # perftest prints each latency figure with two decimals between tabs a paste can lose:
+            # "2465.901216.65" is t_stdev 2465.90 and the 99% percentile 1216.65.
+            tokens = [part for token in tokens for part in (_GLUED_FIGURES.match(token).groups() if _number(token) is None else (token,))]
+            values = [_number(token) for token in tokens]
+            _note(notes, "figures written together on line %d (%s) read apart at their two decimals"
+                  % (number, ", ".join(token for token in line.split() if _number(token) is None)))
         if tokens and all(value is not None for value in values) and isinstance(values[0], int):
             one_way_server_then_client = (
                 len(tables) == 2 and table is tables[1] and table.first_bytes is None and tables[0].rows == 1

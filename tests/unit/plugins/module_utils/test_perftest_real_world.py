@@ -242,3 +242,19 @@ def test_both_sides_rows_written_onto_one_line_are_both_read():
     reasons = [n["reason"] for n in parsed["notes"]]
     assert "two rows of 1024 bytes on line 54 (both sides' output interleaved): both read" in reasons
     assert any(reason.startswith("1024-byte rows differ between the sides") for reason in reasons)
+
+
+def test_latency_figures_a_paste_wrote_together_are_read_apart_at_their_two_decimals():
+    parsed = parse_perftest((FIXTURES / "perftest" / "ib_send_lat_rxe0_two_sides_host_labels_t_stdev_and_p99_glued_lab_report_with_other_lines.txt")
+                            .read_text())
+    assert (parsed["sides"], parsed["sides_agree"]) == (2, False)
+    assert (parsed["results"][0]["t_min_usec"], parsed["results"][0]["t_stdev_usec"], parsed["results"][0]["t_p99_usec"]) == (
+        453.06, 2465.9, 1216.65)
+    assert any(n["reason"].startswith("figures written together on line 26 (2465.901216.65)") for n in parsed["notes"])
+
+
+def test_a_peak_one_side_did_not_measure_is_no_disagreement_and_the_others_is_taken():
+    parsed = parse_perftest((FIXTURES / "perftest" / "ib_send_bw_rxe0_two_sides_host_labels_server_peak_not_measured_lab_report_with_other_lines.txt")
+                            .read_text())
+    assert (parsed["sides"], parsed["sides_agree"]) == (2, True)
+    assert parsed["results"][0]["bw_peak_gbps"] == round(3.75 * 8 * 1.048576 / 1000, 6)

@@ -106,6 +106,12 @@ EXPECTED = {
     # The same one-way test with the server's one row pasted before the client's table.
     "ib_write_bw_a_use_rocm_one_way_server_row_before_client_table_labels_with_other_lines.txt": [
         (2 ** n, None) for n in range(1, 23)] + [(8388608, round(19044.43 * MIB_GBPS, 6))],
+    # A test harness's prefix before each line; a latency row with two figures glued; a receiver's peak not measured.
+    "ib_send_bw_multicast_client_fragment_avocado_job_log_stdout_prefix_with_other_lines.txt": [(1024, round(1476.74 * MIB_GBPS, 6))],
+    "ib_send_lat_rxe0_two_sides_host_labels_t_stdev_and_p99_glued_lab_report_with_other_lines.txt": [(2, None)],
+    "ib_send_bw_rxe0_two_sides_host_labels_server_peak_not_measured_lab_report_with_other_lines.txt": [(65536, None)],
+    "err_ib_send_lat_siw_couldnt_get_context_for_the_device_twice_ntb_cxl_issue90.txt": (
+        "device_query", "Couldn't get context for the device"),
     # Server and client in one terminal: their 1024-byte rows on one line; the first is reported.
     "ib_send_bw_UD_hns_server_and_client_in_one_terminal_rows_glued_on_one_line_kunpeng.txt": [(1024, round(7876.21 * MIB_GBPS, 6))],
     # A server still waiting for its client where the output ends.
