@@ -15,6 +15,7 @@ import fnmatch
 import os
 import re
 import shlex
+import stat
 
 from ansible_collections.rdma.node.plugins.module_utils._dkms import parse_status, summarize
 from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient, text_names
@@ -127,12 +128,18 @@ def image_release(root, path):
     architecture's image, not an image, not readable). Arch and Manjaro name their images by package
     (``vmlinuz-linux``, ``vmlinuz-5.9-x86_64``), not by the release their modules are under."""
     try:
-        with open(under(root, path), "rb") as image:
-            if not os.path.isfile(image.name):
-                return None
-            head = image.read(_IMAGE_HEAD_BYTES)
+        # O_NONBLOCK: a FIFO planted in /boot must not hold the open; only a regular file is read.
+        fd = os.open(under(root, path), os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, ValueError):
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        head = os.read(fd, _IMAGE_HEAD_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     if head[_SETUP_MAGIC_AT:_SETUP_MAGIC_AT + 4] != b"HdrS" or len(head) < _VERSION_POINTER_AT + 2:
         return None
     start = int.from_bytes(head[_VERSION_POINTER_AT:_VERSION_POINTER_AT + 2], "little") + 0x200

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -455,3 +456,12 @@ def test_a_real_manjaro_grub_cfg_whose_images_are_named_by_package_boots_the_rel
     # An image whose header says nothing keeps the name it has: no release to put in its place.
     assert facts["installed_kernels"] == ["5.8-x86_64", "5.9.11-3-MANJARO"]
     assert not any("next kernel" in note for note in facts["notes"])
+
+
+def test_an_image_that_is_a_fifo_or_a_directory_gives_no_release_and_no_hang(tmp_path):
+    (tmp_path / "boot").mkdir()
+    os.mkfifo(tmp_path / "boot" / "vmlinuz-linux")  # opened for a blocking read, this would wait for a writer
+    (tmp_path / "boot" / "vmlinuz-lts").mkdir()
+    assert _driver.image_release(str(tmp_path), "/boot/vmlinuz-linux") is None
+    assert _driver.image_release(str(tmp_path), "/boot/vmlinuz-lts") is None
+    assert _driver.image_release(str(tmp_path), "/boot/vmlinuz-missing") is None
