@@ -136,8 +136,9 @@ _HINTS = {
         "failed, \"Couldn't get device attributes\": ibv_query_device failed) before any queue pair was made: inside "
         "a pod, its /dev/infiniband/uverbs* file was not handed to it; else the user-space RDMA libraries do not match "
         "the kernel's driver (MLNX_OFED's libraries and tools on a kernel without MLNX_OFED's modules, or the "
-        "reverse), or the device's provider library is missing. Run `ibv_devinfo -v` with the same libraries, and use the libraries that came with the "
-        "node's driver (driver_verify reports the OFED release and the loaded modules)."
+        "reverse), or the device's provider library is missing. Run `ibv_devinfo -v` with the same libraries, and "
+        "use the libraries that came with the node's driver (driver_verify reports the OFED release and the loaded "
+        "modules)."
     ),
     "qp_create": (
         "The HCA refused the queue pair perftest asked for: an inline size the device does not support "
@@ -525,8 +526,9 @@ def _merge_sides(rows, sides, notes):
         same = all(_same_figures(other, group[0]) for other in group[1:])
         agree = same if agree is None else (agree and same)
         if same:
-            merged[-1] = dict(group[0], **{key: value for other in group[1:] for key, value in other.items()
-                                          if group[0].get(key) is None and value is not None})
+            measured = {name: value for other in group[1:] for name, value in other.items()
+                        if group[0].get(name) is None and value is not None}
+            merged[-1] = dict(group[0], **measured)
             _note(notes, "%s-byte row printed by %d sides with the same figures; counted once" % (key[0], len(group)))
         else:
             _note(notes, "%s-byte rows differ between the sides; the first is reported: %s"
@@ -734,13 +736,15 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
             continue
         tokens = line.split()
         values = [_number(token) for token in tokens]
-        if table is not None and None in values and all(_GLUED_FIGURES.match(tokens[i]) for i, v in enumerate(values) if v is None):
+        glued = [token for token, value in zip(tokens, values) if value is None]
+        if table is not None and glued and all(_GLUED_FIGURES.match(token) for token in glued):
             # perftest prints each latency figure with two decimals between tabs a paste can lose:
             # "2465.901216.65" is t_stdev 2465.90 and the 99% percentile 1216.65.
-            tokens = [part for token in tokens for part in (_GLUED_FIGURES.match(token).groups() if _number(token) is None else (token,))]
+            tokens = [part for token in tokens
+                      for part in (_GLUED_FIGURES.match(token).groups() if token in glued else (token,))]
             values = [_number(token) for token in tokens]
             _note(notes, "figures written together on line %d (%s) read apart at their two decimals"
-                  % (number, ", ".join(token for token in line.split() if _number(token) is None)))
+                  % (number, ", ".join(glued)))
         if tokens and all(value is not None for value in values) and isinstance(values[0], int):
             one_way_server_then_client = (
                 len(tables) == 2 and table is tables[1] and table.first_bytes is None and tables[0].rows == 1
