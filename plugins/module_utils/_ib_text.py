@@ -564,7 +564,8 @@ def parse_ibstat(data, strict=False):
             continue
         fields = _Block(reader, number, line, device["fields"])
         if key in _IBSTAT_TYPE_KEYS:
-            fields["hca_type"] = _known(value)
+            # "MT25208 (MT23108 compat mode)": blanks a paste widened (column -t) are one blank.
+            fields["hca_type"] = _known(" ".join(value.split()))
         elif key in _IBSTAT_DEVICE_KEYS:
             field, convert = _IBSTAT_DEVICE_KEYS[key]
             fields[field] = _convert(reader, number, line, field, convert, value)
