@@ -169,18 +169,20 @@ def _int(text):
 
 
 def parse_dcb_app(text):
-    """``dcb [-j] [-N] app show dev IF`` -> ``{"dscp_prio": {dscp: prio}, "pcp_prio": {...}, "default_prio": [...]}``.
+    """``dcb [-j] [-N] app show dev IF`` -> ``{"dscp_prio": {dscp: [prio]}, "pcp_prio": {...}, "default_prio": [...],
+    "ethtype_prio", "stream_port_prio", "dgram_port_prio", "port_prio": {value: [prio]}}``.
 
     DSCP values come as numbers (JSON, ``-N``) or as iproute2's names (``CS3``, ``AF31``); dcb's JSON
-    puts a ``" "`` after each pair, which is skipped. An empty output is an empty table. Command lines
-    (a setting command pasted before its output) are no output; of several ``dcb app show`` outputs, the
-    last is read.
+    puts a ``" "`` after each pair, which is skipped. EtherTypes are hexadecimal in dcb's text (``8906:3``)
+    and decimal in its JSON; ports are decimal (a Broadcom RoCE host maps UDP 4791 with
+    ``dgram-port-prio 4791:3``). An empty output is an empty table. Command lines (a setting command
+    pasted before its output) are no output; of several ``dcb app show`` outputs, the last is read.
     """
     what = "dcb app show"
-    result = {"dscp_prio": {}, "pcp_prio": {}, "default_prio": []}
+    result = _empty_app_table()
     loaded = _json_object(text, what) if isinstance(text, str) and "{" in text else None
     if loaded is not None:
-        for key, names in (("dscp_prio", DSCP_NAMES), ("pcp_prio", PCP_NAMES)):
+        for _word, key, names, base in _APP_SELECTORS:
             for pair in loaded.get(key) or []:
                 values = [v for v in pair if not (isinstance(v, str) and not v.strip())] if isinstance(pair, list) else []
                 if len(values) != 2:
@@ -197,42 +199,57 @@ def parse_dcb_app(text):
             # A command, never output: a setting command (an app replace or add) sets what a later show prints,
             # and a later `dcb app show` prints the table anew (its output replaces an earlier one's).
             if "show" in words and read:
-                result, read = {"dscp_prio": {}, "pcp_prio": {}, "default_prio": []}, False
+                result, read = _empty_app_table(), False
             continue
-        app_line = any(key in words for key in ("dscp-prio", "pcp-prio", "default-prio"))
+        app_line = "default-prio" in words or any(word in words for word, _key, _names, _base in _APP_SELECTORS)
         read, read_any = read or app_line, read_any or app_line
         if not app_line and foreign is None and line.strip() and not is_shell_prompt(MAIL_QUOTE_MARKS.sub("", line).strip()):
             foreign = line.strip()
-        for key, json_key, names in (("dscp-prio", "dscp_prio", DSCP_NAMES), ("pcp-prio", "pcp_prio", PCP_NAMES)):
-            if key in words:
-                for pair in words[words.index(key) + 1:]:
+        for word, key, names, base in _APP_SELECTORS:
+            if word in words:
+                for pair in words[words.index(word) + 1:]:
                     if ":" not in pair:
                         break
                     selector, priority = pair.rsplit(":", 1)
-                    result[json_key].setdefault(_app_value(selector, names, what), []).append(_app_value(priority, {}, what))
+                    result[key].setdefault(_app_value(selector, names, what, base), []).append(_app_value(priority, {}, what))
         if "default-prio" in words:
             result["default_prio"] = [int(w) for w in words[words.index("default-prio") + 1:] if w.isdigit()]
     if not read_any and foreign is not None:
         # An empty output is an empty table; another tool's text (lldptool's, mlnx_qos's errors) is none.
-        raise QosTextError("%s: no dscp-prio, pcp-prio or default-prio line, and %r is not its output" % (what, foreign[:80]))
+        raise QosTextError("%s: no app table line (dscp-prio, pcp-prio, default-prio, ethtype-prio or a port's), and %r is not its "
+                           "output" % (what, foreign[:80]))
     return _single_prio(result)
 
 
-def _app_value(value, names, what):
+# dcb's selectors of the app table: the word of its text, the key of its JSON, the names it prints for
+# values and the base of the values in its text (dcb_app.c prints an EtherType with %x).
+_APP_SELECTORS = (("dscp-prio", "dscp_prio", DSCP_NAMES, 10), ("pcp-prio", "pcp_prio", PCP_NAMES, 10),
+                  ("ethtype-prio", "ethtype_prio", {}, 16), ("stream-port-prio", "stream_port_prio", {}, 10),
+                  ("dgram-port-prio", "dgram_port_prio", {}, 10), ("port-prio", "port_prio", {}, 10))
+
+
+def _empty_app_table():
+    return dict({key: {} for _word, key, _names, _base in _APP_SELECTORS}, default_prio=[])
+
+
+def _app_value(value, names, what, base=10):
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
     if isinstance(value, str) and value in names:
         return names[value]
+    if isinstance(value, str) and base == 16:
+        digits = value[2:] if value.lower().startswith("0x") else value
+        if digits and all(c in "0123456789abcdefABCDEF" for c in digits):
+            return int(digits, 16)
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
     raise QosTextError("%s: %r is neither a number nor a DSCP/PCP name dcb prints" % (what, value))
 
 
 def _single_prio(result):
-    """A DSCP value may map to several priorities (dcb app add twice); keep them all, as lists."""
-    return {"dscp_prio": {str(k): v for k, v in sorted(result["dscp_prio"].items())},
-            "pcp_prio": {str(k): v for k, v in sorted(result["pcp_prio"].items())},
-            "default_prio": result["default_prio"]}
+    """A value may map to several priorities (dcb app add twice); keep them all, as lists."""
+    table = {key: {str(k): v for k, v in sorted(result[key].items())} for _word, key, _names, _base in _APP_SELECTORS}
+    return dict(table, default_prio=result["default_prio"])
 
 
 def parse_dcb_apptrust(text):

@@ -63,6 +63,12 @@ def test_ecn_missing_or_garbled_says_why(tmp_path):
     assert 3 not in ecn["np_read"] and ecn["reason"].endswith("roce_np/enable/3 holds 'yes', expected 0 or 1")
 
 
+def app_table(dscp, default=(), **others):
+    """What parse_dcb_app gives: every selector's map (empty unless named), the default priorities."""
+    table = {key: {} for key in ("dscp_prio", "pcp_prio", "ethtype_prio", "stream_port_prio", "dgram_port_prio", "port_prio")}
+    return dict(table, dscp_prio=dscp, default_prio=list(default), **others)
+
+
 def test_dcb_pfc_man_page_example_and_json():
     assert parse_dcb_pfc((QOS / "iproute2-man_dcb-pfc_show_prio6-7_prompt.txt").read_text()) == {
         "enabled_priorities": [6, 7], "pfc_cap": 8, "macsec_bypass": False, "delay": 4096}
@@ -72,9 +78,9 @@ def test_dcb_pfc_man_page_example_and_json():
 def test_dcb_app_names_and_numbers_read_the_same():
     named = parse_dcb_app((QOS / "iproute2-man_dcb-app_show_dscp_names_prompt.txt").read_text())
     numeric = parse_dcb_app((QOS / "iproute2-man_dcb-app_show_dscp_numeric_prompt.txt").read_text())
-    assert named == numeric == {"dscp_prio": {"0": [0], "24": [2, 3], "48": [6]}, "pcp_prio": {}, "default_prio": []}
-    assert parse_dcb_app(DCB_APP_JSON) == {"dscp_prio": {"26": [3], "48": [6]}, "pcp_prio": {}, "default_prio": [0]}
-    assert parse_dcb_app("") == {"dscp_prio": {}, "pcp_prio": {}, "default_prio": []}  # an empty table prints nothing
+    assert named == numeric == app_table({"0": [0], "24": [2, 3], "48": [6]})
+    assert parse_dcb_app(DCB_APP_JSON) == app_table({"26": [3], "48": [6]}, default=[0])
+    assert parse_dcb_app("") == app_table({})  # an empty table prints nothing
 
 
 def test_dcb_apptrust_text_and_json():
@@ -90,23 +96,37 @@ def test_dcb_pfc_commands_between_outputs_are_not_output():
 
 def test_dcb_app_commands_between_outputs_are_not_output_and_the_last_show_is_read():
     felix = parse_dcb_app((QOS / "netdev-2022-03-11-oltean_felix_dcb-app_show-replace-show_numbered-prompts.txt").read_text())
-    assert felix == {"dscp_prio": {"16": [2], "24": [5]}, "pcp_prio": {}, "default_prio": [3]}
+    assert felix == app_table({"16": [2], "24": [5]}, default=[3])
     # Two `dcb app add` commands, then the shows of eth0 (63:2) and eth1 (63:1 63:2): the last output.
     sparx5 = parse_dcb_app((QOS / "netdev-2023-03-07-machon_sparx5_dcb-app_two-adds-then-shows-of-two-netdevs.txt").read_text())
-    assert sparx5 == {"dscp_prio": {"63": [1, 2]}, "pcp_prio": {}, "default_prio": []}
+    assert sparx5 == app_table({"63": [1, 2]})
+
+
+def test_dcb_app_port_and_ethtype_selectors_are_its_output():
+    # A Broadcom RoCE host maps RoCEv2's UDP port (dcb app add ... dgram-port-prio 4791:3) with its DSCP; dcb_app.c
+    # prints each selector on its own line, an EtherType in hexadecimal (%x:) in text and in decimal in JSON.
+    text = "$ dcb app show dev ens1f0np0\nethtype-prio 8906:3\ndscp-prio CS3:3 AF31:3\ndgram-port-prio 4791:3\nport-prio 4791:5\n"
+    assert parse_dcb_app(text) == app_table({"24": [3], "26": [3]}, ethtype_prio={"35078": [3]}, dgram_port_prio={"4791": [3]},
+                                            port_prio={"4791": [5]})
+    assert parse_dcb_app("dgram-port-prio 4791:3\n") == app_table({}, dgram_port_prio={"4791": [3]})
+    as_json = '{"ethtype_prio":[[35078,3," "]],"stream_port_prio":[[4791,2," "]],"dgram_port_prio":[[4791,3," "]]}'
+    assert parse_dcb_app(as_json) == app_table({}, ethtype_prio={"35078": [3]}, stream_port_prio={"4791": [2]}, dgram_port_prio={"4791": [3]})
+    with pytest.raises(QosTextError, match=r"^dcb app show: 'zz' is neither a number nor a DSCP/PCP name dcb prints$"):
+        parse_dcb_app("ethtype-prio zz:3\n")
 
 
 def test_another_tools_text_is_no_empty_dcb_app_table():
     # An empty dcb app table would make the trust mode pcp by inference: lldptool's output must not pass for one.
-    with pytest.raises(QosTextError, match=r"^dcb app show: no dscp-prio, pcp-prio or default-prio line, and 'IEEE 8021QAZ PFC TLV' is not its output$"):
+    with pytest.raises(QosTextError, match=r"^dcb app show: no app table line \(dscp-prio, pcp-prio, default-prio, ethtype-prio or a port's\), "
+                                           r"and 'IEEE 8021QAZ PFC TLV' is not its output$"):
         parse_dcb_app((QOS / "netdev-2020-05-29-ciornei_dpaa2_lldptool_pfc_not_dcb_app.txt").read_text())
-    assert parse_dcb_app("") == parse_dcb_app("$ dcb app show dev eth0\n") == {"dscp_prio": {}, "pcp_prio": {}, "default_prio": []}
+    assert parse_dcb_app("") == parse_dcb_app("$ dcb app show dev eth0\n") == app_table({})
 
 
 def test_dcb_several_attributes_on_one_line_and_app_names_in_a_service_log():
     text = (QOS / "talos-roce-dcb-readme_service-log_pfc-one-line_app-names.txt").read_text()
     assert parse_dcb_pfc(text) == {"enabled_priorities": [3], "pfc_cap": 8, "macsec_bypass": None, "delay": 0}
-    assert parse_dcb_app(text) == {"dscp_prio": {"26": [3], "48": [6]}, "pcp_prio": {}, "default_prio": []}
+    assert parse_dcb_app(text) == app_table({"26": [3], "48": [6]})
     with pytest.raises(QosTextError, match=r"^dcb apptrust show: no 'order:' line"):  # "trust order on X: dscp pcp" is the log's
         parse_dcb_apptrust(text)
 
@@ -117,7 +137,7 @@ def test_dcb_several_attributes_on_one_line_and_app_names_in_a_service_log():
     "netdev-2024-09-30-gnault-reply_quoted-gt_dcb-j-p-app-show-dscp-prio_two-json-outputs.txt",
 ])
 def test_dcb_json_shown_twice_in_a_mail_is_read_as_its_last_output(name):
-    assert parse_dcb_app((QOS / name).read_text()) == {"dscp_prio": {"8": [0], "16": [1]}, "pcp_prio": {}, "default_prio": []}
+    assert parse_dcb_app((QOS / name).read_text()) == app_table({"8": [0], "16": [1]})
 
 
 def test_dcb_json_of_two_different_runs_reads_the_last_and_a_cut_one_is_refused():
