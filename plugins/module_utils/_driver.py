@@ -698,8 +698,11 @@ def parse_ofed_info(text):
     Returns ``{"id", "distribution", "version"}`` or None for empty text, or for a shell that found no
     ``ofed_info`` (the inbox rdma-core has none). The first line of full ``ofed_info`` output
     (``MLNX_OFED_LINUX-5.8-1.0.1.1 (OFED-5.8-1.0.1):``) works too, and so does ``ofed_info -n``'s bare
-    version (no distribution). A shell prompt saved before the output is skipped.
+    version (no distribution). A shell prompt saved before the output is skipped, and so are lines a
+    note put before it (the system's name, ``Output:``) where a later line has ofed_info's form
+    (``NAME-VERSION:``, or a bare version); without one, the first line is the unknown answer.
     """
+    unknown = None
     for line in (text or "").splitlines():
         line = line.strip()
         if not line or is_shell_prompt(line):
@@ -708,12 +711,14 @@ def parse_ofed_info(text):
             return None
         ident = line.split()[0].rstrip(":")
         match = re.match(r"^(?P<distribution>[A-Za-z][\w.+~-]*?)-(?P<version>\d[\w.+~-]*)$", ident)
-        if match:
+        # After a line that is not ofed_info's, only its header form counts (the colon that ends its line), not
+        # a package or host name further down a paste.
+        if match and (unknown is None or line.endswith(":")):
             return {"id": ident, "distribution": match.group("distribution"), "version": match.group("version")}
-        if re.match(r"^\d[\w.+~-]*$", ident):
+        if re.match(r"^\d[\w.+~-]*$", ident) and (unknown is None or line == ident):
             return {"id": ident, "distribution": None, "version": ident}
-        return {"id": ident, "distribution": None, "version": None}
-    return None
+        unknown = unknown or {"id": ident, "distribution": None, "version": None}
+    return unknown
 
 
 def _natural_key(name):

@@ -60,6 +60,10 @@ _RECORD_FORMS = (
                            r"(?P<host>\S+) (?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
     # RFC 5424 syslog: "<6>1 2024-11-26T10:11:12.123456+00:00 host kernel - - - message"
     ("syslog", re.compile(r"^<[0-9]{1,3}>1 (?P<time>" + _ISO_TIME + r") (?P<host>\S+) (?P<tag>\S+) \S+ \S+ (?:-|\[.*?\]) ?(?P<message>.*)$")),
+    # The same fields written to a file without the priority: "2022-12-26T07:44:45.000000+01:00 host kernel - - - message"
+    # (a tag without a colon, then a process id, message id and structured data, each "-" where there is none)
+    ("syslog", re.compile(r"^(?P<time>" + _ISO_TIME + r") (?P<host>\S+) (?P<tag>[^\s:\[]+) (?:-|[0-9]+) \S+ (?:-|\[.*?\]) "
+                          r"(?P<message>.*)$")),
     # A log without host names (a container's journal, a cut column): "Jan 31 17:38:44.384098 kernel: message"
     ("journal", re.compile(
         r"^(?P<time>" + _ISO_TIME + r") (?P<tag>kernel): (?P<message>.*)$")),
@@ -80,6 +84,10 @@ _RECORD_FORMS = (
     # OpenWrt logread: "Sun Apr 27 05:48:33 2025 kern.info kernel: message"
     ("syslog", re.compile(
         r"^(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d \d{4}) (?P<facility>[a-z]+\.[a-z]+) "
+        r"(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
+    # rsyslog with the year first, as SONiC writes it: "2025 Oct  3 00:45:17.098692 sonic INFO kernel: message"
+    ("syslog", re.compile(
+        r"^(?P<time>\d{4} " + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?:(?P<level>[A-Z]+) )?"
         r"(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
     # journalctl short / classic syslog: "Mar 27 15:37:34 host tag[pid]: message", optional level word
     ("syslog", re.compile(
@@ -476,6 +484,7 @@ def summarize_carrier(events):
 _WALL_FORMS = ("%a %b %d %H:%M:%S %Y",)
 _SYSLOG_TIME = re.compile(r"^(?P<month>[A-Z][a-z]{2}) +(?P<day>\d{1,2}) (?P<clock>\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?$")
 _LEAP_YEAR = 2000  # a year with 29 February, for syslog times that carry none
+_YEAR_FIRST_TIME = re.compile(r"^(?P<year>\d{4}) (?P<month>[A-Z][a-z]{2}) +(?P<day>\d{1,2}) (?P<clock>\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?$")
 _DAY = 86400.0
 
 
@@ -507,6 +516,14 @@ def _wall_seconds(text):
     """
     if not text:
         return None, False
+    year_first = _YEAR_FIRST_TIME.match(text)
+    if year_first:
+        try:
+            moment = datetime.datetime.strptime("%s %s %s %s" % year_first.group("year", "month", "day", "clock"), "%Y %b %d %H:%M:%S")
+        except ValueError:
+            return None, False
+        fraction = float("0." + year_first.group("fraction")) if year_first.group("fraction") else 0.0
+        return moment.replace(tzinfo=datetime.timezone.utc).timestamp() + fraction, False
     if text[:4].isdigit():
         return _iso_seconds(text), False
     for form in _WALL_FORMS:

@@ -324,6 +324,21 @@ def test_ofed_info(text, ofed):
     assert _driver.parse_ofed_info(text) == ofed
 
 
+@pytest.mark.parametrize("name, ofed_id", [
+    ("hpc-notes_system-label-line_prompt_full-head-24.04_then-lsmod.txt", "MLNX_OFED_LINUX-24.04-0.7.0.0"),
+    ("aerial-notes_function-output-annotations_ofed-internal-24.04_md-line-ends.txt", "OFED-internal-24.04-0.6.6"),
+])
+def test_ofed_info_after_a_note_s_lines(name, ofed_id):
+    # A label or an annotation line before the output is not the release: the later line in ofed_info's
+    # form is, and nothing further down (a module listing) is taken for it.
+    assert _driver.parse_ofed_info((FIXTURES / "cmd/ofed_info" / name).read_text())["id"] == ofed_id
+    # Without a line of that form the first line stays the (unknown) answer; a later line counts only in
+    # ofed_info's header form (its colon), a bare version only alone on its line.
+    assert _driver.parse_ofed_info("THEA\nucx-1.17.0-1.2404066\n") == {"id": "THEA", "distribution": None, "version": None}
+    assert _driver.parse_ofed_info("Output:\n2024-05-01 12:00 installed\n")["version"] is None
+    assert _driver.parse_ofed_info("Output:\n5.0-2.1.8\n")["version"] == "5.0-2.1.8"
+
+
 def test_infiniband_devices_in_natural_order(tmp_path):
     (tmp_path / "dev/infiniband").mkdir(parents=True)
     for name in ("uverbs10", "uverbs2", "rdma_cm", "umad0"):

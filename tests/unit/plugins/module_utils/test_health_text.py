@@ -8,6 +8,7 @@ import sysfs_tree
 from ansible_collections.rdma.node.plugins.module_utils._health_text import (
     HealthTextError,
     carrier_down_periods,
+    event_clock,
     parse_carrier_events,
     parse_rdma_system,
 )
@@ -331,6 +332,26 @@ def test_openwrts_netifd_link_lines_are_carrier_changes():
     assert [event["source"] for event in parsed["events"]] == ["netifd", "netifd", "driver"]
     periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])["eth4"]["periods"]
     assert [(p["seconds"], p["ongoing"]) for p in periods] == [(2.0, False)]
+
+
+def test_sonics_year_first_rsyslog_keeps_its_time_and_host():
+    parsed = parse_carrier_events(read("sonic_issue24202_rsyslog_year_first_level_word_igb_link_up_PARTIAL.txt"))
+    assert [(e["netdev"], e["carrier"], e["host"], e["log_format"], e["time"]) for e in parsed["events"]] == [
+        ("eth0", "up", "sonic", "syslog", "2025 Oct  3 00:45:17.098692"), ("eth0", "up", "sonic", "syslog", "2025 Oct  3 00:45:17.098724")]
+    # The five lines of ifupdown2 are records too (one a link command, noted as not read), the heading is not.
+    assert parsed["records"] == 10 and [n["line"] for n in parsed["notes"]] == [1, 5]
+    events = [dict(e, monotonic_seconds=None) for e in parsed["events"]]  # the wall-clock time alone: the year is known
+    clock, seconds = event_clock(events)
+    assert clock == "wall" and seconds[0] == pytest.approx(1759452317.098692, abs=1e-5)  # 2025-10-03T00:45:17.098692Z
+
+
+def test_rfc5424_fields_without_the_priority_are_records():
+    parsed = parse_carrier_events(read("lkml_2023_quoted_rsyslog_iso_without_priority_kernel_dashes_no_carrier.txt"))
+    assert (parsed["records"], parsed["events"], parsed["notes"]) == (3, [], [])
+    assert parsed["end"] == {"time": "2022-12-26T07:44:45.000000+01:00", "monotonic_seconds": None}
+    lines = "2024-01-08T10:11:12.5+01:00 node7 kernel - - - mlx5_core 0000:3b:00.0 ens1f0: Link %s\n"
+    flap = parse_carrier_events(lines % "down" + lines.replace("10:11", "10:12") % "up")
+    assert [(e["carrier"], e["host"]) for e in flap["events"]] == [("down", "node7"), ("up", "node7")]
 
 
 # --------------------------------------------------------------------------- rdma system
