@@ -85,8 +85,10 @@ _WARNING = re.compile(
 # exchange prints perror()'s "pp_read_keys: Success" before the "Couldn't read remote address" that says what failed.
 _ERRORISH = re.compile(r"couldn'?t|unable|failed|error|not found|cannot|refused|^\s*ERRNO:|^\s*\w+_read_keys:", re.IGNORECASE)
 # What a paste carries besides the output: a shell prompt (``$ ib_write_bw ...``,
-# ``[root@node ~]# ...``), a ``#`` comment, the tool's command line itself.
-_PERFTEST_COMMAND = re.compile(r"^(?:sudo\s+)?(?:(?:numactl|taskset)\s+\S.*?\s)?(?:\S*/)?(?:ib_(?:write|read|send|atomic)_(?:bw|lat)|"
+# ``[root@node ~]# ...``), a ``#`` comment, the tool's command line itself (after the environment it sets,
+# ``GPUDIRECT_GPU=0 ./ib_write_bw ...``).
+_PERFTEST_COMMAND = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]{0,63}=\S*\s+){0,8}(?:sudo\s+)?(?:(?:numactl|taskset)\s+\S.*?\s)?(?:\S*/)?"
+                               r"(?:ib_(?:write|read|send|atomic)_(?:bw|lat)|"
                                r"raw_ethernet_\w+)(?:\s.*)?$")
 _COLUMN_UNIT = re.compile(r"^(?P<name>.*?)\[(?P<unit>[^\]]*)\]$")
 # A perftest run in a command line (after taskset, numactl, sudo...), and what it asks for: perftest's
@@ -254,12 +256,15 @@ def _text_lines(text):
     if text is None:
         return []
     # No line of perftest's starts with ">" or "[": mail quote marks go, and so does a launcher's label of the
-    # process that printed it ("[rank 1]  #bytes ...", "[pod/server]").
-    return [_LAUNCHER_LABEL.sub("", MAIL_QUOTE_MARKS.sub("", _HARNESS_STREAM.sub("", line)))
+    # process that printed it ("[rank 1]  #bytes ...", "[pod/server]"), and the comment mark an author put
+    # before the table's lines ("#  #bytes ...", "#  65536  279928 ...").
+    return [_COMMENTED_TABLE.sub("", _LAUNCHER_LABEL.sub("", MAIL_QUOTE_MARKS.sub("", _HARNESS_STREAM.sub("", line))))
             for line in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")]
 
 
 _LAUNCHER_LABEL = re.compile(r"^\[[A-Za-z][\w ./:-]{0,40}\]\s+")
+# A "#" and blanks before the table's header or a row of figures: neither is a root prompt's command.
+_COMMENTED_TABLE = re.compile(r"^\s*#[ \t]+(?=#bytes\b|[0-9]+[ \t]+[0-9])")
 # A test harness's prefix of each line the tool printed: "2019-07-16 03:43:24,134 process L0458 DEBUG| [stdout] ".
 _HARNESS_STREAM = re.compile(r"^.{0,120}?\| ?\[(?:stdout|stderr)\] ?")
 # Two figures of two decimals each with nothing between them.

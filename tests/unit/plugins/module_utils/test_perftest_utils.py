@@ -114,6 +114,9 @@ EXPECTED = {
         "device_query", "Couldn't get context for the device"),
     # Server and client in one terminal: their 1024-byte rows on one line; the first is reported.
     "ib_send_bw_UD_hns_server_and_client_in_one_terminal_rows_glued_on_one_line_kunpeng.txt": [(1024, round(7876.21 * MIB_GBPS, 6))],
+    # An author's "#  " before the table's header and row; the commands run after the environment they set.
+    "ib_write_bw_bidir_D30_table_lines_commented_with_hash_blog.txt": [(65536, round(5830.79 * MIB_GBPS, 6))],
+    "ib_write_bw_bidir_use_cuda_D30_env_prefixed_commands_table_lines_commented_with_hash_blog.txt": [(65536, round(5295.75 * MIB_GBPS, 6))],
     # A server still waiting for its client where the output ends.
     "ib_write_bw_R_server_waiting_banner_only_after_a_scripts_line_with_other_lines_oci_oke.txt": (
         "remote_unreachable", "no result rows: the server was still waiting for a client where the output ends"),
