@@ -81,6 +81,10 @@ _CHANNEL = re.compile(
     r"(?:\s*->\s*(?P<dst>\d+)(?:\[(?P<dst_dev>[0-9a-fA-Fx]+)\])?)?\s*(?:\[(?P<direction>send|receive)\]\s*)?"
     r"via\s+(?P<transport>.+?)\s*$"
 )
+# Another record's whole prefix right before a host: the first half of a torn line.
+_RECORD_PREFIX_BEFORE = re.compile(r"(?:^|\s)[^\s:\[\]]*:\d+:\d+ \[\d+\] $")
+# The ring's order of ranks, printed with the graph's lines (NCCL_DEBUG_SUBSYS=GRAPH): ``Ring 00 : 1 -> 0 -> 1``.
+_RING_ORDER = re.compile(r"^Ring\s+\d+\s*:\s*\d+(?:\s*->\s*\d+){2,}\s*$")
 # A channel line whose tail another process's output replaced before its "via" (mpirun, Slurm and Ray
 # interleave the ranks' writes): ``Channel 15/0 : 4[4] -> 12[4] [seSetting up ...``.
 _CHANNEL_TORN_BEFORE_VIA = re.compile(r"^(?:Channel|Ring)\s+\d+(?:/\d+)?\s*:\s*\d+(?:\[[0-9a-fA-Fx]+\])?\s*->")
@@ -145,6 +149,17 @@ def transport_kind(transport):
     return "other", {"via": text}
 
 
+def _untorn_host(line, match):
+    """The host of ``match``, without the start of "NCCL" a torn write glued to it: two processes writing one
+    stream interleave mid-line ("host:1:2 [1] NChost:3:4 [0] NCCL INFO ..."), so the record read is the second
+    process's and its host begins with the first one's "NC"."""
+    host = match.group("host")
+    stub = next((len(stub) for stub in ("NCCL", "NCC", "NC", "N") if host.startswith(stub)), 0)
+    if stub and _RECORD_PREFIX_BEFORE.search(line, 0, match.start("host")):
+        return host[stub:]
+    return host
+
+
 def _message(line):
     """``(host, level, message)`` of an NCCL line wherever it stands in the line, or None."""
     match = _NCCL_LINE.search(line)
@@ -152,7 +167,7 @@ def _message(line):
         message = match.group("message")
         # A log console's copy that shows each record twice: "... | host:pid:tid [0] NCCL INFO ...".
         again = message.find(" | %s:%s:%s [" % match.group("host", "pid", "tid"))
-        return match.group("host"), match.group("level"), (message[:again] if again >= 0 else message).strip()
+        return _untorn_host(line, match), match.group("level"), (message[:again] if again >= 0 else message).strip()
     match = _BARE_LINE.search(line)
     if match:
         return None, match.group("level"), match.group("message").strip()
@@ -296,6 +311,8 @@ def _read_message(result, message, number, seen_channels):
             seen_channels.add(key)
             result["channels"].append(entry)
         return
+    if _RING_ORDER.match(message):
+        return  # the ring's order, not a connection: no transport to count
     if _CHANNEL_TORN_BEFORE_VIA.match(message) and " via " not in message:
         _note(result["notes"], "a channel line cut short before its transport: not counted", number, message)
         return

@@ -339,3 +339,23 @@ def test_gpudirect_rdma_lines_of_nccl_2_19_and_later_name_the_way_it_was_found()
         "node1:10:10 [0] NCCL INFO NET/IB : GPU Direct RDMA (nvidia-peermem) enabled for HCA 1 'mlx5_1\n"
         "node1:10:10 [0] NCCL INFO GPU Direct RDMA Disabled for HCA 2 'mlx5_2'\n")
     assert (parsed["gdr"]["enabled"], parsed["gdr"]["disabled"]) == (["rocep1s0f0", "mlx5_1"], ["mlx5_2"])
+
+
+def test_ring_order_lines_of_the_graph_are_no_torn_channel():
+    """NCCL_DEBUG_SUBSYS=GRAPH prints each ring's order of ranks ("Ring 00 : 1 -> 0 -> 1"): complete lines
+    without a transport, not channel lines cut short."""
+    parsed = log("nccl_2.23.4_trace_graph_ring_order_lines_two_procs_PARTIAL.log")
+    assert parsed["channels"] == [] and [n["text"] for n in parsed["notes"]] == [None]  # only "no channel line"
+    torn = parse_nccl_log("h:1:2 [0] NCCL INFO Ring 00 : 1 -> 0 -> 1\nh:1:2 [0] NCCL INFO Channel 15/0 : 4[4] -> 12[4] [seSetting up\n")
+    assert [n["reason"] for n in torn["notes"]][0] == "a channel line cut short before its transport: not counted"
+    assert [n["line"] for n in torn["notes"]][0] == 2
+
+
+def test_a_line_torn_mid_prefix_gives_the_second_record_its_own_host():
+    """Two processes writing one stream: "host:1:2 [1] NChost:3:4 [0] NCCL INFO ..." is the second
+    process's record, on host "aig-a100", not "NCaig-a100"."""
+    parsed = log("nccl_2.23.4_trace_two_procs_line_torn_mid_prefix_host_glued_to_nc_PARTIAL.log")
+    assert parsed["hosts"] == ["aig-a100"]
+    assert len(parsed["channels"]) == 5 and {c["transport"] for c in parsed["channels"]} == {"P2P/CUMEM/read"}
+    # A host that merely begins with "NC", on a line of its own, keeps its name.
+    assert parse_nccl_log("NCnode:1:2 [0] NCCL INFO Using network IB\n")["hosts"] == ["NCnode"]
