@@ -335,6 +335,9 @@ def parse_lspci_vvv(text):
     if not functions and not unattributed:
         if _TREE.search(text):
             raise LspciTextError("this is the tree lspci -t prints, which shows no capability: ACS and ATS need lspci -vvv")
+        if any(_DETAIL_LINE.match(line.strip()) for line in text.splitlines()):
+            raise LspciTextError("lspci -vvv's capability lines without a 'BB:DD.F class: name' device header and without an "
+                                 "ACSCtl/ATSCtl line: nothing to read of a function (a paste cut before its device's header?)")
         raise LspciTextError("no 'BB:DD.F class: name' device header and no ACSCtl/ATSCtl line: this is not lspci -vvv output")
     listing_only = _listing_only(shown)
     extended_read = any(_EXTENDED in names for names in listed.values())

@@ -405,3 +405,12 @@ def test_a_256_byte_dump_without_a_pci_express_capability_is_a_conventional_func
     for address in ("0000:00:02.0", "0000:00:02.1"):  # no extended space, so no ACS and no ATS: known, not unreadable
         assert {key: parsed["functions"][address][key] for key in ("port_type", "acs", "ats", "unreadable")} == {
             "port_type": None, "acs": None, "ats": None, "unreadable": None}
+
+
+def test_capability_lines_cut_before_their_header_are_said_to_be_so():
+    """lspci -vvv's own lines with nothing to attribute them to: refused, but as a cut paste, not as another tool's text."""
+    with pytest.raises(LspciTextError, match=r"^lspci -vvv's capability lines without a 'BB:DD.F class: name' device header and without "
+                                             r"an ACSCtl/ATSCtl line: nothing to read of a function \(a paste cut before its device's header\?\)$"):
+        parse_lspci_vvv((LSPCI / "popos-gcc-132_capability_lines_cut_before_the_header_pcilib_vpd_error_partial.txt").read_text())
+    with pytest.raises(LspciTextError, match=r"this is not lspci -vvv output$"):
+        parse_lspci_vvv("hello world\n")
