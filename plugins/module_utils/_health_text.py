@@ -154,8 +154,9 @@ _EVENT_FORMS = (
                            r"(?P<up>(?:first )?active interface up!))")),
     # IPv6: ADDRCONF(NETDEV_CHANGE): ib0: link becomes ready
     ("addrconf", re.compile(r"^(?:IPv6: )?ADDRCONF\(NETDEV_CHANGE\): (?P<netdev>[\w.@-]+): link becomes ready")),
-    # systemd-networkd: ib0: Lost carrier / ib0: Gained carrier (a real log of Azure's health checks has "lost carrier")
-    ("networkd", re.compile(r"^(?P<netdev>[\w.@-]+): (?P<state>Lost|Gained) carrier\b", re.IGNORECASE)),
+    # systemd-networkd: ib0: Lost carrier / ib0: Gained carrier (a real log of Azure's health checks has "lost carrier");
+    # before systemd 220 the name padded to 16 columns: "eth0            : gained carrier"
+    ("networkd", re.compile(r"^(?P<netdev>[\w.@-]+) {0,15}: (?P<state>Lost|Gained) carrier\b", re.IGNORECASE)),
     # NetworkManager, in a syslog: "<info>  (eth0): carrier now OFF (device state 3)" (before 1.0),
     # "<info>  [1526537213.5872] device (eth0): carrier: link connected" (1.x), "device (eth0): carrier: ..."
     # where a document cut its level and time
@@ -188,7 +189,7 @@ _LINK_WORD = re.compile(r"link|carrier", re.IGNORECASE)
 # Words that make an unmatched record worth a note: it may be a carrier change in a form not known here.
 # Messages about a link this parser does not count, noted: mlx5's cable module events ("Port module event:
 # module 1, Cable unplugged", "Port module event[error]: ...") say why a link went down, not that it did.
-_LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\bport module event\b|\bcable (?:unplugged|error)\b"
+_LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\b(?:lost|gained) carrier\b|\bport module event\b|\bcable (?:unplugged|error)\b"
                       r"|\bmodule is not present\b", re.IGNORECASE)
 # A shell prompt ("$ ", "root@node:~# ", "[user@host ~]$ ", "mysql> "); a kernel tag such as "<mlx4_ib>"
 # before a message, or an arrow ("-> cpu: 4"), is not one.

@@ -44,6 +44,8 @@ _GID_LINE = re.compile(r"/(gids|gid_attrs/types|gid_attrs/ndevs)/(\d+):(.*)$")
 _SHOW_GIDS_ROW = re.compile(r"^(?P<device>\S+)\s+(?P<port>\d+)\s+(?P<index>\d+)\s+(?P<gid>[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7})\s+"
                             r"(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}\s+)?(?P<version>v[12])(?:\s+(?P<ndev>\S+))?\s*$")
 _SHOW_GIDS_TYPES = {"v1": "IB/RoCE v1", "v2": "RoCE v2"}
+# An author's comment mark before a row: a root prompt's command after it ("# show_gids") is no row anyway.
+_COMMENT_MARK = re.compile(r"^#\s+")
 _PORT_NAME = re.compile(r"^[^/\s]+/\d+$")
 # The role's settings, as messages name them.
 VARIABLES = {"efficiency": "bandwidth_check_efficiency", "efficiency_gpu": "bandwidth_check_efficiency_gpu",
@@ -93,14 +95,18 @@ def parse_gid_table(text, port=None):
 
     Entries the kernel refuses to show (unused GIDs answer EINVAL) are simply absent; an all-zero
     GID is an unused entry and is dropped. The rows of ``show_gids`` are read too: those of ``port``
-    (``DEVICE/PORT``) where it is given, as show_gids lists every port of the node.
+    (``DEVICE/PORT``) where it is given, as show_gids lists every port of the node; rows an author
+    commented out (``# mlx5_0  1  0  fe80:...``) count as rows, and where one port's index comes twice
+    (two hosts' listings pasted together) the first listing's row is kept.
     """
-    table = {}
+    table, listed = {}, set()
     for line in (text or "").splitlines():
-        row = _SHOW_GIDS_ROW.match(line.strip())
+        row = _SHOW_GIDS_ROW.match(_COMMENT_MARK.sub("", line.strip()))
         if row and (port is None or port_key(row.group("device"), row.group("port")) == port):
-            table[int(row.group("index"))] = {"gid": row.group("gid"), "type": _SHOW_GIDS_TYPES[row.group("version")],
-                                              "ndev": row.group("ndev")}
+            key = (row.group("device"), row.group("port"), int(row.group("index")))
+            if key not in listed:
+                listed.add(key)
+                table[key[2]] = {"gid": row.group("gid"), "type": _SHOW_GIDS_TYPES[row.group("version")], "ndev": row.group("ndev")}
             continue
         match = _GID_LINE.search(line.rstrip("\r"))
         if not match:

@@ -345,6 +345,18 @@ def test_sonics_year_first_rsyslog_keeps_its_time_and_host():
     assert clock == "wall" and seconds[0] == pytest.approx(1759452317.098692, abs=1e-5)  # 2025-10-03T00:45:17.098692Z
 
 
+def test_networkd_names_padded_before_their_colon_are_carrier_changes():
+    # systemd-networkd before 220 padded the name to 16 columns: "eth0            : gained carrier".
+    parsed = parse_carrier_events(read("coreos_issue414_networkd_names_padded_to_16_columns_gained_lost_carrier_PARTIAL.txt"))
+    assert [(e["line"], e["netdev"], e["carrier"], e["source"]) for e in parsed["events"]] == [
+        (4, "eth0", "up", "networkd"), (8, "veth61fb524", "up", "networkd"), (9, "docker0", "up", "networkd"),
+        (11, "veth61fb524", "down", "networkd")]
+    assert parsed["netdevs"]["veth61fb524"] == {"down": 1, "up": 1, "losses": 1, "last": "down"}
+    # A carrier line it cannot read is noted, not passed over ("lost carrier" names the carrier before the state).
+    odd = parse_carrier_events("Mar 19 21:44:51 h systemd-networkd[471]: veth0 (weird) : lost carrier\n")
+    assert odd["events"] == [] and odd["notes"][0]["reason"] == "a link message this filter does not read"
+
+
 def test_rfc5424_fields_without_the_priority_are_records():
     parsed = parse_carrier_events(read("lkml_2023_quoted_rsyslog_iso_without_priority_kernel_dashes_no_carrier.txt"))
     assert (parsed["records"], parsed["events"], parsed["notes"]) == (3, [], [])

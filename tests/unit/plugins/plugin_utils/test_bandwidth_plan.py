@@ -197,6 +197,17 @@ def test_gid_tables_from_loop_results(demo):
     assert select_ports(demo["a100-node-01"]["ports"], gid_tables=results)["ports"][1]["gid_index"] == 1
 
 
+def test_show_gids_rows_commented_out_and_two_hosts_pasted_together():
+    commented = (FIXTURES / "cmd" / "pastes" / "show_gids_mitosis_readme_rows_commented_with_hash_ib_ports_v1.txt").read_text()
+    assert parse_gid_table(commented, "mlx5_1/1") == {0: {"gid": "fe80:0000:0000:0000:ec0d:9a03:0078:6376", "type": "IB/RoCE v1", "ndev": None}}
+    # The second host's rows of mlx5_bond_0/1 (on bond1) do not replace the first host's (on bond0): its index 3 exists.
+    two = (FIXTURES / "cmd" / "pastes" / "show_gids_cn_note_two_hosts_one_block_mlx5_bond_0_on_bond0_then_bond1_hiroce.txt").read_text()
+    table = parse_gid_table(two, "mlx5_bond_0/1")
+    assert sorted(table) == [0, 1, 2, 3] and {entry["ndev"] for entry in table.values()} == {"bond0"}
+    assert roce_v2_gid_index(table) == 3
+    assert roce_v2_gid_index(parse_gid_table(two, "hrn3_bond_0/1")) == 1
+
+
 def test_show_gids_rows_of_the_port_give_its_roce_v2_gid():
     text = (FIXTURES / "cmd" / "pastes" / "show_gids_pod_vf_net1_mlx5_3_v1_v2_ipv4_tabs_root_prompt.txt").read_text()
     table = parse_gid_table(text, "mlx5_3/1")
