@@ -86,8 +86,8 @@ _WARNING = re.compile(
 _ERRORISH = re.compile(r"couldn'?t|unable|failed|error|not found|cannot|refused|^\s*ERRNO:|^\s*\w+_read_keys:", re.IGNORECASE)
 # What a paste carries besides the output: a shell prompt (``$ ib_write_bw ...``,
 # ``[root@node ~]# ...``), a ``#`` comment, the tool's command line itself (after the environment it sets,
-# ``GPUDIRECT_GPU=0 ./ib_write_bw ...``).
-_PERFTEST_COMMAND = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]{0,63}=\S*\s+){0,8}(?:sudo\s+)?(?:(?:numactl|taskset)\s+\S.*?\s)?(?:\S*/)?"
+# ``GPUDIRECT_GPU=0 ./ib_write_bw ...``) or as bash's trace shows it (``set -x``: ``+ taskset -c 17 ib_send_bw ...``).
+_PERFTEST_COMMAND = re.compile(r"^(?:\+{1,8} )?(?:[A-Za-z_][A-Za-z0-9_]{0,63}=\S*\s+){0,8}(?:sudo\s+)?(?:(?:numactl|taskset)\s+\S.*?\s)?(?:\S*/)?"
                                r"(?:ib_(?:write|read|send|atomic)_(?:bw|lat)|"
                                r"raw_ethernet_\w+)(?:\s.*)?$")
 _COLUMN_UNIT = re.compile(r"^(?P<name>.*?)\[(?P<unit>[^\]]*)\]$")

@@ -649,6 +649,9 @@ def test_the_bare_figure_of_output_modes_is_read_from_the_command_line_that_aske
     bandwidth = pto.parse_perftest("$ ib_write_bw -d mlx5_0 -s 1048576 --output=bandwidth 10.0.0.2\n11129.09\n")
     assert (bandwidth["kind"], bandwidth["results"]) == ("bw", [{"bytes": 1048576, "bw_average_gbps": round(11129.09 * MIB_GBPS, 6)}])
     assert bandwidth["bw_average_gbps"] == round(11129.09 * MIB_GBPS, 6)
+    # The command as bash's trace (set -x) prints it, after the environment it sets.
+    traced = pto.parse_perftest("+ GPUDIRECT_GPU=0 taskset -c 17 ib_write_bw -s 1048576 --output=bandwidth 10.0.0.2\n11129.09\n")
+    assert (traced["results"], traced["notes"]) == ([{"bytes": 1048576, "bw_average_gbps": round(11129.09 * MIB_GBPS, 6)}], [])
     gbits = pto.parse_perftest("$ ib_send_bw --report_gbits --output bandwidth host\n96.42\n")
     assert gbits["results"] == [{"bytes": 65536, "bw_average_gbps": 96.42}]
     rate = pto.parse_perftest("# numactl -N 1 ib_write_bw --output=message_rate -s 64 host\n12.345678\n")
