@@ -441,6 +441,9 @@ def plan_base_runtime_spec(
             plan.runtimes_created.append(name)
         else:
             _set_path(expected, key_path, base_runtime_spec)
+            replaced = runtime.get(BASE_RUNTIME_SPEC)
+            if isinstance(replaced, str) and replaced:
+                plan.warnings.append(replaced_spec_warning(source, name, replaced, base_runtime_spec))
         plan.runtimes_changed.append(name)
 
     if splices:
@@ -451,6 +454,13 @@ def plan_base_runtime_spec(
             raise ContainerdConfigError("%s: %s, so nothing was changed." % (source, exc)) from None
         _verify(compact, expected, source)
     return plan
+
+
+def replaced_spec_warning(source, runtime, replaced, value):
+    """What an operator must know when a runtime's base spec changes file: containerd reads one base spec per
+    runtime, so the old file's settings (a cloud image's hooks, mounts, other rlimits) stop applying."""
+    return ("%s: runtime '%s' named the base spec %r, which is replaced by %r: whatever %r sets no longer applies to its "
+            "containers unless the new spec carries it too." % (source, runtime, replaced, value, replaced))
 
 
 def _plan_runtime(text, tables, layout, runtime_path, runtime, state, value) -> t.Optional[Splice]:

@@ -215,7 +215,8 @@ def test_an_unusable_cache_directory_costs_a_warning_and_nothing_else(tmp_path, 
     assert [call["node"]["content"] is not None for call in calls] == [True, True]
     message = ("rdma.node.containerd_runtime cannot use its controller cache (cannot create the cache directory in "
                "%s: Not a directory); the whole file is read from the node every run." % unusable)
-    assert apply["warnings"] == [message] and again["warnings"] == [message]
+    replaced = cc.replaced_spec_warning(str(config), "runc", "/etc/containerd/cri-base.json", str(spec_file))
+    assert apply["warnings"] == [replaced, message] and again["warnings"] == [message]
     assert runtimes_containerd_reads(config) == {"runc": str(spec_file), "test-handler": str(spec_file)}
 
 
@@ -231,7 +232,8 @@ def test_a_remembered_plan_repeats_the_plans_warnings(tmp_path, spec_file):
                "built-in definition without base_runtime_spec; add it to runtimes with create_missing=true to "
                "cover it." % config)
     (apply,), dummy = node.run([step])
-    assert apply["changed"] is True and apply["warnings"] == [warning]
+    replaced = cc.replaced_spec_warning(str(config), "runc", "/etc/containerd/cri-base.json", str(spec_file))
+    assert apply["changed"] is True and apply["warnings"] == [warning, replaced]  # the replacement only while it happens
     (from_text,), calls = node.run([step])  # planned from the cached text
     assert [call["node"]["content"] for call in calls] == [None]
     (from_plan,), calls = node.run([step])  # the remembered plan

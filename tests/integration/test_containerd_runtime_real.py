@@ -153,7 +153,9 @@ def test_check_apply_again_with_validation(tmp_path, spec_file):
         dict(step, diff=True),
         step,
     ])
-    assert check["changed"] is True and check["validated"] is True and "warnings" not in check
+    # kind's runc named its own cri-base.json: replaced, and said so.
+    assert check["changed"] is True and check["validated"] is True
+    assert check["warnings"] == [cc.replaced_spec_warning(str(config), "runc", "/etc/containerd/cri-base.json", str(spec_file))]
     assert base64.b64decode(after_check["content"]) == original
     assert apply["changed"] is True and apply["validated"] is True
     assert apply["diff"]["before"] == original.decode() and apply["diff"]["after"] == config.read_text()
@@ -193,6 +195,7 @@ def test_version_3_on_containerd_1_6_is_not_validated_and_says_so(tmp_path):
 
     assert skipped["changed"] is True and skipped["validated"] is False and skipped["config_version"] == 3
     assert skipped["warnings"] == [
+        cc.replaced_spec_warning(str(skipped_file), "runc", "/etc/containerd/base-runtime-spec.json", SPEC_PATH),
         "%s was not validated: %s on the node reads config versions up to 2 and %s is version 3, which it would "
         "silently ignore." % (skipped_file, label, skipped_file)]
     assert required["failed"] is True
@@ -247,6 +250,7 @@ def test_validation_failures_leave_the_file_untouched(tmp_path, spec_file):
         "base_runtime_spec %s on the node is missing, and containerd's CRI plugin does not start without a "
         "loadable spec; create it first (rdma.node.oci_rlimits), nothing was changed." % (tmp_path / "missing.json"))
     assert no_spec_check["changed"] is True and no_spec_check["warnings"] == [
+        cc.replaced_spec_warning(str(tmp_path / "no-spec-check.toml"), "runc", "/etc/containerd/cri-base.json", str(tmp_path / "missing.json")),
         "base_runtime_spec %s on the node is missing, and containerd's CRI plugin does not start without a "
         "loadable spec (check mode: an earlier task may create it)." % (tmp_path / "missing.json")]
     assert version_1["changed"] is True and version_1["config_version"] == 1 and version_1["validated"] is True

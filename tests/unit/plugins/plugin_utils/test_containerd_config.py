@@ -188,6 +188,19 @@ def test_single_quoted_files_keep_literal_strings(name):
     assert added == ["base_runtime_spec = '/etc/containerd/rdma-spec.json'\n"]
 
 
+def test_a_base_spec_another_file_named_is_replaced_with_a_warning():
+    # An EKS node's runc names the image's own base spec: containerd reads one per runtime, so the operator is told.
+    text = read("eks-ami_containerd2_v3_default_base_runtime_spec.toml")
+    plan = cc.plan_base_runtime_spec(text, SPEC, source="config.toml")
+    assert plan.runtimes_changed == ["runc"]
+    assert plan.warnings == ["config.toml: runtime 'runc' named the base spec '/etc/containerd/base-runtime-spec.json', which is "
+                             "replaced by '/etc/containerd/rdma-spec.json': whatever '/etc/containerd/base-runtime-spec.json' sets "
+                             "no longer applies to its containers unless the new spec carries it too."]
+    # The same file named again, or containerd's "" (no base spec), is no replacement.
+    assert cc.plan_base_runtime_spec(text, "/etc/containerd/base-runtime-spec.json").warnings == []
+    assert cc.plan_base_runtime_spec(read("containerd-1.6_config_default_v2.toml"), SPEC).warnings == []
+
+
 def test_a_value_a_literal_string_cannot_hold_becomes_a_basic_string():
     text = read("eks-ami_v2_nvidia_default-runtime_base_runtime_spec.toml")
     plan = cc.plan_base_runtime_spec(text, "/etc/containerd/it's.json")
