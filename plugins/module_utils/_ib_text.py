@@ -236,7 +236,13 @@ class _Reader:
                 self.unplaced(number, raw.strip(), "a line longer than %d characters, not read" % MAX_LINE)
                 continue
             line = _clean(raw)
-            if not line or is_shell_prompt(line) or _COMMAND.match(line):
+            if not line:
+                continue
+            if is_shell_prompt(line) or _COMMAND.match(line):
+                if " ==> " in line:
+                    # A page that lost its line breaks: ibdev2netdev's records after the command, on its line.
+                    self.note(number, line, "ibdev2netdev's records on the command's own line (a paste that lost its line "
+                                            "breaks), not read")
                 continue
             if _NOISE.match(line):
                 self.note(number, line, "a diagnostic message, not part of the listing")
@@ -852,15 +858,18 @@ def _devinfo_speed(port, value):
 # ibdev2netdev
 # ---------------------------------------------------------------------------------------------
 
+# After the carrier, an author's own words in brackets ("ib4 (Up) (o2ib)": the LNet network): left out with a note.
+# Another record after it ("... ==> ib1 (Up)") is no such note: that line lost its breaks and is not read.
+_AUTHORS_TAIL = r"(?P<tail>\s+\((?:(?!==>)[^()])*\))?"
 _IBDEV2NETDEV = re.compile(
-    r"^(?P<device>\S+)\s+port\s+(?P<port>[0-9]{1,3})\s*==>\s*(?P<netdev>[^\s()]+)\s*(?:\((?P<carrier>[^()]*)\))?$"
+    r"^(?P<device>\S+)\s+port\s+(?P<port>[0-9]{1,3})\s*==>\s*(?P<netdev>[^\s()]+)\s*(?:\((?P<carrier>[^()]*)\)" + _AUTHORS_TAIL + r")?$"
 )
 _IBDEV2NETDEV_OLD = re.compile(r"^(?P<device>\S+)\s+port\s+(?P<port>[0-9]{1,3})\s*<===>\s*(?P<netdev>\S+)$")
 _IBDEV2NETDEV_VERBOSE = re.compile(
     r"^(?:(?P<pci>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+)?"
     r"(?P<device>\S+)\s+\((?P<devid>[^()]*?)\s+-\s+(?P<part>[^()]*?)\s*\)\s*"
     r"(?P<desc>.*?)\s*\bfw\s+(?P<fw>\S+)\s+port\s+(?P<port>[0-9]{1,3})\s+\((?P<state>[^()]*)\)\s*"
-    r"==>\s*(?P<netdev>[^\s()]+)\s*\((?P<carrier>[^()]*)\)$"
+    r"==>\s*(?P<netdev>[^\s()]+)\s*\((?P<carrier>[^()]*)\)" + _AUTHORS_TAIL + r"$"
 )
 _CARRIER = {"UP": "Up", "DOWN": "Down"}
 
@@ -882,6 +891,8 @@ def parse_ibdev2netdev(data, strict=False):
             continue
         reader.placed()
         found = match.groupdict()
+        if found.get("tail"):
+            reader.note(number, line, "words in brackets after the carrier, not ibdev2netdev's, left out")
         device = devices.named(found["device"])
         port = devices.port(device, int(found["port"]))
         if "netdevs" not in port:

@@ -891,3 +891,20 @@ def test_the_link_layer_is_named_as_sysfs_names_it(printed, named):
     result = _ib_text.parse_ibstat(text)
     assert [(p["device"], p["state"], p["link_layer"]) for p in result["ports"]] == [("mthca0", "ACTIVE", named)]
     assert result["notes"] == []
+
+
+def test_ibdev2netdev_an_authors_brackets_after_the_carrier_and_records_on_the_prompt_line():
+    guide = _ib_text.parse_ibdev2netdev((FIXTURES / "pastes" / "ibdev2netdev_v_gds_guide_lnet_network_after_carrier_ifconfig_lines_between.txt")
+                                        .read_text())
+    assert [(p["device"], p["port"], p["netdevs"], p["netdev_state"], p["pci_address"], p["state"]) for p in guide["ports"]] == [
+        ("mlx5_13", 1, ["ib4"], "Up", "0000:b8:00.1", "ACTIVE"), ("mlx5_15", 1, ["ib5"], "Up", "0000:bd:00.1", "ACTIVE")]
+    assert [(n["line"], n["reason"]) for n in guide["notes"]][:2] == [
+        (2, "words in brackets after the carrier, not ibdev2netdev's, left out"), (3, "not ibdev2netdev output")]
+    # Records after the command on its own line are not taken for an empty listing in silence.
+    flat = _ib_text.parse_ibdev2netdev((FIXTURES / "pastes" / "ibdev2netdev_gds_guide_page_lost_line_breaks_records_on_the_prompt_line.txt")
+                                       .read_text())
+    assert flat["ports"] == [] and [n["reason"] for n in flat["notes"]] == [
+        "ibdev2netdev's records on the command's own line (a paste that lost its line breaks), not read"]
+    # The same records without the prompt are refused; one record's brackets after another are no author's words.
+    with pytest.raises(IbTextError, match="nothing in the text is ibdev2netdev output"):
+        _ib_text.parse_ibdev2netdev("mlx5_0 port 1 ==> ib0 (Up) mlx5_1 port 1 ==> ib1 (Up)\n")
