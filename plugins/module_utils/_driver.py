@@ -319,6 +319,30 @@ def _grub_test(words, env):
     return joined(tokens, "-o", any_of)
 
 
+_GRUB_BRANCH_WORDS = ("if", "elif", "else", "fi")
+
+
+def _grub_statements(words):
+    """The statements of one line's words, split at ";" (a word of its own or ending a word), each without the
+    "then" or "do" that opens a branch's body; "else" followed by a command on its line gives both."""
+    statements, current = [], []
+    for word in words + [";"]:
+        end = word.endswith(";")
+        word = word[:-1] if end and word != ";" else ("" if word == ";" else word)
+        if word:
+            current.append(word)
+        if end:
+            while current and current[0] in ("then", "do"):
+                current = current[1:]
+            if len(current) > 1 and current[0] == "else":
+                statements.append(["else"])
+                current = current[1:]
+            if current:
+                statements.append(current)
+            current = []
+    return statements
+
+
 def _grub_branch(frames, words, env):
     """Update the stack of ``if`` frames (each ``[now, some earlier branch taken, some branch unknown]``)."""
     keyword = words[0]
@@ -361,8 +385,15 @@ def parse_grub_cfg(text, env=None):
         words = _grub_words(line)
         if not words:
             continue
-        if env is not None and words[0] in ("if", "elif", "else", "fi"):
-            _grub_branch(frames, words, env)
+        if env is not None and words[0].rstrip(";") in _GRUB_BRANCH_WORDS:
+            # One line may hold a whole if ... fi ("if [ x$grub_platform = xxen ]; then insmod xzio; fi", in every
+            # Debian menu entry) or close two ("fi; fi"): each statement of it counts.
+            for statement in _grub_statements(words):
+                if statement[0] in _GRUB_BRANCH_WORDS:
+                    _grub_branch(frames, statement, env)
+                elif statement[0] == "set" and len(statement) > 1 and statement[1].startswith("default="):
+                    if not any(frame[0] is False for frame in frames):
+                        defaults.append(statement[1][len("default="):])
             continue
         if words[0] in ("menuentry", "submenu") and line.endswith("{"):
             words = words[:-1] if words[-1] == "{" else words
@@ -414,7 +445,9 @@ def read_bls_entries(root, directory):
         if not name.endswith(".conf"):
             continue
         values = parse_bls_entry(read_text(root, directory + "/" + name))
-        kernel = values.get("version") or kernel_from_image_path(values.get("linux"))
+        # OSTree writes its deployment's serial as the version ("version 1"): no release, which the image names.
+        version = values.get("version")
+        kernel = version if version and "." in version else kernel_from_image_path(values.get("linux")) or version
         entries.append({
             "type": "menuentry",
             "id": name[:-len(".conf")],

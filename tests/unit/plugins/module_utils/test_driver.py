@@ -480,3 +480,25 @@ def test_an_image_that_is_a_fifo_or_a_directory_gives_no_release_and_no_hang(tmp
     assert _driver.image_release(str(tmp_path), "/boot/vmlinuz-linux") is None
     assert _driver.image_release(str(tmp_path), "/boot/vmlinuz-lts") is None
     assert _driver.image_release(str(tmp_path), "/boot/vmlinuz-missing") is None
+
+
+def test_a_whole_if_on_one_line_closes_on_that_line():
+    """Ubuntu's grub.cfg: "if [ -n "${have_grubenv}" ]; then if [ -z "${boot_once}" ]; then save_env recordfail;
+    fi; fi" and, in every entry, "if [ x$grub_platform = xxen ]; then insmod xzio; ...; fi". Each line opens and closes
+    its branches: a default set after them (as 40_custom adds one) is still GRUB's."""
+    text = (FIXTURES / "grub" / "ubuntu2404_lvm_homework_grub.cfg").read_text()
+    menu, defaults, _bls = _driver.parse_grub_cfg(text, {})
+    assert defaults == ["0"] and (menu[0]["title"], menu[0]["kernel"]) == ("Ubuntu", "6.8.0-88-generic")
+    assert _driver.parse_grub_cfg(text)[1] == ["${next_entry}", "0"]  # without grubenv no branch is judged
+    assert _driver.parse_grub_cfg(text + 'set default="1>2"\n', {})[1] == ["0", "1>2"]
+    # A branch's statements on its line: the set default of a false test is GRUB's skipped one, the else's is not.
+    assert _driver.parse_grub_cfg('if [ a = b ]; then set default="1"; else set default="4"; fi\n', {})[1] == ["4"]
+
+
+def test_an_ostree_entrys_version_is_its_serial_and_the_image_names_the_kernel(tmp_path):
+    entries = tmp_path / "boot" / "loader" / "entries"
+    entries.mkdir(parents=True)
+    (entries / "ostree-1-ock.conf").write_text((FIXTURES / "grub" / "oracle_cne_ock_ostree_bls_ostree-1-ock.conf").read_text())
+    (entries / "fedora.conf").write_text("title Fedora\nversion 6.8.5-301.fc40.x86_64\nlinux /vmlinuz-6.8.5-301.fc40.x86_64\n")
+    kernels = {entry["id"]: entry["kernel"] for entry in _driver.read_bls_entries(str(tmp_path), "/boot/loader/entries")}
+    assert kernels == {"ostree-1-ock": "5.15.0-305.176.4.el8uek.x86_64", "fedora": "6.8.5-301.fc40.x86_64"}
