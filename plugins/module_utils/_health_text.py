@@ -59,7 +59,8 @@ _RECORD_FORMS = (
     ("journal", re.compile(r"^" + _DAY + r" (?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) [A-Z][A-Za-z0-9+-]{0,5} "
                            r"(?P<host>\S+) (?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
     # RFC 5424 syslog: "<6>1 2024-11-26T10:11:12.123456+00:00 host kernel - - - message"
-    ("syslog", re.compile(r"^<[0-9]{1,3}>1 (?P<time>" + _ISO_TIME + r") (?P<host>\S+) (?P<tag>\S+) \S+ \S+ (?:-|\[.*?\]) ?(?P<message>.*)$")),
+    # (rsyslog's own template may put a blank after the priority: "<6> 1 2020-11-20T18:14:19.159524+01:00 ...")
+    ("syslog", re.compile(r"^<[0-9]{1,3}> ?1 (?P<time>" + _ISO_TIME + r") (?P<host>\S+) (?P<tag>\S+) \S+ \S+ (?:-|\[.*?\]) ?(?P<message>.*)$")),
     # The same fields written to a file without the priority: "2022-12-26T07:44:45.000000+01:00 host kernel - - - message"
     # (a tag without a colon, then a process id, message id and structured data, each "-" where there is none)
     ("syslog", re.compile(r"^(?P<time>" + _ISO_TIME + r") (?P<host>\S+) (?P<tag>[^\s:\[]+) (?:-|[0-9]+) \S+ (?:-|\[.*?\]) "
@@ -89,6 +90,10 @@ _RECORD_FORMS = (
     ("syslog", re.compile(
         r"^(?P<time>\d{4} " + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?:(?P<level>[A-Z]+) )?"
         r"(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
+    # netconsole received by rsyslog into a host's file: no tag, the kernel's time stamp right after the host
+    # ("Jan 10 10:54:17 pytest-11.local [57253.352107] bond1: link status definitely down ...")
+    ("syslog", re.compile(
+        r"^(?P<time>" + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>[^\s:\[]+) (?P<message>\[\s*[0-9]{1,12}\.[0-9]{1,9}\].*)$")),
     # journalctl short / classic syslog: "Mar 27 15:37:34 host tag[pid]: message", optional level word
     ("syslog", re.compile(
         r"^(?P<time>" + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?:(?P<level>[A-Z]+) )?"
@@ -189,7 +194,7 @@ _LINK_WORD = re.compile(r"link|carrier", re.IGNORECASE)
 # Words that make an unmatched record worth a note: it may be a carrier change in a form not known here.
 # Messages about a link this parser does not count, noted: mlx5's cable module events ("Port module event:
 # module 1, Cable unplugged", "Port module event[error]: ...") say why a link went down, not that it did.
-_LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\b(?:lost|gained) carrier\b|\bport module event\b|\bcable (?:unplugged|error)\b"
+_LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\b(?:lost|gained) carrier\b|\bcarrier-changed\b|\bport module event\b|\bcable (?:unplugged|error)\b"
                       r"|\bmodule is not present\b", re.IGNORECASE)
 # A shell prompt ("$ ", "root@node:~# ", "[user@host ~]$ ", "mysql> "); a kernel tag such as "<mlx4_ib>"
 # before a message, or an arrow ("-> cpu: 4"), is not one.

@@ -239,7 +239,7 @@ class _Reader:
             if not line:
                 continue
             if is_shell_prompt(line) or _COMMAND.match(line):
-                if " ==> " in line:
+                if " ==> " in line or " <===> " in line:
                     # A page that lost its line breaks: ibdev2netdev's records after the command, on its line.
                     self.note(number, line, "ibdev2netdev's records on the command's own line (a paste that lost its line "
                                             "breaks), not read")

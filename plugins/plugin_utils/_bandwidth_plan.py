@@ -44,8 +44,9 @@ _GID_LINE = re.compile(r"/(gids|gid_attrs/types|gid_attrs/ndevs)/(\d+):(.*)$")
 _SHOW_GIDS_ROW = re.compile(r"^(?P<device>\S+)\s+(?P<port>\d+)\s+(?P<index>\d+)\s+(?P<gid>[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7})\s+"
                             r"(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}\s+)?(?P<version>v[12])(?:\s+(?P<ndev>\S+))?\s*$")
 _SHOW_GIDS_TYPES = {"v1": "IB/RoCE v1", "v2": "RoCE v2"}
-# An author's comment mark before a row: a root prompt's command after it ("# show_gids") is no row anyway.
-_COMMENT_MARK = re.compile(r"^#\s+")
+# An author's comment mark before a row (a shell's "#", a C comment's "*" or "//"): a root prompt's command after it
+# ("# show_gids") is no row anyway.
+_COMMENT_MARK = re.compile(r"^(?:#|\*|//)\s+")
 _PORT_NAME = re.compile(r"^[^/\s]+/\d+$")
 # The role's settings, as messages name them.
 VARIABLES = {"efficiency": "bandwidth_check_efficiency", "efficiency_gpu": "bandwidth_check_efficiency_gpu",

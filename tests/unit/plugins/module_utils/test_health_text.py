@@ -357,6 +357,24 @@ def test_networkd_names_padded_before_their_colon_are_carrier_changes():
     assert odd["events"] == [] and odd["notes"][0]["reason"] == "a link message this filter does not read"
 
 
+@pytest.mark.parametrize("name, host, first_time", [
+    ("blog_2022_netconsole_into_rsyslog_no_tag_kernel_stamp_after_host_bond1_ens19.txt", "pytest-11.local", "Jan 10 10:54:17"),
+    ("netdev_2020_finer_rsyslog_blank_after_priority_bonding_arp_monitor_qp_decoded.txt", "LABNBS5B", "2020-11-20T18:14:19.159524+01:00"),
+])
+def test_syslog_forms_keep_their_host_and_time(name, host, first_time):
+    """netconsole filed by rsyslog (no tag before the kernel's stamp) and rsyslog's "<6> 1 ..." keep host and time:
+    a central log's hosts are told apart by them."""
+    parsed = parse_carrier_events(read(name))
+    assert parsed["events"] and {(e["host"], e["log_format"]) for e in parsed["events"]} == {(host, "syslog")}
+    assert parsed["events"][0]["time"] == first_time and parsed["events"][0]["monotonic_seconds"] is not None
+
+
+def test_networkmanagers_carrier_changed_state_is_noted():
+    parsed = parse_carrier_events(read("cn_cookbook_networkmanager_1_10_state_change_carrier_changed_only.txt"))
+    assert parsed["events"] == [] and [n["reason"] for n in parsed["notes"]] == ["a link message this filter does not read"]
+    assert "carrier-changed" in parsed["notes"][0]["text"]
+
+
 def test_rfc5424_fields_without_the_priority_are_records():
     parsed = parse_carrier_events(read("lkml_2023_quoted_rsyslog_iso_without_priority_kernel_dashes_no_carrier.txt"))
     assert (parsed["records"], parsed["events"], parsed["notes"]) == (3, [], [])

@@ -908,3 +908,6 @@ def test_ibdev2netdev_an_authors_brackets_after_the_carrier_and_records_on_the_p
     # The same records without the prompt are refused; one record's brackets after another are no author's words.
     with pytest.raises(IbTextError, match="nothing in the text is ibdev2netdev output"):
         _ib_text.parse_ibdev2netdev("mlx5_0 port 1 ==> ib0 (Up) mlx5_1 port 1 ==> ib1 (Up)\n")
+    old = _ib_text.parse_ibdev2netdev((FIXTURES / "pastes" / "ibdev2netdev_old_form_manual_pdf_text_records_on_the_prompt_line.txt").read_text())
+    assert old["ports"] == [] and [n["reason"] for n in old["notes"]] == [
+        "ibdev2netdev's records on the command's own line (a paste that lost its line breaks), not read"]

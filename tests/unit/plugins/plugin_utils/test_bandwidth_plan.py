@@ -208,6 +208,13 @@ def test_show_gids_rows_commented_out_and_two_hosts_pasted_together():
     assert roce_v2_gid_index(parse_gid_table(two, "hrn3_bond_0/1")) == 1
 
 
+def test_show_gids_rows_in_a_c_comment_are_rows():
+    text = (FIXTURES / "cmd" / "pastes" / "show_gids_in_a_c_header_block_comment_star_marks_three_devices.txt").read_text()
+    for port, netdev in (("mlx5_0/1", "eth05"), ("mlx5_1/1", "eth02"), ("mlx5_2/1", "eth03")):
+        table = parse_gid_table(text, port)
+        assert sorted(table) == [0, 1, 2, 3] and roce_v2_gid_index(table, [netdev]) == 3
+
+
 def test_show_gids_rows_of_the_port_give_its_roce_v2_gid():
     text = (FIXTURES / "cmd" / "pastes" / "show_gids_pod_vf_net1_mlx5_3_v1_v2_ipv4_tabs_root_prompt.txt").read_text()
     table = parse_gid_table(text, "mlx5_3/1")
