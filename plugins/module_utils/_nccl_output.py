@@ -81,8 +81,9 @@ _CHANNEL = re.compile(
     r"(?:\s*->\s*(?P<dst>\d+)(?:\[(?P<dst_dev>[0-9a-fA-Fx]+)\])?)?\s*(?:\[(?P<direction>send|receive)\]\s*)?"
     r"via\s+(?P<transport>.+?)\s*$"
 )
-# Another record's whole prefix right before a host: the first half of a torn line.
+# Another record's whole prefix right before a host, or its prefix cut in its thread id: the first half of a torn line.
 _RECORD_PREFIX_BEFORE = re.compile(r"(?:^|\s)[^\s:\[\]]*:\d+:\d+ \[\d+\] $")
+_TORN_PREFIX_BEFORE = re.compile(r"(?:^|\s)[^\s:\[\]]+:\d+:$")
 # The ring's order of ranks, printed with the graph's lines (NCCL_DEBUG_SUBSYS=GRAPH): ``Ring 00 : 1 -> 0 -> 1``.
 _RING_ORDER = re.compile(r"^Ring\s+\d+\s*:\s*\d+(?:\s*->\s*\d+){2,}\s*$")
 # A channel line whose tail another process's output replaced before its "via" (mpirun, Slurm and Ray
@@ -150,28 +151,54 @@ def transport_kind(transport):
 
 
 def _untorn_host(line, match):
-    """The host of ``match``, without the start of "NCCL" a torn write glued to it: two processes writing one
-    stream interleave mid-line ("host:1:2 [1] NChost:3:4 [0] NCCL INFO ..."), so the record read is the second
-    process's and its host begins with the first one's "NC"."""
+    """The host of ``match``, without what a torn write glued to it: two processes writing one stream interleave
+    mid-line, so the record read is the second process's, and its host begins with the first one's "NC"
+    ("host:1:2 [1] NChost:3:4 [0] NCCL INFO ...") or with the first one's cut thread id ("host:1:16169host:3:4 [7] ...")."""
     host = match.group("host")
     stub = next((len(stub) for stub in ("NCCL", "NCC", "NC", "N") if host.startswith(stub)), 0)
     if stub and _RECORD_PREFIX_BEFORE.search(line, 0, match.start("host")):
         return host[stub:]
+    if host[:1].isdigit() and host.lstrip("0123456789") and _TORN_PREFIX_BEFORE.search(line, 0, match.start("host")):
+        return host.lstrip("0123456789")
     return host
 
 
+def _records(line):
+    """Every NCCL record of a line, ``[(host, level, message)]``: one, or several where a terminal copy joined them
+    with blanks or two processes' writes interleaved (the earlier record's message then ends where the next
+    begins, cut short or whole); a bare ``NCCL INFO ...`` of documentation is one record without a host."""
+    matches, position = [], 0
+    while True:
+        match = _NCCL_LINE.search(line, position)
+        if match is None:
+            break
+        matches.append(match)
+        position = match.start("message")
+    records = []
+    for number, (match, following) in enumerate(zip(matches, matches[1:] + [None])):
+        message = line[match.start("message"):following.start("host") if following else len(line)]
+        host = _untorn_host(line, match)
+        if number and host != records[0][0] and not line[:match.start("host")].endswith("  "):
+            # A record glued into another's message without the padding of a joined copy: its host may have taken in
+            # the torn text before it ("... ncclPollProxyResponse Recei00:1622687:..."), so it is not named.
+            host = None
+        if following is not None and following.group("host", "pid", "tid") == match.group("host", "pid", "tid") \
+                and message.rstrip().endswith("|"):
+            # A log console's copy that shows each record twice: "... | host:pid:tid [0] NCCL INFO ...".
+            records.append((host, match.group("level"), message.rstrip()[:-1].strip()))
+            break
+        records.append((host, match.group("level"), message.strip()))
+    if not records:
+        bare = _BARE_LINE.search(line)
+        if bare:
+            records.append((None, bare.group("level"), bare.group("message").strip()))
+    return records
+
+
 def _message(line):
-    """``(host, level, message)`` of an NCCL line wherever it stands in the line, or None."""
-    match = _NCCL_LINE.search(line)
-    if match:
-        message = match.group("message")
-        # A log console's copy that shows each record twice: "... | host:pid:tid [0] NCCL INFO ...".
-        again = message.find(" | %s:%s:%s [" % match.group("host", "pid", "tid"))
-        return _untorn_host(line, match), match.group("level"), (message[:again] if again >= 0 else message).strip()
-    match = _BARE_LINE.search(line)
-    if match:
-        return None, match.group("level"), match.group("message").strip()
-    return None
+    """``(host, level, message)`` of the first NCCL record of a line, or None."""
+    records = _records(line)
+    return records[0] if records else None
 
 
 def parse_nccl_log(text, strict=False):
@@ -228,7 +255,8 @@ def parse_nccl_log(text, strict=False):
         version = _VERSION.search(line) or _RCCL_VERSION.search(line)
         if version and result["version"] is None:
             result["version"] = version.group("version")
-        parsed = _message(line)
+        records = _records(line)
+        parsed = records[0] if records else None
         if parsed is None and ib_using_open and _IB_USING_WRAPPED.match(line):
             _add_ib_devices(result, line)
             continue
@@ -248,18 +276,19 @@ def parse_nccl_log(text, strict=False):
             if strict:
                 raise NcclOutputError("line %d is not an NCCL log line: %r" % (number, line.strip()[:120]))
             continue
-        host, level, message = parsed
         result["lines"] += 1
-        if host and host not in result["hosts"] and not host.startswith("<"):
-            result["hosts"].append(host)
-        if level == "WARN":
-            if message not in result["warnings"]:
-                result["warnings"].append(message)
-                last_warning = None if _COMPLETION_WARN.search(message) else message
-            if _NO_VERBS.search(message):
-                result["verbs_missing"] = True
-            continue
-        ib_using_open = _read_message(result, message, number, seen_channels) == "ib_using"
+        for host, level, message in records:
+            if host and host not in result["hosts"] and not host.startswith("<"):
+                result["hosts"].append(host)
+            if level == "WARN":
+                if message not in result["warnings"]:
+                    result["warnings"].append(message)
+                    last_warning = None if _COMPLETION_WARN.search(message) else message
+                if _NO_VERBS.search(message):
+                    result["verbs_missing"] = True
+                ib_using_open = False
+                continue
+            ib_using_open = _read_message(result, message, number, seen_channels) == "ib_using"
     if not result["lines"]:
         where = (" (line %d: %r)" % (first_other[0], first_other[1].strip()[:120])) if first_other else ""
         raise NcclOutputError("nothing in the text is an NCCL log line (NCCL INFO or NCCL WARN)%s" % where)

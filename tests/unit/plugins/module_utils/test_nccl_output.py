@@ -359,3 +359,17 @@ def test_a_line_torn_mid_prefix_gives_the_second_record_its_own_host():
     assert len(parsed["channels"]) == 5 and {c["transport"] for c in parsed["channels"]} == {"P2P/CUMEM/read"}
     # A host that merely begins with "NC", on a line of its own, keeps its name.
     assert parse_nccl_log("NCnode:1:2 [0] NCCL INFO Using network IB\n")["hosts"] == ["NCnode"]
+
+
+def test_records_inside_other_records_are_read_each_and_a_torn_thread_id_is_no_host():
+    torn = log("nccl_torn_writes_thread_id_glued_to_next_host_and_a_record_inside_a_channel_line_ms_swift_issue3934_PARTIAL.log")
+    assert torn["hosts"] == ["g183"]  # not "16169g183": the cut thread id of the record before
+    # Rank 1's whole record inside rank 7's cut channel line is read; the cut lines are noted, not counted.
+    assert torn["transports"] == {"net_ib": 2, "p2p": 12}
+    assert [n["reason"] for n in torn["notes"]] == ["a channel line cut short before its transport: not counted"] * 2
+    joined = log("nccl_terminal_copy_records_joined_by_blanks_on_one_line_deepep_issue106_PARTIAL.log")
+    assert (joined["hosts"], joined["network"], joined["lines"]) == (["VM-17-82-centos"], "IBext", 2)
+    assert {device["device"] for device in joined["ib_devices"]} == {"mlx5_bond_%d" % n for n in range(8)}
+    # A record glued into another's message with no padding names no host: what stands before it may be torn text.
+    glued = parse_nccl_log("aig-a100:1:2 [0] NCCL INFO ncclPollProxyResponse Recei00:3:4 [1] NCCL INFO Received res=0\n")
+    assert glued["hosts"] == ["aig-a100"] and glued["lines"] == 1
