@@ -332,6 +332,22 @@ def parse_dkms_status(text, strict=False):
     return result
 
 
+def status_of_node(text):
+    """What ``dkms status`` text says of the node, as the driver's facts and warnings read it: ``{"modules",
+    "errors", "warnings", "unplaced", "redacted"}`` (messages; ``unplaced``: the lines that are not dkms output,
+    ``redacted``: redaction marks), read run by run as :func:`parse_dkms_status` reads it, so that a saved paste
+    of two runs gives what the last one says."""
+    items = list(iter_status(text or ""))
+    try:
+        parsed = parse_dkms_status(text or "", strict=False)
+    except DkmsParseError:
+        parsed = {"modules": [], "errors": [], "warnings": []}  # lines, none of them dkms's: each is unplaced
+    return {"modules": parsed["modules"], "errors": [error["message"] for error in parsed["errors"]],
+            "warnings": [warning["message"] for warning in parsed["warnings"]],
+            "unplaced": [item["message"] for item in items if item["state"] == "unparsed"],
+            "redacted": [item["message"] for item in items if item["state"] == "redacted"]}
+
+
 def _run_scope(run):
     """The scope of the dkms status run ``run`` (a match of _STATUS_RUN): _WHOLE, _PIPED or the keys it names."""
     if run.group("pipe"):

@@ -17,7 +17,7 @@ import re
 import shlex
 import stat
 
-from ansible_collections.rdma.node.plugins.module_utils._dkms import parse_status, summarize
+from ansible_collections.rdma.node.plugins.module_utils._dkms import status_of_node, summarize
 from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient, text_names
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import is_shell_prompt
 from ansible_collections.rdma.node.plugins.module_utils._numbers import parse_uint
@@ -773,18 +773,15 @@ def infiniband_devices(root):
 
 def dkms_facts(text, version, names, notes):
     """The ``dkms`` fact from ``dkms status`` text: entries, diagnostics and the view of ``names``."""
-    items = parse_status(text, strict=False)
-    entries = [item for item in items if item["name"] is not None]
-    errors = [item["message"] for item in items if item["state"] == "error"]
-    warnings = [item["message"] for item in items if item["state"] == "warning"]
-    for item in items:
-        if item["state"] == "unparsed":
-            notes.append("dkms status printed a line that is not a status line: %r" % item["message"])
+    status = status_of_node(text)
+    entries = [item for item in status["modules"] if item["name"] is not None]
+    for line in status["unplaced"]:
+        notes.append("dkms status printed a line that is not a status line: %r" % line)
     return {
         "version": version,
         "entries": entries,
-        "errors": errors,
-        "warnings": warnings,
+        "errors": status["errors"],
+        "warnings": status["warnings"],
         "relevant": summarize(entries, names),
     }
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.rdma.node.plugins.module_utils._dkms import iter_status, parse_dkms_version
+from ansible_collections.rdma.node.plugins.module_utils._dkms import parse_dkms_version, status_of_node
 from ansible_collections.rdma.node.plugins.module_utils._driver import gather
 from ansible_collections.rdma.node.plugins.module_utils._files import (
     FileReadError,
@@ -118,12 +118,9 @@ def _ofed(module, notes):
 def _dkms_warnings(dkms_text):
     """dkms's own errors (a module directory without dkms.conf stops dkms status) and lines that
     are not dkms output are warnings: the module list may be incomplete."""
-    warnings = []
-    for item in iter_status(dkms_text or ""):
-        if item["state"] == "error":
-            warnings.append("dkms status reported an error, its module list may be incomplete: %s" % item["message"])
-        elif item["state"] in ("unparsed", "redacted"):
-            warnings.append("dkms status printed a line that is not a status line: %r" % item["message"])
+    status = status_of_node(dkms_text)
+    warnings = ["dkms status reported an error, its module list may be incomplete: %s" % error for error in status["errors"]]
+    warnings += ["dkms status printed a line that is not a status line: %r" % line for line in status["unplaced"] + status["redacted"]]
     return cap_warnings(warnings)
 
 

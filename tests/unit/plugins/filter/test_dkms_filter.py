@@ -20,7 +20,8 @@ def test_filter_is_registered():
 
 def test_only_the_known_paste_of_several_runs_is_left_to_test_dkms():
     assert [sample.name for sample in SAMPLES if sample not in ONE_RUN] == [
-        "dkms3_debian_root_prompt_three_runs_last_filtered_empty_xpad_xone_pr59.txt"]
+        "dkms3_debian_root_prompt_three_runs_last_filtered_empty_xpad_xone_pr59.txt",
+        "dkms3_status_error_then_commands_then_a_second_status_zfs_issue15336_comment.txt"]
 
 
 @pytest.mark.parametrize("sample", ONE_RUN, ids=lambda p: p.name)

@@ -188,6 +188,13 @@ EXPECTED_WITH_DIAGNOSTICS = {
         warnings=[],
         notes=[],
     ),
+    # The same node after its stale link was removed: the second run lists the module, the first run's error is gone.
+    "dkms3_status_error_then_commands_then_a_second_status_zfs_issue15336_comment.txt": dict(
+        modules=[("zfs", "2.1.13", "4.18.0-477.27.1.el8_8.x86_64", "x86_64", "installed")],
+        errors=[],
+        warnings=[],
+        notes=[2, 3, 4, 11, 12, 13, 14, 16, 17, 18, 19, 22, 25, 27],
+    ),
 }
 
 

@@ -502,3 +502,12 @@ def test_an_ostree_entrys_version_is_its_serial_and_the_image_names_the_kernel(t
     (entries / "fedora.conf").write_text("title Fedora\nversion 6.8.5-301.fc40.x86_64\nlinux /vmlinuz-6.8.5-301.fc40.x86_64\n")
     kernels = {entry["id"]: entry["kernel"] for entry in _driver.read_bls_entries(str(tmp_path), "/boot/loader/entries")}
     assert kernels == {"ostree-1-ock": "5.15.0-305.176.4.el8uek.x86_64", "fedora": "6.8.5-301.fc40.x86_64"}
+
+
+def test_driver_facts_read_a_saved_paste_of_two_dkms_runs_as_the_filter_does():
+    # The first run's Error is what the node said before its stale link was removed; the second run is the node now.
+    text = (FIXTURES / "dkms" / "dkms3_status_error_then_commands_then_a_second_status_zfs_issue15336_comment.txt").read_text()
+    notes = []
+    dkms = _driver.dkms_facts(text, "3.0.11", ["zfs"], notes)
+    assert dkms["errors"] == [] and [(e["name"], e["version"], e["state"]) for e in dkms["entries"]] == [("zfs", "2.1.13", "installed")]
+    assert len(notes) == 13 and all(note.startswith("dkms status printed a line that is not a status line") for note in notes)
