@@ -194,8 +194,8 @@ _LINK_WORD = re.compile(r"link|carrier", re.IGNORECASE)
 # Words that make an unmatched record worth a note: it may be a carrier change in a form not known here.
 # Messages about a link this parser does not count, noted: mlx5's cable module events ("Port module event:
 # module 1, Cable unplugged", "Port module event[error]: ...") say why a link went down, not that it did.
-_LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\b(?:lost|gained) carrier\b|\bcarrier-changed\b|\bport module event\b|\bcable (?:unplugged|error)\b"
-                      r"|\bmodule is not present\b", re.IGNORECASE)
+_LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\b(?:lost|gained) carrier\b|\bcarrier-changed\b"
+                      r"|\bport module event\b|\bcable (?:unplugged|error)\b|\bmodule is not present\b", re.IGNORECASE)
 # A shell prompt ("$ ", "root@node:~# ", "[user@host ~]$ ", "mysql> "); a kernel tag such as "<mlx4_ib>"
 # before a message, or an arrow ("-> cpu: 4"), is not one.
 _PROMPT = re.compile(r"^\s*(?:(?!<)\S*(?:[$#]|(?<!-)>)|\[[^\]]*\][$#])\s+\S")

@@ -168,7 +168,9 @@ def _clean(line):
     line = _QUOTE_MARKS.sub("", line).strip(_STRIP_CHARS)
     if _DECORATION.match(line):
         return ""
-    return line
+    # A backtick of Markdown's inline code around a whole paste stays on its first and last line ("`$ ibstat",
+    # "Link layer: InfiniBand`"); none of the tools prints one.
+    return line.strip("`").strip(_STRIP_CHARS) if line[:1] == "`" or line[-1:] == "`" else line
 
 
 def _shown(line):

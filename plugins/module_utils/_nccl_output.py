@@ -449,6 +449,9 @@ def ib_hca_entries(value):
 # ------------------------------------------------------------------------------------ nccl-tests
 
 # nccl-tests: "nThread 1 nGpus 8 minBytes 8 maxBytes ..."; rccl-tests: "nThreads: 1 nGpus: 2 nRanks: 1 minBytes: ..."
+# Open MPI's aggregation of its help messages, printed by mpirun among the ranks' lines: "8 more processes have sent
+# help message help-mtl-ofi.txt / OFI call fail".
+_MPI_AGGREGATE = re.compile(r"^\d+ more process(?:es)? ha(?:s|ve) sent help message\b")
 _TESTS_PARAMS = re.compile(r"nThreads?:?\s+(?P<nthread>\d+)\s+nGpus:?\s+(?P<ngpus>\d+)\s+(?:nRanks:?\s+\d+\s+)?"
                            r"minBytes:?\s+(?P<min>\d+)\s+maxBytes:?\s+(?P<max>\d+)")
 # "# nccl-tests version 2.17.6 ...", "# rccl-tests version 2.17.9-...", older rccl-tests' "rccl-tests: Version develop:448c4c7".
@@ -564,7 +567,7 @@ def parse_nccl_tests(text, strict=False):
     }
     notes = result["notes"]
     columns = None
-    recognised = misfits = 0
+    recognised = misfits = markdown = 0
     sizes_seen, repeated = {}, False  # size -> the line of its first row; whether a size came again
     run_sizes, run_start = set(), 0  # the sizes of the run being read, and where its rows start
     first = None
@@ -635,6 +638,14 @@ def parse_nccl_tests(text, strict=False):
             continue
         if _message(line) is not None:
             continue  # an NCCL INFO line inside the table (NCCL_DEBUG=INFO): parse_nccl_log reads those
+        if _MPI_AGGREGATE.match(stripped):
+            _note(notes, "a line of the MPI launcher's own, not of nccl-tests", number, line)
+            continue
+        if stripped.count("|") >= 5 and stripped.startswith("|") and stripped.endswith("|"):
+            # An author's table made from the output ("| 8 MiB | 2,097,152 | float | 906.10 | ..."): the author's columns.
+            _note(notes, "a Markdown table's row, made from nccl-tests' output by its author: not read", number, line)
+            markdown += 1
+            continue
         tokens = stripped.split()
         if columns is None:
             columns = _guess_columns(tokens)
@@ -683,6 +694,8 @@ def parse_nccl_tests(text, strict=False):
     elif misfits:
         _note(notes, "no result row: %d numeric line(s) fit none of the table's columns (tables side by side, or rows cut or "
                      "joined), so no bandwidth is read" % misfits)
+    elif markdown:
+        _note(notes, "no result row: the table is a Markdown table its author made from the output, not the output")
     else:
         _note(notes, "no result row: the test printed no table (it failed, or the paste ends before the rows)")
     return result

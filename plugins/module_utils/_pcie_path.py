@@ -174,6 +174,8 @@ def config_from_read(data, size, path):
 
 # A device header; lspci -P and -PP name a function by its path through the bridges above it, "00:1c.4/07:00.0/08:04.0"
 # (-PP) or "00:1c.4/00.0/04.0" (-P, whose bus numbers are the bridges' secondary buses).
+# An author's arrow after a header ("... Switch (rev b0)    # <-- PCIe Gen5"): lspci never prints one.
+_AUTHORS_ARROW = re.compile(r"\s+#?\s*<-{1,3}\s.*$")
 _HEADER = re.compile(r"^(?P<path>(?:[0-9a-fA-F]{4,}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7](?:/(?:[0-9a-fA-F]{2}:)?[0-9a-fA-F]{2}\.[0-7])*)"
                      r"\s+\S[^:]*:")
 _PATH_STEP = re.compile(r"^(?:(?P<domain>[0-9a-fA-F]{4,}):)?(?:(?P<bus>[0-9a-fA-F]{2}):)?(?P<dev>[0-9a-fA-F]{2})\.(?P<fn>[0-7])$")
@@ -248,7 +250,7 @@ def parse_lspci_vvv(text):
     header_indent = min((_indent(raw) for raw in lines if _HEADER.match(raw.strip())), default=0)
     listed = {}  # address -> the capabilities its "Capabilities: [..] <name>" lines name
     kernel_lines, beyond_kernel = set(), set()  # the functions with a line lspci -k prints, and with one it does not
-    capability_or_status = set()  # the functions with a Capabilities or Status line (Status says Cap+ or Cap-)
+    capability_or_status = set()  # the functions with a Capabilities line, or a Status line that says Cap- (none)
     elided = set()  # the functions whose lines the paste cut with "(...)", "...", "[...]"
     dumps = {}  # address -> {offset: 16 bytes} of its lspci -x/-xxx/-xxxx hex lines
     text_detail = set()  # the functions with a line of lspci -v's text under their header
@@ -267,7 +269,7 @@ def parse_lspci_vvv(text):
                              "read" % (number, header.group("path")))
                 current = None
                 continue
-            current = functions.setdefault(address, {"description": line.split(" ", 1)[1].strip(), "port_type": None,
+            current = functions.setdefault(address, {"description": _AUTHORS_ARROW.sub("", line.split(" ", 1)[1]).strip(), "port_type": None,
                                                      "acs": None, "ats": None, "iommu_group": None, "unreadable": None})
             shown.append([address, False, block])
             continue
@@ -286,7 +288,9 @@ def parse_lspci_vvv(text):
             shown[-1][1] = True
             text_detail.add(address)
             (kernel_lines if _KERNEL_ONLY_LINE.match(line) else beyond_kernel).add(address)
-            if line.startswith(("Capabilities", "Status:")):
+            # What says the block is whole: a Capabilities line, or a Status line of a function without any (Cap-);
+            # "Status: Cap+" with no Capabilities line after it is a block cut before them.
+            if line.startswith("Capabilities") or (line.startswith("Status:") and "Cap+" not in line.split()):
                 capability_or_status.add(address)
         if current is not None and _ELISION.match(line):
             elided.add(address)
@@ -365,7 +369,7 @@ def parse_lspci_vvv(text):
             # lspci -v lists a function's capabilities under its Flags line, -vv says Cap- in Status when it has
             # none: a block cut before either (an elision, or the end of the text) does not say.
             entry["unreadable"] = ("its lines are cut (an elision such as \"(...)\", or the end of the text) before any "
-                                   "Capabilities or Status line: its ACS and ATS are not shown")
+                                   "Capabilities line (its Status, where shown, says Cap+): its ACS and ATS are not shown")
             continue
         names = listed.get(address, set())
         missing = [(capability, registers) for capability, registers, key, needed in _LISTED_REGISTERS

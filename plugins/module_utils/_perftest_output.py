@@ -78,7 +78,8 @@ _NUMBER = re.compile(r"^-?[0-9]{1,15}(?:\.[0-9]{1,12})?$")
 _INTEGER = re.compile(r"^[0-9]{1,15}$")
 _WARNING = re.compile(
     r"\bwarning\b|conflicting cpu frequency|might be too big|current tx depth is|"
-    r"not recognized to implement|disabling dynamic polling|CPU Utilization works only with Duration mode",
+    r"not recognized to implement|disabling dynamic polling|CPU Utilization works only with Duration mode|"
+    r"test integrity may be harmed",
     re.IGNORECASE,
 )
 # ERRNO: perftest's rdma_cm exchange prints strerror() on a line of its own (perftest_communication.c); its key
@@ -263,6 +264,9 @@ def _text_lines(text):
 
 
 _LAUNCHER_LABEL = re.compile(r"^\[[A-Za-z][\w ./:-]{0,40}\]\s+")
+# A row of a Markdown table: cells between pipes, the first or second a figure or the header's "#bytes" (raw_ethernet's
+# own boxed header holds MAC and IP addresses, ports and words, never such a figure).
+_MARKDOWN_ROW = re.compile(r"^\|(?:[^|]*\|)?\s*(?:#?bytes\b|[0-9][0-9,]*(?:\.[0-9]+)?\s*\|)[^\n]*\|\s*$", re.IGNORECASE)
 # A "#" and blanks before the table's header or a row of figures: neither is a root prompt's command.
 _COMMENTED_TABLE = re.compile(r"^\s*#[ \t]+(?=#bytes\b|[0-9]+[ \t]+[0-9])")
 # A test harness's prefix of each line the tool printed: "2019-07-16 03:43:24,134 process L0458 DEBUG| [stdout] ".
@@ -606,6 +610,8 @@ def classify_failure(stdout, stderr="", rc=None, timed_out=False, has_results=Fa
             line = err_lines[-1]
         elif rc not in (None, 0):
             line = "exited with status %s%s" % (rc, " after: " + out_lines[-1] if out_lines else "")
+        elif out_lines and out_lines[-1].count("|") >= 5 and _MARKDOWN_ROW.match(out_lines[-1]):
+            line = "no result rows: the table is a Markdown table its author made from perftest's output, not the output"
         elif out_lines:
             line = "no result rows in the output; last line: " + out_lines[-1]
         else:
@@ -694,6 +700,12 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
             continue
         if _CUDA.match(stripped):
             gpu_lines.append(stripped)
+            continue
+        if stripped.count("|") >= 5 and _MARKDOWN_ROW.match(stripped):  # four cells at least: no raw_ethernet box
+            # An author's table made from the output ("| 65536 | 5000 | 6057.11 | ..."): its columns are the author's.
+            recognised -= 1
+            first_unplaced = first_unplaced or (number, stream, line)
+            _note(notes, "a Markdown table's row%s, made from perftest's output by its author: not read" % stream, number, line)
             continue
         if _INFO.match(stripped):
             continue

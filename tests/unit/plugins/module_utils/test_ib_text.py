@@ -911,3 +911,10 @@ def test_ibdev2netdev_an_authors_brackets_after_the_carrier_and_records_on_the_p
     old = _ib_text.parse_ibdev2netdev((FIXTURES / "pastes" / "ibdev2netdev_old_form_manual_pdf_text_records_on_the_prompt_line.txt").read_text())
     assert old["ports"] == [] and [n["reason"] for n in old["notes"]] == [
         "ibdev2netdev's records on the command's own line (a paste that lost its line breaks), not read"]
+
+
+def test_a_session_in_inline_code_keeps_no_backtick_in_its_last_value():
+    parsed = _ib_text.parse_ibstat((FIXTURES / "pastes" / "ibstat_azhpc_diagnostics_issue59_session_in_inline_code_backticks_ibpanic_then_vf.txt")
+                                   .read_text())
+    assert [(p["device"], p["state"], p["link_layer"]) for p in parsed["ports"]] == [("mlx5_ib0", "INIT", "InfiniBand")]
+    assert _ib_text.parse_ibstat("```shell\nCA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n```\n")["ports"][0]["state"] == "ACTIVE"

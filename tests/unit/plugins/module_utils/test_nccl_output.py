@@ -373,3 +373,13 @@ def test_records_inside_other_records_are_read_each_and_a_torn_thread_id_is_no_h
     # A record glued into another's message with no padding names no host: what stands before it may be torn text.
     glued = parse_nccl_log("aig-a100:1:2 [0] NCCL INFO ncclPollProxyResponse Recei00:3:4 [1] NCCL INFO Received res=0\n")
     assert glued["hosts"] == ["aig-a100"] and glued["lines"] == 1
+
+
+def test_an_mpi_launchers_lines_inside_the_table_and_an_authors_markdown_table():
+    mpi_text = (NCCL / "all_reduce_perf_openmpi_help_message_lines_inside_the_table_8x_a100_blog.txt").read_text()
+    mpi = parse_nccl_tests(mpi_text, strict=True)  # mpirun's lines are no rows that fit no table
+    assert (len(mpi["rows"]), mpi["avg_busbw"], mpi["largest"]["size"]) == (30, 72.7724, 4294967296)
+    assert {n["reason"] for n in mpi["notes"]} == {"a line of the MPI launcher's own, not of nccl-tests"}
+    markdown = table("all_reduce_perf_markdown_table_made_by_the_author_only_readme.txt")
+    assert markdown["rows"] == [] and markdown["notes"][-1]["reason"] == (
+        "no result row: the table is a Markdown table its author made from the output, not the output")

@@ -414,3 +414,17 @@ def test_capability_lines_cut_before_their_header_are_said_to_be_so():
         parse_lspci_vvv((LSPCI / "popos-gcc-132_capability_lines_cut_before_the_header_pcilib_vpd_error_partial.txt").read_text())
     with pytest.raises(LspciTextError, match=r"this is not lspci -vvv output$"):
         parse_lspci_vvv("hello world\n")
+
+
+def test_a_block_whose_status_says_cap_plus_cut_before_its_capabilities_is_not_read_as_without_acs():
+    functions = parse_lspci_vvv((LSPCI / "sbsa-acs-515_qemu_sbsa_ref_82574l_status_cap_plus_block_cut_in_its_regions_partial.txt")
+                                .read_text())["functions"]
+    entry = functions["0000:00:01.0"]
+    assert (entry["acs"], entry["ats"], entry["iommu_group"]) == (None, None, 1)
+    assert entry["unreadable"].startswith("its lines are cut (an elision such as \"(...)\", or the end of the text) before any Capabilities line")
+
+
+def test_an_authors_arrow_after_a_header_is_no_part_of_the_description():
+    functions = parse_lspci_vvv((LSPCI / "zh-blog-h20_pex890xx_cx6lx_listing_author_arrows_after_headers.txt").read_text())["functions"]
+    assert functions["0000:c1:00.0"]["description"] == "PCI bridge: Broadcom / LSI PEX890xx PCIe Gen 5 Switch (rev b0)"
+    assert not any("<--" in entry["description"] for entry in functions.values())
