@@ -610,7 +610,7 @@ def classify_failure(stdout, stderr="", rc=None, timed_out=False, has_results=Fa
             line = err_lines[-1]
         elif rc not in (None, 0):
             line = "exited with status %s%s" % (rc, " after: " + out_lines[-1] if out_lines else "")
-        elif out_lines and out_lines[-1].count("|") >= 5 and _MARKDOWN_ROW.match(out_lines[-1]):
+        elif any(line.count("|") >= 5 and _MARKDOWN_ROW.match(line) for line in out_lines):
             line = "no result rows: the table is a Markdown table its author made from perftest's output, not the output"
         elif out_lines:
             line = "no result rows in the output; last line: " + out_lines[-1]
