@@ -38,7 +38,14 @@ def _lines(data, name):
 
 # ------------------------------------------------------------------------------------ kernel log
 
-_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+# The months as journalctl and syslog print them, in English and, where the locale is another, as its abbreviations
+# ("jul" es_ES, "Okt" de_DE, "janv." fr_FR, "giu" it_IT, "out" pt_BR, "mrt" nl_NL): each to its number.
+_MONTH_NUMBERS = {}
+for _number, _names in enumerate((
+        "jan ene gen janv", "feb fev févr", "mar mär mrz mrt mars", "apr abr avr", "may mai mag mei",
+        "jun giu juin", "jul lug juil", "aug ago août", "sep sept set", "oct okt ott out", "nov", "dec dic dez déc"), start=1):
+    _MONTH_NUMBERS.update((_name, _number) for _name in _names.split())
+_MONTH = r"(?i:%s)\.?" % "|".join(sorted(_MONTH_NUMBERS, key=len, reverse=True))
 # A kernel built with CONFIG_PRINTK_CALLER prints the caller after the time: "[  336.527739][ T3356]".
 _CALLER = r"(?:\s?\[\s*[TC][0-9]{1,10}\])?"  # util-linux's dmesg puts a space before it: "[    7.370479] [    T179]"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
@@ -488,9 +495,10 @@ def summarize_carrier(events):
 
 # Wall-clock forms of the record time stamps; a classic syslog time has no year (see _wall_seconds).
 _WALL_FORMS = ("%a %b %d %H:%M:%S %Y",)
-_SYSLOG_TIME = re.compile(r"^(?P<month>[A-Z][a-z]{2}) +(?P<day>\d{1,2}) (?P<clock>\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?$")
+_SYSLOG_TIME = re.compile(r"^(?P<month>[^\W\d_]{3,5})\.? +(?P<day>\d{1,2}) (?P<clock>\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?$")
 _LEAP_YEAR = 2000  # a year with 29 February, for syslog times that carry none
-_YEAR_FIRST_TIME = re.compile(r"^(?P<year>\d{4}) (?P<month>[A-Z][a-z]{2}) +(?P<day>\d{1,2}) (?P<clock>\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?$")
+_YEAR_FIRST_TIME = re.compile(r"^(?P<year>\d{4}) (?P<month>[^\W\d_]{3,5})\.? +(?P<day>\d{1,2}) (?P<clock>\d\d:\d\d:\d\d)"
+                              r"(?:\.(?P<fraction>\d+))?$")
 _DAY = 86400.0
 
 
@@ -524,12 +532,8 @@ def _wall_seconds(text):
         return None, False
     year_first = _YEAR_FIRST_TIME.match(text)
     if year_first:
-        try:
-            moment = datetime.datetime.strptime("%s %s %s %s" % year_first.group("year", "month", "day", "clock"), "%Y %b %d %H:%M:%S")
-        except ValueError:
-            return None, False
-        fraction = float("0." + year_first.group("fraction")) if year_first.group("fraction") else 0.0
-        return moment.replace(tzinfo=datetime.timezone.utc).timestamp() + fraction, False
+        seconds = _month_day_seconds(int(year_first.group("year")), year_first)
+        return seconds, False
     if text[:4].isdigit():
         return _iso_seconds(text), False
     for form in _WALL_FORMS:
@@ -539,14 +543,22 @@ def _wall_seconds(text):
             continue
     match = _SYSLOG_TIME.match(text)
     if match:
-        try:
-            moment = datetime.datetime.strptime("%d %s %s %s" % (_LEAP_YEAR, match.group("month"), match.group("day"), match.group("clock")),
-                                                "%Y %b %d %H:%M:%S").replace(tzinfo=datetime.timezone.utc)
-        except ValueError:
-            return None, False
-        fraction = float("0." + match.group("fraction")) if match.group("fraction") else 0.0
-        return moment.timestamp() + fraction, True
+        seconds = _month_day_seconds(_LEAP_YEAR, match)
+        return seconds, seconds is not None
     return None, False
+
+
+def _month_day_seconds(year, match):
+    """Seconds of a time written with the month's name (any locale's in _MONTH_NUMBERS), day and clock, or None."""
+    month = _MONTH_NUMBERS.get(match.group("month").lower())
+    if month is None:
+        return None
+    try:
+        hours, minutes, seconds = (int(part) for part in match.group("clock").split(":"))
+        moment = datetime.datetime(year, month, int(match.group("day")), hours, minutes, seconds, tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return None
+    return moment.timestamp() + (float("0." + match.group("fraction")) if match.group("fraction") else 0.0)
 
 
 def event_clock(events):

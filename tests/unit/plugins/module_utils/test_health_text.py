@@ -375,6 +375,18 @@ def test_networkmanagers_carrier_changed_state_is_noted():
     assert "carrier-changed" in parsed["notes"][0]["text"]
 
 
+def test_a_localized_journals_month_names_are_months():
+    """journalctl prints the month in its locale: "jul" (es_ES), "Okt" (de_DE), "janv." (fr_FR)."""
+    parsed = parse_carrier_events(read("es_incident_report_journalctl_spanish_locale_lowercase_jul_r8169_down_up.txt"))
+    assert [(e["netdev"], e["carrier"], e["host"], e["pci_address"]) for e in parsed["events"]] == [
+        ("enp2s0", "down", "D1", "0000:02:00.0"), ("enp2s0", "up", "D1", "0000:02:00.0")]
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])["enp2s0"]["periods"]
+    assert [(p["seconds"], p["ongoing"]) for p in periods] == [(4.0, False)]
+    for month in ("Okt", "janv.", "déc."):
+        line = "%s  3 01:02:03 node7 kernel: mlx5_core 0000:3b:00.0 ens1f0: Link down\n" % month
+        assert parse_carrier_events(line)["events"][0]["host"] == "node7"
+
+
 def test_rfc5424_fields_without_the_priority_are_records():
     parsed = parse_carrier_events(read("lkml_2023_quoted_rsyslog_iso_without_priority_kernel_dashes_no_carrier.txt"))
     assert (parsed["records"], parsed["events"], parsed["notes"]) == (3, [], [])
