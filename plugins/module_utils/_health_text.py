@@ -40,11 +40,9 @@ def _lines(data, name):
 
 # The months as journalctl and syslog print them, in English and, where the locale is another, as its abbreviations
 # ("jul" es_ES, "Okt" de_DE, "janv." fr_FR, "giu" it_IT, "out" pt_BR, "mrt" nl_NL): each to its number.
-_MONTH_NUMBERS = {}
-for _number, _names in enumerate((
-        "jan ene gen janv", "feb fev févr", "mar mär mrz mrt mars", "apr abr avr", "may mai mag mei",
-        "jun giu juin", "jul lug juil", "aug ago août", "sep sept set", "oct okt ott out", "nov", "dec dic dez déc"), start=1):
-    _MONTH_NUMBERS.update((_name, _number) for _name in _names.split())
+_MONTH_NUMBERS = {name: number for number, names in enumerate((
+    "jan ene gen janv", "feb fev févr", "mar mär mrz mrt mars", "apr abr avr", "may mai mag mei", "jun giu juin",
+    "jul lug juil", "aug ago août", "sep sept set", "oct okt ott out", "nov", "dec dic dez déc"), start=1) for name in names.split()}
 _MONTH = r"(?i:%s)\.?" % "|".join(sorted(_MONTH_NUMBERS, key=len, reverse=True))
 # A kernel built with CONFIG_PRINTK_CALLER prints the caller after the time: "[  336.527739][ T3356]".
 _CALLER = r"(?:\s?\[\s*[TC][0-9]{1,10}\])?"  # util-linux's dmesg puts a space before it: "[    7.370479] [    T179]"

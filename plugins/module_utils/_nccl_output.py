@@ -448,10 +448,10 @@ def ib_hca_entries(value):
 
 # ------------------------------------------------------------------------------------ nccl-tests
 
-# nccl-tests: "nThread 1 nGpus 8 minBytes 8 maxBytes ..."; rccl-tests: "nThreads: 1 nGpus: 2 nRanks: 1 minBytes: ..."
 # Open MPI's aggregation of its help messages, printed by mpirun among the ranks' lines: "8 more processes have sent
 # help message help-mtl-ofi.txt / OFI call fail".
 _MPI_AGGREGATE = re.compile(r"^\d+ more process(?:es)? ha(?:s|ve) sent help message\b")
+# nccl-tests: "nThread 1 nGpus 8 minBytes 8 maxBytes ..."; rccl-tests: "nThreads: 1 nGpus: 2 nRanks: 1 minBytes: ..."
 _TESTS_PARAMS = re.compile(r"nThreads?:?\s+(?P<nthread>\d+)\s+nGpus:?\s+(?P<ngpus>\d+)\s+(?:nRanks:?\s+\d+\s+)?"
                            r"minBytes:?\s+(?P<min>\d+)\s+maxBytes:?\s+(?P<max>\d+)")
 # "# nccl-tests version 2.17.6 ...", "# rccl-tests version 2.17.9-...", older rccl-tests' "rccl-tests: Version develop:448c4c7".
