@@ -247,7 +247,7 @@ def _app_value(value, names, what, base=10):
 
 
 def _single_prio(result):
-    """A value may map to several priorities (dcb app add twice); keep them all, as lists."""
+    """A value may map to several priorities (an app entry added twice); keep them all, as lists."""
     table = {key: {str(k): v for k, v in sorted(result[key].items())} for _word, key, _names, _base in _APP_SELECTORS}
     return dict(table, default_prio=result["default_prio"])
 

@@ -103,7 +103,7 @@ def test_dcb_app_commands_between_outputs_are_not_output_and_the_last_show_is_re
 
 
 def test_dcb_app_port_and_ethtype_selectors_are_its_output():
-    # A Broadcom RoCE host maps RoCEv2's UDP port (dcb app add ... dgram-port-prio 4791:3) with its DSCP; dcb_app.c
+    # A Broadcom RoCE host maps RoCEv2's UDP port (dgram-port-prio 4791:3) with its DSCP; dcb_app.c
     # prints each selector on its own line, an EtherType in hexadecimal (%x:) in text and in decimal in JSON.
     text = "$ dcb app show dev ens1f0np0\nethtype-prio 8906:3\ndscp-prio CS3:3 AF31:3\ndgram-port-prio 4791:3\nport-prio 4791:5\n"
     assert parse_dcb_app(text) == app_table({"24": [3], "26": [3]}, ethtype_prio={"35078": [3]}, dgram_port_prio={"4791": [3]},
