@@ -107,8 +107,9 @@ def parse_aer_counters(text, kind=None):
                                    "directory); expected one file's text" % (number, files[-1], files[0]))
             line = line[path.end():]
         line = _TRAILING_COMMENT.sub("", line)
-        if _FLATTENED.match(" ".join(line.split())):
-            pairs = [(name, int(count)) for name, count in _FLATTENED_PAIR.findall(" ".join(line.split()))]
+        words = " ".join(line.split())
+        if _FLATTENED.match(words):
+            pairs = [(name, int(count)) for name, count in _FLATTENED_PAIR.findall(words)]
         else:
             match = _COUNTER.match(line)
             if not match:

@@ -267,6 +267,13 @@ _LAUNCHER_LABEL = re.compile(r"^\[[A-Za-z][\w ./:-]{0,40}\]\s+")
 # A row of a Markdown table: cells between pipes, the first or second a figure or the header's "#bytes" (raw_ethernet's
 # own boxed header holds MAC and IP addresses, ports and words, never such a figure).
 _MARKDOWN_ROW = re.compile(r"^\|(?:[^|]*\|)?\s*(?:#?bytes\b|[0-9][0-9,]*(?:\.[0-9]+)?\s*\|)[^\n]*\|\s*$", re.IGNORECASE)
+
+
+def _is_markdown_row(line):
+    """Whether ``line`` is a row of an author's Markdown table: four cells at least (raw_ethernet's boxes have fewer)."""
+    return line.count("|") >= 5 and _MARKDOWN_ROW.match(line) is not None
+
+
 # A "#" and blanks before the table's header or a row of figures: neither is a root prompt's command.
 _COMMENTED_TABLE = re.compile(r"^\s*#[ \t]+(?=#bytes\b|[0-9]+[ \t]+[0-9])")
 # A test harness's prefix of each line the tool printed: "2019-07-16 03:43:24,134 process L0458 DEBUG| [stdout] ".
@@ -610,7 +617,7 @@ def classify_failure(stdout, stderr="", rc=None, timed_out=False, has_results=Fa
             line = err_lines[-1]
         elif rc not in (None, 0):
             line = "exited with status %s%s" % (rc, " after: " + out_lines[-1] if out_lines else "")
-        elif any(line.count("|") >= 5 and _MARKDOWN_ROW.match(line) for line in out_lines):
+        elif any(_is_markdown_row(line) for line in out_lines):
             line = "no result rows: the table is a Markdown table its author made from perftest's output, not the output"
         elif out_lines:
             line = "no result rows in the output; last line: " + out_lines[-1]
@@ -701,7 +708,7 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
         if _CUDA.match(stripped):
             gpu_lines.append(stripped)
             continue
-        if stripped.count("|") >= 5 and _MARKDOWN_ROW.match(stripped):  # four cells at least: no raw_ethernet box
+        if _is_markdown_row(stripped):
             # An author's table made from the output ("| 65536 | 5000 | 6057.11 | ..."): its columns are the author's.
             recognised -= 1
             first_unplaced = first_unplaced or (number, stream, line)
