@@ -63,7 +63,8 @@ _LAST_LINE_OF_MESSAGE = re.compile(r"^Consult \S+ for more information\.?$")
 
 # What a paste carries besides the output: a shell prompt (``$ dkms status``,
 # ``[root@node ~]# dkms status``), a ``#`` comment, the command line itself.
-_COMMAND = re.compile(r"^(?:sudo\s+)?dkms(?:\s+(?:status|build|install|add|remove|autoinstall|--version|-[a-z]|-m|-v|-k)\b.*)?$")
+_COMMAND = re.compile(r"^(?:sudo\s+)?dkms(?:\s+(?:status|build|install|add|remove|uninstall|unbuild|autoinstall|match|mktarball"
+                      r"|ldtarball|generate_mok|--version|-[a-z]|-m|-v|-k)\b.*)?$")
 # The command after a prompt the paste cut or that is_shell_prompt does not know ("user@host ~]$ dkms status").
 _PROMPTED_COMMAND = re.compile(r"[$#>]\s*(?:sudo\s+)?dkms(?:\s|$)")
 # A run of dkms status in a paste, with or without its prompt: a later one lists the modules as they are now.

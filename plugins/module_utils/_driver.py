@@ -22,8 +22,12 @@ from ansible_collections.rdma.node.plugins.module_utils._files import read_lenie
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import is_shell_prompt
 from ansible_collections.rdma.node.plugins.module_utils._numbers import parse_uint
 
-# Prefixes of kernel images in /boot (x86 vmlinuz, ppc64 vmlinux, arm64 Image on some distros).
-_IMAGE_PREFIXES = ("vmlinuz-", "vmlinux-", "Image-")
+# Names of kernel images in /boot (x86 vmlinuz, ppc64 vmlinux, arm64 Image on some distros, Gentoo's kernel- and
+# genkernel's kernel-genkernel-ARCH-, both of which GRUB's 10_linux lists), and the release in them.
+# A copy of the same kernel keeps its release: Ubuntu's signed image for Secure Boot (vmlinuz-X.efi.signed), SUSE's
+# compressed ELF for crash and gdb (vmlinux-X.gz).
+_IMAGE_NAME = re.compile(r"^(?:vmlinu[xz]-|Image-)(?P<release>.+?)(?:\.efi\.signed|\.gz|\.xz|\.zst)?$"
+                         r"|^kernel-(?:genkernel-[A-Za-z0-9_]+-)?(?P<numbered>[0-9].*)$")
 # Version words that come before the release they belong to: 6.5.0-rc5 is older than 6.5.0.
 _PRE_RELEASE = ("rc", "pre", "alpha", "beta")
 _TOKEN = re.compile(r"\d+|[A-Za-z]+")
@@ -107,12 +111,13 @@ def running_kernel(root):
 
 
 def _module_dirs(root):
-    """Kernel module directories by release, from lib/modules and usr/lib/modules."""
+    """Kernel module directories by release, from lib/modules and usr/lib/modules. A release starts with a
+    digit: RHEL's kABI lists (kabi-current, kabi-rhel86) and the like beside them are no kernel's."""
     found = {}
     for base in ("/lib/modules", "/usr/lib/modules"):
         for name in list_dir(root, base):
             path = under(root, base + "/" + name)
-            if os.path.isdir(path):
+            if name[:1].isdigit() and os.path.isdir(path):
                 found.setdefault(name, path)
     return found
 
@@ -151,16 +156,21 @@ def _boot_images(root, module_dirs):
     """Kernel releases with an image in /boot (the image's own release where its name is not one)."""
     releases = set()
     for name in list_dir(root, "/boot"):
-        for prefix in _IMAGE_PREFIXES:
-            if name.startswith(prefix) and len(name) > len(prefix):
-                release = name[len(prefix):]
-                # vmlinuz-0-rescue-MACHINEID (RHEL) and *.old copies are no kernel release of their own.
-                if "rescue" in release or release.endswith((".old", ".bak")):
-                    continue
-                if release not in module_dirs:
-                    release = image_release(root, "/boot/" + name) or release
-                releases.add(release)
+        release = _image_name_release(name)
+        # vmlinuz-0-rescue-MACHINEID (RHEL) and *.old copies are no kernel release of their own.
+        if release is None or "rescue" in release or release.endswith((".old", ".bak")):
+            continue
+        if release not in module_dirs:
+            release = image_release(root, "/boot/" + name) or release
+        releases.add(release)
     return releases
+
+
+def _image_name_release(name):
+    """The release a kernel image's file name gives (``vmlinuz-6.1.0-28-amd64``, Gentoo's ``kernel-6.6.13-gentoo`` and
+    ``kernel-genkernel-x86_64-4.0.5-gentoo``), or None."""
+    match = _IMAGE_NAME.match(name)
+    return (match.group("release") or match.group("numbered")) if match else None
 
 
 def installed_kernels(root):
@@ -188,12 +198,28 @@ def installed_kernels(root):
     return sort_kernels(installed), sort_kernels(other)
 
 
+# A release's build: its leading numbers ("4.18.0-372.32.1" of 4.18.0-372.32.1.rt7.189.el8_6.x86_64 and of
+# 4.18.0-372.32.1.el8_6.x86_64, "6.1.0-28" of 6.1.0-28-amd64 and 6.1.0-28-cloud-amd64).
+_BUILD = re.compile(r"^[0-9]+(?:[.-][0-9]+)*")
+
+
+def _other_flavour(release, running):
+    """Whether ``release`` is the running kernel's build in another flavour (realtime, +debug, -64k, -cloud-amd64,
+    -lowlatency): installed beside it, not an update of it. A pre-release (rc) is never the same build."""
+    build, running_build = _BUILD.match(release), _BUILD.match(running)
+    words = [token.lower() for token in _TOKEN.findall(release + " " + running) if not token.isdigit()]
+    return (build is not None and running_build is not None and build.group(0) == running_build.group(0)
+            and not any(word.startswith(_PRE_RELEASE) for word in words))
+
+
 def newer_kernels(installed, running):
-    """The installed kernels newer than the running one, oldest first."""
+    """The installed kernels newer than the running one, oldest first; the running build's other flavours
+    (4.18.0-372.32.1.rt7.189.el8_6 beside 4.18.0-372.32.1.el8_6, X+debug beside X) are not newer."""
     if running is None:
         return []
     running_key = kernel_version_key(running)
-    return [release for release in installed if kernel_version_key(release) > running_key]
+    return [release for release in installed
+            if kernel_version_key(release) > running_key and not _other_flavour(release, running)]
 
 
 def kernel_from_image_path(path):
@@ -208,11 +234,13 @@ def kernel_from_image_path(path):
     if ")" in path and path.startswith("("):
         path = path.split(")", 1)[1]
     base = path.rstrip("/").rsplit("/", 1)[-1]
-    for prefix in _IMAGE_PREFIXES:
-        if base.startswith(prefix) and len(base) > len(prefix):
-            return base[len(prefix):]
+    release = _image_name_release(base)
+    if release:
+        return release
     if base in ("linux", "vmlinuz") and path.count("/") >= 2:
-        return path.rstrip("/").rsplit("/", 2)[-2]
+        directory = path.rstrip("/").rsplit("/", 2)[-2]
+        # /boot/vmlinuz is the distribution's link to the newest image, not kernel-install's RELEASE/linux.
+        return directory if directory[:1].isdigit() else None
     return None
 
 
@@ -363,11 +391,34 @@ def _grub_branch(frames, words, env):
         frames.pop()
 
 
+# The commands that load a Linux kernel, and those that load a hypervisor or a pre-kernel (Xen, tboot) whose
+# first module is then the kernel (Xen's dom0).
+_GRUB_LINUX_COMMANDS = ("linux", "linux16", "linuxefi", "legacy_kernel")
+_GRUB_MULTIBOOT_COMMANDS = ("multiboot", "multiboot2")
+_GRUB_MODULE_COMMANDS = ("module", "module2")
+
+
+def _read_entry_statement(entry, words):
+    """Take a menu entry's kernel from one of its statements: ``linux PATH ...``, or the first
+    ``module2 PATH ...`` after ``multiboot2 /boot/xen.gz`` (its options, ``--nounzip``, skipped)."""
+    if entry["kernel"] is not None or len(words) < 2:
+        return
+    if words[0] in _GRUB_MULTIBOOT_COMMANDS:
+        entry["hypervisor"] = words[1]
+    elif words[0] in _GRUB_LINUX_COMMANDS or (words[0] in _GRUB_MODULE_COMMANDS and entry.get("hypervisor")):
+        # Options come before the path: legacy_kernel's "--type=linux" (a menu.lst converted by grub-menulst2cfg),
+        # module2's "--nounzip".
+        paths = [word for word in words[1:] if not word.startswith("--")]
+        if paths:
+            entry["kernel"], entry["image"] = kernel_from_image_path(paths[0]), paths[0]
+
+
 def parse_grub_cfg(text, env=None):
     """Return ``(menu, defaults, uses_bls)`` for a grub.cfg.
 
     ``menu`` is the top level as a list of dicts ``{"type": "menuentry"|"submenu", "title", "id",
-    "kernel", "children"}``; ``defaults`` the values of its ``set default=...`` lines in order;
+    "kernel", "image", "hypervisor", "children"}`` (``hypervisor``: the image of Xen or tboot, whose first
+    module is then the kernel); ``defaults`` the values of its ``set default=...`` lines in order;
     ``uses_bls`` tells whether it runs ``blscfg`` (entries from /boot/loader/entries). Given ``env``
     (the variables of grubenv), a ``set default=`` in a branch of an ``if`` whose test is false with
     them is left out, as GRUB skips it: the ``set default=1`` of RHEL's and Fedora's boot counting,
@@ -385,22 +436,32 @@ def parse_grub_cfg(text, env=None):
         words = _grub_words(line)
         if not words:
             continue
-        if env is not None and words[0].rstrip(";") in _GRUB_BRANCH_WORDS:
+        branch = words[0].rstrip(";") in _GRUB_BRANCH_WORDS
+        if (env is not None and branch) or (words[0] == "set" and len(words) > 2 and words[1].endswith(";")):
             # One line may hold a whole if ... fi ("if [ x$grub_platform = xxen ]; then insmod xzio; fi", in every
-            # Debian menu entry) or close two ("fi; fi"): each statement of it counts.
+            # Debian menu entry), close two ("fi; fi") or set the default before one (grub-menulst2cfg's
+            # "set default='0'; if [ x"$default" = xsaved ]; then ... fi"): each statement of it counts.
             for statement in _grub_statements(words):
                 if statement[0] in _GRUB_BRANCH_WORDS:
-                    _grub_branch(frames, statement, env)
+                    if env is not None:  # without grubenv no branch is judged
+                        _grub_branch(frames, statement, env)
                 elif statement[0] == "set" and len(statement) > 1 and statement[1].startswith("default="):
                     if not any(frame[0] is False for frame in frames):
                         defaults.append(statement[1][len("default="):])
             continue
-        if words[0] in ("menuentry", "submenu") and line.endswith("{"):
-            words = words[:-1] if words[-1] == "{" else words
-            title, entry_id = _entry_identity(words)
-            entry = {"type": words[0], "title": title, "id": entry_id, "kernel": None, "image": None, "children": []}
+        if words[0] in ("menuentry", "submenu") and "{" in words[1:]:
+            # "menuentry 'Title' --id x {" opens an entry; "menuentry test { linux /vmlinux }" is one on one line.
+            opening = words.index("{", 1)
+            title, entry_id = _entry_identity(words[:opening])
+            entry = {"type": words[0], "title": title, "id": entry_id, "kernel": None, "image": None,
+                     "hypervisor": None, "children": []}
             stack[-1][1].append(entry)
             stack.append((words[0], entry["children"], entry))
+            body = words[opening + 1:]
+            if body and body[-1] == "}":
+                for statement in _grub_statements(body[:-1]):
+                    _read_entry_statement(entry, statement)
+                stack.pop()
             continue
         if line.endswith("{"):
             stack.append(("block", [], None))
@@ -410,9 +471,8 @@ def parse_grub_cfg(text, env=None):
                 stack.pop()
             continue
         kind, _items, entry = stack[-1]
-        if kind == "menuentry" and words[0] in ("linux", "linux16", "linuxefi") and len(words) > 1:
-            if entry["kernel"] is None:
-                entry["kernel"], entry["image"] = kernel_from_image_path(words[1]), words[1]
+        if kind == "menuentry":
+            _read_entry_statement(entry, words)
         elif words[0] == "blscfg":
             # blscfg expands into the BLS entries where it stands, in the current menu.
             uses_bls = True
@@ -435,10 +495,14 @@ def parse_bls_entry(text):
     return values
 
 
+# The release in a version written as a sentence: "..., Linux Kernel 5.15.78, ..." or "(Linux 6.1.69)".
+_LINUX_IN_SENTENCE = re.compile(r"\bLinux(?: [Kk]ernel)? (?P<release>[0-9][\w.+~-]*[\w+~])")
+
+
 def read_bls_entries(root, directory):
     """BLS entries of ``directory`` under root, newest version first (as blscfg and sd-boot order).
 
-    Each is ``{"type": "menuentry", "id": file name without .conf, "title", "kernel"}``.
+    Each is ``{"type": "menuentry", "id": file name without .conf, "title", "kernel", "image"}``.
     """
     entries = []
     for name in list_dir(root, directory):
@@ -446,13 +510,19 @@ def read_bls_entries(root, directory):
             continue
         values = parse_bls_entry(read_text(root, directory + "/" + name))
         # OSTree writes its deployment's serial as the version ("version 1"): no release, which the image names.
+        # NixOS a sentence: "Generation 131 NixOS 22.05.4120.16f4e04658c, Linux Kernel 5.15.78, Built on 2022-11-16".
         version = values.get("version")
-        kernel = version if version and "." in version else kernel_from_image_path(values.get("linux")) or version
+        sentence = _LINUX_IN_SENTENCE.search(version) if version and " " in version.strip() else None
+        if sentence or (version and " " in version.strip()):
+            kernel = sentence.group("release") if sentence else kernel_from_image_path(values.get("linux"))
+        else:
+            kernel = version if version and "." in version else kernel_from_image_path(values.get("linux")) or version
         entries.append({
             "type": "menuentry",
             "id": name[:-len(".conf")],
             "title": values.get("title") or name[:-len(".conf")],
             "kernel": kernel,
+            "image": values.get("linux") or None,
             "children": [],
         })
     entries.sort(
@@ -504,15 +574,25 @@ def resolve_grub_entry(menu, selector):
 
 
 def _kernel_named_in(selector):
-    """A kernel release spelt inside a title or id (``with Linux 6.1.0-28-amd64``)."""
+    """A kernel release spelt inside a title or id (``with Linux 6.1.0-28-amd64``); of a submenu's path
+    (``gnulinux-advanced-UUID>gnulinux-6.1.0-28-amd64-advanced-UUID``), its entry's."""
+    entry = (selector or "").rsplit(">", 1)[-1]
     for pattern in (r"with Linux (\S+)", r"gnulinux-(\S+?)-(?:advanced|recovery)-", r"vmlinuz-(\S+)"):
-        match = re.search(pattern, selector or "")
+        match = re.search(pattern, entry)
         if match:
             return match.group(1)
     return None
 
 
 _GRUB_DIRS = ("/boot/grub", "/boot/grub2")
+# Where GRUB on UEFI keeps its grub.cfg and grubenv beside its binary when /boot/grub2 has none (RHEL, Rocky,
+# Alma and Oracle Linux 8, CentOS 7: /boot/efi/EFI/redhat/grub.cfg); later releases put a stub there that loads
+# /boot/grub2/grub.cfg, which is read first.
+_EFI_DIR = "/boot/efi/EFI"
+
+
+def _grub_dirs(root):
+    return _GRUB_DIRS + tuple("%s/%s" % (_EFI_DIR, vendor) for vendor in list_dir(root, _EFI_DIR) if vendor.upper() != "BOOT")
 
 
 def _grub_selector(cfg_defaults, env, etc_default):
@@ -540,13 +620,14 @@ def _grub_selector(cfg_defaults, env, etc_default):
 def grub_next_boot(root, notes):
     """Return ``(kernel, source, entry)`` from GRUB's configuration, or None without GRUB."""
     cfg_path = cfg_text = None
-    for directory in _GRUB_DIRS:
+    directories = _grub_dirs(root)
+    for directory in directories:
         cfg_text = read_text(root, directory + "/grub.cfg")
         if cfg_text is not None:
             cfg_path = directory + "/grub.cfg"
             break
     env = {}
-    for directory in _GRUB_DIRS:
+    for directory in directories:
         env_text = read_text(root, directory + "/grubenv")
         if env_text is not None:
             env = parse_grubenv(env_text)
@@ -588,20 +669,35 @@ def grub_next_boot(root, notes):
         notes.append("%s has no menu entries" % cfg_path)
         return None, None, selector
     name = entry["title"] or entry["id"]
-    if entry["kernel"] is None:
+    release = _entry_release(root, entry)
+    if release is None:
         notes.append("GRUB boots %r next, which names no Linux kernel" % name)
         return None, None, name
-    return _entry_release(root, entry), source, name
+    return release, source, name
 
 
-def _entry_release(root, entry):
-    """An entry's kernel release; where its image's name is no module directory, the image's own."""
+def _entry_release(root, entry, partitions=("", "/boot")):
+    """An entry's kernel release; where its image's name is no module directory (``/vmlinuz-linux``), the image's
+    own. The boot loader names the image on the partition it reads, mounted at one of ``partitions``: GRUB's / of a
+    separate /boot is /boot here, systemd-boot's / is the ESP."""
     image = entry.get("image")
     if not image or entry["kernel"] in _module_dirs(root):
         return entry["kernel"]
     path = image.split(")", 1)[1] if image.startswith("(") and ")" in image else image
-    # GRUB names the image on the partition it reads: / of a separate /boot is /boot here.
-    return image_release(root, path) or image_release(root, "/boot" + path) or entry["kernel"]
+    for partition in partitions:
+        # /vmlinuz and /boot/vmlinuz: the distribution's link names the image it points to.
+        release = (entry["kernel"] is None and _link_release(root, partition + path)) or image_release(root, partition + path)
+        if release:
+            return release
+    return entry["kernel"]
+
+
+def _link_release(root, path):
+    """The release a symbolic link's target names (``/vmlinuz -> boot/vmlinuz-6.1.0-28-amd64``), or None."""
+    try:
+        return kernel_from_image_path(os.readlink(under(root, path)))
+    except (OSError, ValueError):
+        return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -652,16 +748,16 @@ def systemd_boot_next_boot(root, notes):
                 source = "systemd_boot_first_entry"
         else:
             source = "systemd_boot_first_entry"
-        return chosen["kernel"], source, chosen["id"]
+        return _entry_release(root, chosen, (esp,)), source, chosen["id"]
     return None
 
 
-def next_boot(root, installed, notes):
+def next_boot(root, installed, notes, running=None):
     """Return ``(kernel, source, entry)``: the kernel the node boots next and how that was read.
 
     GRUB first (``next_entry``, grub.cfg's ``default``, ``saved_entry``, BLS entries), then
     systemd-boot; where no boot loader configuration can be read, the newest installed kernel with
-    the source ``newest_installed``.
+    the source ``newest_installed`` (of its build's flavours, ``running``'s where it is one of them).
     """
     for reader in (grub_next_boot, systemd_boot_next_boot):
         found = reader(root, notes)
@@ -671,8 +767,17 @@ def next_boot(root, installed, notes):
             break
     if installed:
         notes.append("the boot loader does not tell which kernel boots next; assuming the newest installed one")
-        return installed[-1], "newest_installed", None
+        return _newest(installed, running), "newest_installed", None
     return None, None, None
+
+
+def _newest(installed, running):
+    """The newest installed kernel; of the newest build's flavours, the running one's where it is among them (a
+    distribution's default is its plain kernel, not +debug or the realtime one installed beside it)."""
+    newest = installed[-1]
+    if running in installed and _other_flavour(newest, running):
+        return running
+    return newest
 
 
 # ---------------------------------------------------------------------------------------------
@@ -688,8 +793,11 @@ def parse_proc_modules(text, source="/proc/modules"):
     """Parse /proc/modules into ``{name: {size, refcount, used_by, state, taint}}``.
 
     Lines look like ``ib_core 462848 8 rdma_ucm,ib_uverbs,mlx5_ib, Live 0x0000000000000000 (OE)``;
-    the address and taint flags are optional, ``-`` means none. A size or refcount that is not an
-    unsigned 64-bit number is null, with a warning naming ``source`` and the module.
+    the address and taint flags are optional, ``-`` means none. The kernel's flags among the users
+    (``[permanent]``: no exit function; ``[unsafe]`` on old kernels) name no module. A kernel built
+    without module unloading prints ``- -`` for the count and the users: both unknown (null), no
+    warning. A size or refcount that is not an unsigned 64-bit number is null, with a warning naming
+    ``source`` and the module.
     """
     modules = {}
     for line in (text or "").splitlines():
@@ -697,15 +805,16 @@ def parse_proc_modules(text, source="/proc/modules"):
         if len(fields) < 3:
             continue
         name = fields[0]
-        used_by = []
+        unload_unknown = fields[2] == "-" and len(fields) > 3 and fields[3] == "-"
+        used_by = None if unload_unknown else []
         if len(fields) > 3 and fields[3] != "-":
-            used_by = [user for user in fields[3].split(",") if user]
+            used_by = [user for user in fields[3].split(",") if user and not user.startswith("[")]
         taint = None
         if fields[-1].startswith("(") and fields[-1].endswith(")"):
             taint = fields[-1][1:-1] or None
         modules[name] = {
             "size": parse_uint(fields[1], "%s (%s size)" % (source, name)),
-            "refcount": parse_uint(fields[2], "%s (%s refcount)" % (source, name)),
+            "refcount": None if unload_unknown else parse_uint(fields[2], "%s (%s refcount)" % (source, name)),
             "used_by": used_by,
             "state": fields[4] if len(fields) > 4 and not fields[4].startswith("(") else None,
             "taint": taint,
@@ -723,6 +832,10 @@ def loaded_modules(root):
         module["version"] = read_value(root, "/sys/module/%s/version" % name)
         module["srcversion"] = read_value(root, "/sys/module/%s/srcversion" % name)
     return modules
+
+
+# The distributions ofed_info names: MLNX_OFED_LINUX, MLNX_EN, OFED-internal (DOCA-OFED and the drivers' own builds).
+_OFED_DISTRIBUTION = re.compile(r"(?:MLNX_OFED|MLNX_EN|OFED)[-_]", re.IGNORECASE)
 
 
 def parse_ofed_info(text):
@@ -744,9 +857,10 @@ def parse_ofed_info(text):
             return None
         ident = line.split()[0].rstrip(":")
         match = re.match(r"^(?P<distribution>[A-Za-z][\w.+~-]*?)-(?P<version>\d[\w.+~-]*)$", ident)
-        # After a line that is not ofed_info's, only its header form counts (the colon that ends its line), not
-        # a package or host name further down a paste.
-        if match and (unknown is None or line.endswith(":")):
+        # After a line that is not ofed_info's, only its header form counts (the colon that ends its line) or
+        # the name of an OFED distribution (an author's copy may lose the colon), not a package or host name
+        # further down a paste.
+        if match and (unknown is None or line.endswith(":") or _OFED_DISTRIBUTION.match(ident)):
             return {"id": ident, "distribution": match.group("distribution"), "version": match.group("version")}
         if re.match(r"^\d[\w.+~-]*$", ident) and (unknown is None or line == ident):
             return {"id": ident, "distribution": None, "version": ident}
@@ -806,7 +920,7 @@ def gather(root, dkms_text=None, dkms_version=None, ofed_text=None, dkms_modules
         )
     if running is not None and installed and running not in installed:
         notes.append("the running kernel %s is no longer installed (its package was removed)" % running)
-    boot_kernel, boot_source, boot_entry = next_boot(root, installed, notes)
+    boot_kernel, boot_source, boot_entry = next_boot(root, installed, notes, running)
     if boot_kernel is not None and installed and boot_kernel not in installed:
         notes.append("the boot loader's next kernel %s is not an installed kernel" % boot_kernel)
 

@@ -99,13 +99,16 @@ _RECORD_FORMS = (
     # ("Jan 10 10:54:17 pytest-11.local [57253.352107] bond1: link status definitely down ...")
     ("syslog", re.compile(
         r"^(?P<time>" + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>[^\s:\[]+) (?P<message>\[\s*[0-9]{1,12}\.[0-9]{1,9}\].*)$")),
-    # journalctl short / classic syslog: "Mar 27 15:37:34 host tag[pid]: message", optional level word
+    # journalctl short / classic syslog: "Mar 27 15:37:34 host tag[pid]: message", optional level word; BusyBox's
+    # syslogd writes the facility and level there: "Jan  1 00:00:30 (none) user.notice kernel: message"
     ("syslog", re.compile(
-        r"^(?P<time>" + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?:(?P<level>[A-Z]+) )?"
+        r"^(?P<time>" + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?:(?P<level>[A-Z]+) |(?P<facility>[a-z]+\.[a-z]+) )?"
         r"(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
-    # dmesg -T: "[Mon Jan  8 10:11:12 2024] message"
+    # dmesg -T: "[Mon Jan  8 10:11:12 2024] message"; a node's name glued before it where several nodes' logs were
+    # gathered into one ("x4207c7s5b0n0:[Wed Nov  8 13:26:51 2023] message")
     ("dmesg", re.compile(
-        r"^\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d \d{4})\]" + _CALLER + r" ?(?P<message>.*)$")),
+        r"^(?:(?P<host>[A-Za-z][\w.-]*):)?\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d \d{4})\]" + _CALLER
+        + r" ?(?P<message>.*)$")),
     # dmesg: "[ 1202.718785] message"; dmesg -r and pstore's dmesg put the level first: "<6>[ 14.952018] message"
     ("dmesg", re.compile(r"^(?:<[0-9]{1,3}>)?" + _DECODED + _SECONDS + _CALLER + r" ?(?P<message>.*)$")),
     # dmesg -H (--human): the minute once, "[Feb13 11:35] message", then the time since the record before,
@@ -125,6 +128,8 @@ _RECORD_FORMS = (
 _HARNESS_PREFIX = re.compile(r"^\[[^\]]{1,80}\]\s+(?=\[)")
 # Inside a syslog message the kernel's own time stamp may follow: "kernel: [10601.214044] igb ..."
 _KERNEL_SECONDS = re.compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")
+# ifplugd's tag names the interface it watches: "ifplugd(eth0)".
+_IFPLUGD_TAG = re.compile(r"^ifplugd\([\w.@-]+\)$")
 # A program that writes to the kernel log (systemd-networkd, udevd) tags its message: "name[pid]: "; a
 # line cut after its host keeps the kernel's or NetworkManager's tag alone: "kernel: ", "NetworkManager: ".
 _PROGRAM_TAG = re.compile(r"^(?:[\w.-]+\[[0-9]+\]|kernel|NetworkManager|systemd-networkd): ")
@@ -139,18 +144,30 @@ _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _EVENT_FORMS = (
     # e1000 before 2.6.2x names its function too, "e1000: eth0: e1000_watchdog: NIC Link is Up 100 Mbps ...": first,
     # as the general form below would take the function for the netdev.
-    ("driver", re.compile(r"^(?P<driver>e1000e?|e100|igb|ixgb|ixgbe): (?P<netdev>[\w.@-]+): \w+_watchdog\w*: NIC Link is (?P<state>up|down)\b",
+    ("driver", re.compile(r"^(?P<driver>e1000e?|e100|igb|ixgb|ixgbe): (?P<netdev>[\w.@-]+): \w+_watchdog\w*: "
+                          r"(?:NIC\s+Link\s+is|link)\s+(?P<state>up|down)\b",
                           re.IGNORECASE)),
     # mlx5_core 0000:01:00.1 eth1: Link up / ixgbe ... eth11: NIC Link is Down / igb ...: igb: eth0 NIC
     # Link is Down / mt7530-mdio mdio-bus:1f lan: Link is Up - 1Gbps/Full / mlx4_en: eth2: Link Down /
     # r8169 0000:0b:00.0: eth0: link down (older kernels: a colon after the bus id)
+    # (an mlx5 subfunction's auxiliary driver has a dot in its name: "mlx5_core.sf mlx5_core.sf.4 enp3s0f0s88: Link up")
     ("driver", re.compile(
-        r"^(?:(?P<driver>[\w-]+):? (?:(?P<bus_id>[\w:.@-]*[\w.]):? )?)?(?P<netdev>[\w.@-]+): (?:[\w-]+: (?P=netdev) )?"
-        # bnx2 names the medium: "NIC Copper Link is Down", "NIC SerDes Link is Up", "NIC Remote Copper Link is Up"
-        r"(?:NIC (?:Remote )?(?:Copper |SerDes )?)?Link (?:is )?(?P<state>up|down)\b", re.IGNORECASE)),
-    # The older Intel drivers' form, the netdev after the driver's name: e1000e: eth1 NIC Link is Down
-    ("driver", re.compile(r"^(?P<driver>e1000e?|e100|igb|ixgb|ixgbe|igbvf|ixgbevf): (?P<netdev>[\w.@-]+) NIC Link is (?P<state>up|down)\b",
+        r"^(?:(?P<driver>[\w-]+(?:\.[\w-]+)?):? (?:(?P<bus_id>[\w:.@-]*[\w.]):? )?)?(?P<netdev>[\w.@-]+): (?:[\w-]+: (?P=netdev) )?"
+        # bnx2 names the medium: "NIC Copper Link is Down", "NIC SerDes Link is Up", "NIC Remote Copper Link is Up";
+        # gve (Google's gVNIC) the device: "gve 0000:00:03.0 eth0: Device link is up."
+        r"(?:NIC\s+(?:Remote )?(?:Copper |SerDes )?|Device\s+)?Link\s+(?:is\s+)?(?P<state>up|down)\b", re.IGNORECASE)),
+    # e1000e before 2.6.30 named the PCI function without the driver: "0000:05:00.1: eth1: Link is Up 100 Mbps Full Duplex"
+    ("driver", re.compile(r"^(?P<bus_id>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): (?P<netdev>[\w.@-]+): "
+                          r"(?:NIC\s+)?Link\s+(?:is\s+)?(?P<state>up|down)\b", re.IGNORECASE)),
+    # The older drivers' form, the netdev after the driver's name without a colon: "e1000e: eth1 NIC Link is Down",
+    # "bnx2: eth0 NIC Copper Link is Down", "netxen_nic: eth3 NIC Link is up"
+    ("driver", re.compile(r"^(?P<driver>[\w-]+): (?P<netdev>[\w.@-]+) NIC (?:Remote )?(?:Copper |SerDes )?Link is (?P<state>up|down)\b",
                           re.IGNORECASE)),
+    # sis900: "eth0: Media Link On 100mbps full-duplex", "eth0: Media Link Off"
+    ("driver", re.compile(r"^(?P<netdev>[\w.@-]+): Media Link (?P<state>On|Off)\b")),
+    # alx (Qualcomm Atheros AR81xx) says its carrier coming up its own way: "alx 0000:05:00.0 enp5s0: NIC Up: 1 Gbps Full"
+    # (and going down as the others do: "... enp5s0: Link Down")
+    ("driver", re.compile(r"^(?P<driver>alx) (?P<bus_id>[\w:.@-]*[\w.]) (?P<netdev>[\w.@-]+): NIC (?P<state>Up|Down)\b")),
     # bond0: link status definitely down for interface eno50, disabling it
     # bond0: (slave ens12f0np0): link status definitely down, disabling slave
     # bond0: link status up again after 0 ms for interface eth2 (back within miimon's down delay)
@@ -176,6 +193,17 @@ _EVENT_FORMS = (
     ("driver", re.compile(r"^(?P<driver>r8152|r8153_ecm|cdc_ncm|ax88179_178a)(?: (?P<bus_id>[\w:.@-]*[\w.]))? (?P<netdev>[\w.@-]+): "
                           r"carrier (?P<state>on|off)\s*$")),
     ("dhcpcd", re.compile(r"^(?P<netdev>[\w.@-]+): carrier (?P<state>lost|acquired)\s*$")),
+    # HPE Slingshot's cxi driver, whose Ethernet side follows the link: "cxi_core 0000:c3:00.0: cxi3[hsn3] CXI_EVENT_LINK_DOWN"
+    ("driver", re.compile(r"^(?P<driver>cxi_core|cxi_ss1) (?P<bus_id>[\w:.]*[\w.]): cxi[0-9]+\[(?P<netdev>[\w.@-]+)\] "
+                          r"CXI_EVENT_LINK_(?P<state>UP|DOWN)\b")),
+    # ifplugd, its interface in its tag: "ifplugd(swp24)[788559]: Link beat lost.", "...: Link beat detected.",
+    # "...: Initialization complete, link beat detected."
+    ("ifplugd", re.compile(r"^ifplugd\((?P<netdev>[\w.@-]+)\)(?:\[[0-9]+\])?: (?:.*\s)?link\s+beat\s+(?P<state>lost|detected)\b",
+                           re.IGNORECASE)),
+    # ASIX's USB adapters, the kernel's driver ("ax88179_178a 3-13.2.3.3:1.0 eth0: ax88179 - Link status is: 1") and the
+    # vendor's own ("eth0: ax88772b - Link status is: 0"): 1 is the carrier on, 0 off (repeated while it stays off).
+    ("driver", re.compile(r"^(?:(?P<driver>ax88179_178a|asix)(?: (?P<bus_id>[\w:.@-]*[\w.]))? )?(?P<netdev>[\w.@-]+): "
+                          r"ax88\w+ - Link status is: (?P<state>[01])\s*$")),
     # qede (QLogic/Marvell FastLinQ) puts its function and line first: [qede_link_update:2426(p6p4)]Link is down,
     # [qede_unload:2244(p6p4)]Link is down
     ("driver", re.compile(r"^\[(?P<driver>qede)_\w+:[0-9]+\((?P<netdev>[\w.@-]+)\)\]\s*Link is (?P<state>up|down)\b",
@@ -200,10 +228,11 @@ _LINK_WORD = re.compile(r"link|carrier", re.IGNORECASE)
 # Messages about a link this parser does not count, noted: mlx5's cable module events ("Port module event:
 # module 1, Cable unplugged", "Port module event[error]: ...") say why a link went down, not that it did.
 _LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\b(?:lost|gained) carrier\b|\bcarrier-changed\b"
-                      r"|\bport module event\b|\bcable (?:unplugged|error)\b|\bmodule is not present\b", re.IGNORECASE)
+                      r"|\blink status is\b|\bport module event\b|\bcable (?:unplugged|error)\b|\bmodule is not present\b", re.IGNORECASE)
 # A shell prompt ("$ ", "root@node:~# ", "[user@host ~]$ ", "mysql> "); a kernel tag such as "<mlx4_ib>"
 # before a message, or an arrow ("-> cpu: 4"), is not one.
-_PROMPT = re.compile(r"^\s*(?:(?!<)\S*(?:[$#]|(?<!-)>)|\[[^\]]*\][$#])\s+\S")
+# The match is the prompt itself: what follows it on its line is the command, or a record a console printed there.
+_PROMPT = re.compile(r"^\s*(?:(?!<)\S*(?:[$#]|(?<!-)>)|\[[^\]]*\][$#])\s+(?=\S)")
 # A mail's quote marks before a pasted log (">> [18865.848172] mlx5_core ..."), possibly nested.
 _QUOTE_MARKS = re.compile(r"^\s*(?:>[ \t]*)+(?=\S)")
 
@@ -258,6 +287,8 @@ def _record_of(text):
         elif fields.get("seconds"):
             seconds = float(fields["seconds"])
         message = fields["message"]
+        if _IFPLUGD_TAG.match(fields.get("tag") or ""):
+            message = "%s: %s" % (fields["tag"], message)  # ifplugd names its interface in its tag only
         inner = _KERNEL_SECONDS.match(message) if kind in ("syslog", "journal") else None
         if inner:
             seconds, message = float(inner.group("seconds")), inner.group("message")
@@ -294,7 +325,7 @@ def _event(message):
             return source, fields["netdev"], "up" if fields.get("up") else "down", None, None
         if source == "addrconf":
             return source, fields["netdev"], "up", None, None
-        if source in ("networkd", "dhcpcd"):
+        if source in ("networkd", "dhcpcd", "ifplugd"):
             return source, fields["netdev"], "down" if fields["state"].lower() == "lost" else "up", None, None
         if source == "networkmanager":
             return source, fields["netdev"], "up" if fields.get("now") == "ON" or fields.get("link") == "connected" else "down", None, None
@@ -305,7 +336,7 @@ def _event(message):
             if (fields["old"] == "0") == (fields["new"] == "0"):
                 return None  # from one speed to another (or 0 to 0): the carrier stayed as it was
             return source, fields["netdev"], "down" if fields["new"] == "0" else "up", None, fields.get("bus_id")
-        state = {"on": "up", "off": "down"}.get(fields["state"].lower(), fields["state"].lower())
+        state = {"on": "up", "off": "down", "1": "up", "0": "down"}.get(fields["state"].lower(), fields["state"].lower())
         return source, fields["netdev"], state, None, fields.get("bus_id")
     return None
 
@@ -400,6 +431,11 @@ def iter_carrier_events(lines, tally, notes=None):
                 untagged = _PROGRAM_TAG.sub("", bare, count=1)
                 found = _event(untagged) if untagged != bare else None
                 bare = untagged if found is not None else bare
+            prompt = _PROMPT.match(bare) if found is None else None
+            if prompt:  # a serial console's kernel record printed right after the shell's prompt: "root@host:~# ixgbe ..."
+                after = bare[prompt.end():]
+                found = _event(after)
+                bare = after if found is not None else bare
             embedded = _embedded_record(line) if found is None else None
             if found is None and embedded is None:
                 if not _JOURNAL_MARKER.match(line):

@@ -762,6 +762,7 @@ def parse_ibv_devinfo(data, strict=False):
 def _devinfo_blocks(reader, lines):
     devices = _Devices()
     device = port = None
+    headings = {}  # hca_id -> its line (number, text)
     # ibv_devinfo -v (MLNX_OFED's most of all) prints device attributes in forms of their own
     # ("log atomic arg sizes (mask)   0x8", "Multi-Packet RQ supported", "UMR fixed size:"): in the
     # attributes of a device, before its ports, they are noted as such, and strict mode takes them.
@@ -802,6 +803,7 @@ def _devinfo_blocks(reader, lines):
                 device = port = None
                 continue
             device, port = devices.named(value), None
+            headings.setdefault(value, (number, line))
             reader.placed()
             continue
         if device is None:
@@ -844,6 +846,10 @@ def _devinfo_blocks(reader, lines):
             if lanes and port.get("_lane_gbps"):
                 port["rate_gbps"] = lanes * port["_lane_gbps"]
             port.pop("_lane_gbps", None)
+        announced = device["fields"].get("num_ports")
+        if announced and len(device["ports"]) < announced and device["name"] in headings:
+            reader.note(*headings[device["name"]], "%d of its %d ports (phys_port_cnt) are in the text (ibv_devinfo -i, or a "
+                                                   "paste cut short): the others are not read" % (len(device["ports"]), announced))
     return reader.result(devices.result())
 
 

@@ -65,6 +65,8 @@ _GDR_RING = re.compile(r"Connected all rings(?:, use ring PXN (?P<pxn>\d+) GDR (
 # "NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0'", "(nvidia-peermem) enabled".
 _GDR_LINE = re.compile(r"GPU Direct RDMA (?:\([\w-]+\) )?(?P<state>[Ee]nabled|[Dd]isabled) for (?:GPU (?P<gpu>\S+) / )?"
                        r"HCA (?P<hca>\S+)(?: '(?P<name>[^']+)'?)?")
+# A socket network's own lines: "NET/Socket : ...", Google's "NET/FastSocket : ...".
+_SOCKET_NETWORK = re.compile(r"^NET/\w*Socket\w* ?:")
 # The verbs provider's own report of a failed work request, printed beside NCCL's lines (then a hex dump
 # of the completion entry): "mlx5: gpu5: got completion with error:".
 _PROVIDER_COMPLETION_ERROR = re.compile(r"^\s*(?:\[\d+\]\s*)?(?P<message>(?:mlx[45]|bnxt_re|irdma|efa|hns): \S+: got completion with error:?)\s*$")
@@ -75,9 +77,10 @@ _COMPLETION_WARN = re.compile(r"Got completion from peer \S+ with (?:error|statu
 _NO_VERBS = re.compile(r"Failed to open libibverbs|NET/IB : No device found|ibvwrap.*Failed to open", re.IGNORECASE)
 # ``Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA`` (NCCL >= 2.8), ``Channel 00 : 3[b1000] ->
 # 4[18000] [send] via NET/Socket/0`` (2.5-2.7), ``Ring 00 : 1 -> 0 [receive] via NET/Socket/0`` (2.4).
-# ``CollNet 00/0 : 0 [receive] via COLLNET/SHARP/1/GDRDMA`` names one rank: its connection to the collective network.
+# ``CollNet 00/0 : 0 [receive] via COLLNET/SHARP/1/GDRDMA`` names one rank: its connection to the collective network
+# (``Coll 00 : 0 [send] via COLLNET/SHARP/0/GDRDMA`` in NCCL 2.7 to 2.11).
 _CHANNEL = re.compile(
-    r"^(?P<kind>Channel|Ring|CollNet)\s+(?P<channel>\d+)(?:/(?P<sub>\d+))?\s*:\s*(?P<src>\d+)(?:\[(?P<src_dev>[0-9a-fA-Fx]+)\])?"
+    r"^(?P<kind>Channel|Ring|CollNet|Coll)\s+(?P<channel>\d+)(?:/(?P<sub>\d+))?\s*:\s*(?P<src>\d+)(?:\[(?P<src_dev>[0-9a-fA-Fx]+)\])?"
     r"(?:\s*->\s*(?P<dst>\d+)(?:\[(?P<dst_dev>[0-9a-fA-Fx]+)\])?)?\s*(?:\[(?P<direction>send|receive)\]\s*)?"
     r"via\s+(?P<transport>.+?)\s*$"
 )
@@ -290,10 +293,30 @@ def parse_nccl_log(text, strict=False):
                 continue
             ib_using_open = _read_message(result, message, number, seen_channels) == "ib_using"
     if not result["lines"]:
+        tagged = _tag_bare_messages(text)
+        if tagged is not None:
+            result = parse_nccl_log(tagged, strict)
+            _note(result["notes"], "the lines carry neither NCCL's prefix nor its INFO tag (an author cut them): "
+                                   "the lines in the form of NCCL's own messages are read as its INFO messages")
+            return result
         where = (" (line %d: %r)" % (first_other[0], first_other[1].strip()[:120])) if first_other else ""
         raise NcclOutputError("nothing in the text is an NCCL log line (NCCL INFO or NCCL WARN)%s" % where)
     _settle(result)
     return result
+
+
+# NCCL's own messages, recognisable without its "host:pid:tid [dev] NCCL INFO " (an author may cut it).
+_BARE_MESSAGES = (_IB_USING, _USING_NETWORK, _CHANNEL, re.compile(r"^NCCL_[A-Z0-9_]+ set by environment to "),
+                  re.compile(r"^NET/(?:Socket|IB|Plugin) ?: "))
+
+
+def _tag_bare_messages(text):
+    """The text with "NCCL INFO " before each line in the form of NCCL's messages, where at least two are; else None."""
+    lines = _lines(text)
+    marked = [any(form.match(line.strip()) for form in _BARE_MESSAGES) if len(line) <= MAX_LINE else False for line in lines]
+    if sum(marked) < 2:
+        return None
+    return "\n".join("NCCL INFO " + line.strip() if mark else line for line, mark in zip(lines, marked))
 
 
 def _add_ib_device(result, match, index=None):
@@ -382,6 +405,8 @@ def _read_message(result, message, number, seen_channels):
         result["gdr"]["rings"].append(int(ring.group("gdr")))
         return
     gdr = _GDR_LINE.search(message)
+    if gdr and _SOCKET_NETWORK.match(message):
+        return  # NCCL asks every network's devices, sockets too ("NET/Socket : ... Disabled for HCA 0 'lo'"): no RDMA adapter
     if gdr:
         if gdr.group("name") and gdr.group("hca").isdigit():
             # "for HCA 0 'mlx5_0'" names the index a later "for GPU 8 / HCA 0" gives alone (gIB prints both).
@@ -397,6 +422,11 @@ def _settle(result):
     for device in result["ib_devices"]:
         if device["device"] not in members.setdefault(device["index"], []):
             members[device["index"]].append(device["device"])
+    missing = sorted(set(range(max(members) + 1)) - set(members)) if members else []
+    if missing:
+        # NCCL numbers its devices from 0 without a gap: a list that skips some was shortened ("[0]mlx5_0:1/IB ... [7]...").
+        _note(result["notes"], "NET/IB's HCAs in the text skip index(es) %s, which NCCL numbers without a gap (a list shortened, "
+                               "or lines left out): only the HCAs shown are known" % ", ".join(str(index) for index in missing))
     by_index = {index: "+".join(names) for index, names in members.items()}
     counts = {}
     hcas = []
@@ -558,8 +588,65 @@ def parse_nccl_tests(text, strict=False):
     ``out_of_bounds`` (``count``, ``ok``), ``tables`` (how many table headers), ``notes``.
 
     Text with neither a table nor any line of nccl-tests raises ``NcclOutputError``; with ``strict``
-    a numeric line that fits no table is an error.
+    a numeric line that fits no table is an error. Text holding the tables of several tests (a suite's
+    "Running: ./build/all_gather_perf ...", "Running: ./build/all_reduce_perf ...") is read as one
+    test's output: ``all_reduce_perf``'s where it is one of them, else the last; a note names the
+    others, and the notes of their lines (a failed test) are kept.
     """
+    numbered = list(enumerate(_lines(text), start=1))
+    parts = _split_by_test(numbered)
+    results = []
+    if len(parts) > 1:
+        results = [result for result in (_read_part(part, strict) for part in parts) if result and result["rows"]]
+    if len(results) < 2:
+        return _read_tests(numbered, strict)
+    chosen = next((result for result in reversed(results) if result["test"] == "all_reduce_perf"), results[-1])
+    notes = [note for result in results for note in result["notes"]]
+    for result in results:
+        if result is not chosen and result["out_of_bounds"] and not result["out_of_bounds"]["ok"]:
+            notes.append({"line": None, "text": None, "reason": "%s, not read, reported %d value(s) out of bounds" % (
+                _test_name(result), result["out_of_bounds"]["count"])})
+    chosen["notes"] = sorted(notes, key=lambda note: (note["line"] is None, note["line"] or 0))
+    _note(chosen["notes"], "the text holds the tables of %d tests (%s): %s's is read" % (
+        len(results), ", ".join(_test_name(result) for result in results), _test_name(chosen)))
+    return chosen
+
+
+def _test_name(result):
+    """A test's name as a note shows it: the text's own word, cut to a length a note can hold."""
+    name = result["test"] or "an unnamed test"
+    return name if len(name) <= 60 else name[:57] + "..."
+
+
+def _split_by_test(numbered):
+    """The parts of numbered lines, each from the line that names a test other than the part before's."""
+    parts, current, named = [], [], None
+    for number, raw in numbered:
+        name = _TESTS_NAME.search(raw) if len(raw) <= MAX_LINE else None
+        if name and name.group("state") != "concluded":
+            test = name.group("name") or name.group("binary")
+            if named is not None and test != named and current:
+                parts.append(current)
+                current = []
+            named = test
+        current.append((number, raw))
+    if current:
+        parts.append(current)
+    return parts
+
+
+def _read_part(numbered, strict):
+    """One part's reading, or None where it holds nothing of nccl-tests (a command line and its prompt); with
+    ``strict``, a part whose numeric line fits no table still raises."""
+    try:
+        result = _read_tests(numbered, False)
+    except NcclOutputError:
+        return None
+    return _read_tests(numbered, True) if strict else result
+
+
+def _read_tests(numbered, strict):
+    """parse_nccl_tests' reading of one test's lines (``(number, text)``)."""
     result = {
         "test": None, "version": None, "params": None, "devices": [], "hosts": [], "rows": [], "largest": None,
         "busbw_at_largest": None, "busbw_at_largest_gbps": None, "avg_busbw": None, "out_of_bounds": None,
@@ -570,8 +657,11 @@ def parse_nccl_tests(text, strict=False):
     recognised = misfits = markdown = 0
     sizes_seen, repeated = {}, False  # size -> the line of its first row; whether a size came again
     run_sizes, run_start = set(), 0  # the sizes of the run being read, and where its rows start
+    table_starts = [0]  # where the rows of each table header after rows start
+    devices_of_an_earlier_run = False  # the devices listed are another run's: the next device line starts the list anew
+    another_test_named = False  # a command naming another test came after the rows: what follows is not this test's run
     first = None
-    for number, raw in enumerate(_lines(text), start=1):
+    for number, raw in numbered:
         line = raw.rstrip()
         stripped = line.strip()
         if not stripped:
@@ -596,6 +686,7 @@ def parse_nccl_tests(text, strict=False):
                 # A command after the table starts another run: the table is not that test's.
                 if named != result["test"]:
                     _note(notes, "%s is named after the table, so the table is not taken for it" % named, number, line)
+                    another_test_named = True
             elif result["test"] is None:
                 result["test"] = named
         version = _TESTS_VERSION.search(line)
@@ -605,11 +696,20 @@ def parse_nccl_tests(text, strict=False):
             continue
         params = _TESTS_PARAMS.search(line)
         if params:
+            if (result["params"] is not None or result["rows"]) and not another_test_named:
+                # The parameters again: another run starts (the first may have failed before its first row). Its devices
+                # (where it lists them), parameters and figures are read, as the Avg bus bandwidth line is the last run's.
+                devices_of_an_earlier_run = True
+                run_sizes, run_start = set(), len(result["rows"])
+                _note(notes, "another run of the test starts here (its parameters again): the devices, parameters and "
+                             "figures read are the last run's", number, line)
             result["params"] = {"nthread": int(params.group("nthread")), "ngpus": int(params.group("ngpus")),
                                 "min_bytes": int(params.group("min")), "max_bytes": int(params.group("max"))}
             recognised += 1
             continue
         device = _TESTS_DEVICE.search(line)
+        if device and devices_of_an_earlier_run:
+            result["devices"], result["hosts"], devices_of_an_earlier_run = [], [], False
         if device:
             entry = {"rank": int(device.group("rank")), "group": int(device.group("group")) if device.group("group") else None,
                      "pid": int(device.group("pid")) if device.group("pid") else None,
@@ -634,6 +734,8 @@ def parse_nccl_tests(text, strict=False):
         if header is not None:
             columns = header
             result["tables"] += 1
+            if result["rows"] and table_starts[-1] != len(result["rows"]):
+                table_starts.append(len(result["rows"]))
             recognised += 1
             continue
         if _message(line) is not None:
@@ -641,8 +743,9 @@ def parse_nccl_tests(text, strict=False):
         if _MPI_AGGREGATE.match(stripped):
             _note(notes, "a line of the MPI launcher's own, not of nccl-tests", number, line)
             continue
-        if stripped.count("|") >= 5 and stripped.startswith("|") and stripped.endswith("|"):
-            # An author's table made from the output ("| 8 MiB | 2,097,152 | float | 906.10 | ..."): the author's columns.
+        if stripped.count("|") >= 5:
+            # An author's table made from the output ("| 8 MiB | 2,097,152 | float | 906.10 | ..."), or rows a page rendered
+            # as a table without its outer pipes ("1024 | 512 | half | sum | ..."): the author's columns.
             _note(notes, "a Markdown table's row, made from nccl-tests' output by its author: not read", number, line)
             markdown += 1
             continue
@@ -678,7 +781,20 @@ def parse_nccl_tests(text, strict=False):
     if not recognised:
         where = (" (line %d: %r)" % (first[0], first[1][:120])) if first else " (the text is empty)"
         raise NcclOutputError("nothing in the text is nccl-tests output (no table, no Avg bus bandwidth line)%s" % where)
-    if result["rows"]:
+    kinds = [{(row["type"], row["redop"]) for row in result["rows"][start:end]}
+             for start, end in zip(table_starts, table_starts[1:] + [len(result["rows"])])]
+    if any(kind != kinds[-1] for kind in kinds[:-1]) and table_starts[-1] > run_start:
+        # Tables of other collectives (all_reduce's rows sum, alltoall's have no operation), none of them named: the
+        # largest size's figures are the last table's, as its Avg bus bandwidth and bounds lines are.
+        run_start = table_starts[-1]
+        _note(notes, "the text holds %d tables of different tests (their rows' types and operations differ) and names none: "
+                     "the last table's figures are read" % len(kinds))
+    if result["rows"] and not result["rows"][run_start:]:
+        # The last run printed no row (it failed, or the paste ends before its table): an earlier run's figures are
+        # not this run's.
+        _note(notes, "the last run printed no result row (it failed, or the text ends before its rows): no bandwidth is "
+                     "read, the earlier runs' rows are kept")
+    elif result["rows"]:
         last_run = result["rows"][run_start:]
         size = max(row["size"] for row in last_run)
         at_size = [row for row in last_run if row["size"] == size]

@@ -65,6 +65,9 @@ _COUNTER = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_ /.-]*?(?:\[[0-9]{1,2}\])?)
 # The file's lines joined by blanks (``echo $(cat aer_dev_correctable)``): "RxErr 0 BadTLP 0 ... TOTAL_ERR_COR 0".
 _FLATTENED = re.compile(r"^(?:[A-Za-z][\w\[\]]* [0-9]{1,20} )+[A-Za-z][\w\[\]]* [0-9]{1,20}$")
 _FLATTENED_PAIR = re.compile(r"([A-Za-z][\w\[\]]*) ([0-9]{1,20})")
+# The lines glued with nothing between them (a recording that lost the line breaks): "RxErr 0BadTLP 0...TOTAL_ERR_COR 0".
+_GLUED = re.compile(r"^(?:[A-Za-z][\w\[\]]* [0-9]{1,20})+$")
+_COUNT_THEN_NAME = re.compile(r"[0-9][A-Za-z]")
 # A shell prompt before the command that printed the file: "host /sys/.../0000:00:1c.0 # cat aer_dev_fatal".
 _PROMPT = re.compile(r"(?:^|\s)[#$>]\s*(?:sudo\s+)?(?:cat|grep|head|tail|less|more)\s")
 # The command pasted without its prompt: "cat /sys/bus/pci/devices/0000:98:00.0/aer_dev_fatal".
@@ -110,6 +113,9 @@ def parse_aer_counters(text, kind=None):
         words = " ".join(line.split())
         if _FLATTENED.match(words):
             pairs = [(name, int(count)) for name, count in _FLATTENED_PAIR.findall(words)]
+        elif _COUNT_THEN_NAME.search(words) and _GLUED.match(words):
+            pairs = [(name, int(count)) for name, count in _FLATTENED_PAIR.findall(words)]
+            notes.append("line %d holds the file's lines glued together (their line breaks lost): read pair by pair" % number)
         else:
             match = _COUNTER.match(line)
             if not match:

@@ -251,6 +251,7 @@ def parse_lspci_vvv(text):
     listed = {}  # address -> the capabilities its "Capabilities: [..] <name>" lines name
     kernel_lines, beyond_kernel = set(), set()  # the functions with a line lspci -k prints, and with one it does not
     capability_or_status = set()  # the functions with a Capabilities line, or a Status line that says Cap- (none)
+    framed = set()  # the functions with the Flags line of lspci -v or the Control/Status lines of -vv
     elided = set()  # the functions whose lines the paste cut with "(...)", "...", "[...]"
     dumps = {}  # address -> {offset: 16 bytes} of its lspci -x/-xxx/-xxxx hex lines
     text_detail = set()  # the functions with a line of lspci -v's text under their header
@@ -292,6 +293,8 @@ def parse_lspci_vvv(text):
             # "Status: Cap+" with no Capabilities line after it is a block cut before them.
             if line.startswith("Capabilities") or (line.startswith("Status:") and "Cap+" not in line.split()):
                 capability_or_status.add(address)
+            if line.startswith(("Flags:", "Control:", "Status:")):
+                framed.add(address)
         if current is not None and _ELISION.match(line):
             elided.add(address)
         if current is not None and _NO_ANSWER.match(line):
@@ -343,8 +346,12 @@ def parse_lspci_vvv(text):
             raise LspciTextError("lspci -vvv's capability lines without a 'BB:DD.F class: name' device header and without an "
                                  "ACSCtl/ATSCtl line: nothing to read of a function (a paste cut before its device's header?)")
         raise LspciTextError("no 'BB:DD.F class: name' device header and no ACSCtl/ATSCtl line: this is not lspci -vvv output")
-    listing_only = _listing_only(shown)
+    acs_or_ats_names = {row[0] for row in _LISTED_REGISTERS}
+    acs_or_ats_shown = (any(entry["acs"] or entry["ats"] for entry in functions.values())
+                        or any(names & acs_or_ats_names for names in listed.values()))
+    listing_only = _listing_only(shown, acs_or_ats_shown or not beyond_kernel)
     extended_read = any(_EXTENDED in names for names in listed.values())
+    last_detailed = {address: index for index, (address, detailed, dummy) in enumerate(shown) if detailed}
     for address, entry in functions.items():
         if address in dumps and entry["acs"] is None and entry["ats"] is None and entry["unreadable"] is None \
                 and _read_hex_dump(entry, dumps[address], address in text_detail):
@@ -374,9 +381,17 @@ def parse_lspci_vvv(text):
         names = listed.get(address, set())
         missing = [(capability, registers) for capability, registers, key, needed in _LISTED_REGISTERS
                    if capability in names and (entry[key] or {}).get(needed) is None]
+        if not missing and address in capability_or_status and address not in framed and address not in dumps \
+                and entry["unreadable"] is None and entry["acs"] is None and entry["ats"] is None:
+            # lspci prints Flags (-v) or Control and Status (-vv) above the capabilities: a block of Capabilities lines
+            # without them is what a filter (lspci -v | grep PCI) or a trim left, and ACS or ATS may be what it left out.
+            entry["unreadable"] = ("its Capabilities lines stand without lspci's Flags (-v) or Control and Status (-vv) lines: "
+                                   "the text was filtered (grep) or trimmed, and its ACS and ATS may be among the lines left out")
+            continue
         # Where lspci read other functions' extended capabilities, a whole block without any (another header
-        # follows it) is a function that has none, as some chipsets' root ports do: no ACS, no ATS.
-        whole = extended_read and address != shown[-1][0]
+        # follows its detailed block, or its hex dump, which lspci prints after all its lines, ends it) is a function
+        # that has none, as some chipsets' root ports do: no ACS, no ATS.
+        whole = extended_read and (address in dumps or last_detailed.get(address, len(shown) - 1) < len(shown) - 1)
         if (_EXPRESS_LISTED in names and _EXTENDED not in names and entry["acs"] is None and entry["ats"] is None
                 and entry["unreadable"] is None and not whole):
             entry["unreadable"] = ("its PCI Express capability is listed but none of its extended capabilities, where ACS and ATS "
@@ -439,15 +454,17 @@ def _note_relisted(notes, number, address, field, earlier, value, read_at):
                      % (number, address, field, where))
 
 
-def _listing_only(shown):
+def _listing_only(shown, filter_keeps_acs_or_ats):
     """The addresses whose every header stands among headers without a line of their own (a one-line listing:
-    lspci, lspci -nn). A header without lines next to one with lines, with nothing else between them, is a
-    function a filter left bare (lspci -vvv | grep -e ^0 -e ACSCtl): what the filter keeps, it does not have."""
+    lspci, lspci -nn). Where the text shows ACS or ATS lines, a header without lines next to one with lines, with
+    nothing else between them, is a function a filter left bare (lspci -vvv | grep -e ^0 -e ACSCtl): what the
+    filter keeps, it does not have. A filter that kept no such line (lspci -v | grep PCI) says nothing of them;
+    lspci -k's listing (``filter_keeps_acs_or_ats`` true there too) is told by its own lines later."""
     bare = set()
     described = set()
     for index, (address, detailed, block) in enumerate(shown):
         neighbours = [other for dummy, other, where in shown[max(index - 1, 0):index + 2] if where == block]
-        (described if detailed or any(neighbours) else bare).add(address)
+        (described if detailed or (filter_keeps_acs_or_ats and any(neighbours)) else bare).add(address)
     return bare - described
 
 

@@ -98,13 +98,17 @@ ansible_facts:
           returned: always
           sample: [6.1.0-27-amd64, 6.1.0-28-amd64]
         newer_kernels:
-          description: The installed kernels newer than the running one, oldest first.
+          description:
+            - The installed kernels newer than the running one, oldest first.
+            - Another flavour of the running build (its realtime kernel, C(+debug), C(-cloud-amd64)) is not newer.
           type: list
           elements: str
           returned: always
           sample: [6.1.0-28-amd64]
         other_module_dirs:
-          description: Releases in C(lib/modules) without a kernel image (headers only, left-overs).
+          description:
+            - Releases in C(lib/modules) without a kernel image (headers only, left-overs).
+            - Only names that start with a digit are releases (RHEL's C(kabi-*) lists are not).
           type: list
           elements: str
           returned: always
@@ -133,6 +137,8 @@ ansible_facts:
             - Loaded kernel modules from C(proc/modules) by name.
             - C(version) and C(srcversion) come from C(sys/module/NAME/); C(taint) holds the flags
               such as V(OE) (out of tree, unsigned) that C(proc/modules) shows.
+            - C(refcount) and C(used_by) are V(null) on a kernel built without module unloading (it
+              prints C(- -) there).
           type: dict
           returned: always
           sample:

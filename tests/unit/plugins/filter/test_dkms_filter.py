@@ -18,8 +18,9 @@ def test_filter_is_registered():
     assert FilterModule().filters() == {"parse_dkms_status": parse_dkms_status}
 
 
-def test_only_the_known_paste_of_several_runs_is_left_to_test_dkms():
+def test_only_the_known_pastes_of_several_runs_are_left_to_test_dkms():
     assert [sample.name for sample in SAMPLES if sample not in ONE_RUN] == [
+        "dkms3_debian13_two_runs_uninstall_remove_add_commands_without_prompts_r8125_issue85.txt",
         "dkms3_debian_root_prompt_three_runs_last_filtered_empty_xpad_xone_pr59.txt",
         "dkms3_status_error_then_commands_then_a_second_status_zfs_issue15336_comment.txt"]
 

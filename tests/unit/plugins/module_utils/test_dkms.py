@@ -195,6 +195,14 @@ EXPECTED_WITH_DIAGNOSTICS = {
         warnings=[],
         notes=[2, 3, 4, 11, 12, 13, 14, 16, 17, 18, 19, 22, 25, 27],
     ),
+    # Debian 13: "dkms uninstall", "remove" and "add" between two runs are dkms's own commands (skipped as the
+    # "dkms status" lines are); dpkg's and systemctl's lines are noted; the module as the later run lists it.
+    "dkms3_debian13_two_runs_uninstall_remove_add_commands_without_prompts_r8125_issue85.txt": dict(
+        modules=[("realtek-r8125", "9.016.01", "6.12.41+deb13-amd64", "x86_64", "installed")],
+        errors=[],
+        warnings=[],
+        notes=[1, 13, 15],
+    ),
 }
 
 

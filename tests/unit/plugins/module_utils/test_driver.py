@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from ansible_collections.rdma.node.plugins.module_utils import _driver
+from ansible_collections.rdma.node.plugins.module_utils._files import take_read_warnings
 from testpaths import FIXTURES
 
 DRIVER = FIXTURES / "driver"
@@ -265,6 +266,16 @@ def test_systemd_boot_saved_default_is_not_guessed(tmp_path):
         ("/3e7f0c2a/6.9.7-200.fc40.x86_64/linux", "6.9.7-200.fc40.x86_64"),
         ("(hd0,gpt2)/@/boot/vmlinuz-6.8.0-31-generic", "6.8.0-31-generic"),
         ("/EFI/Linux/arch.efi", None),
+        # Gentoo: GRUB's 10_linux lists /boot/kernel-* too; genkernel names the architecture before the release.
+        ("/kernel-genkernel-x86_64-4.0.5-gentoo", "4.0.5-gentoo"),
+        ("/boot/kernel-6.6.13-gentoo-dist", "6.6.13-gentoo-dist"),
+        ("/boot/kernel-config", None),
+        # Copies of the same kernel: Ubuntu's signed image for Secure Boot, SUSE's compressed ELF.
+        ("/boot/vmlinuz-4.2.0-16-generic.efi.signed", "4.2.0-16-generic"),
+        ("/boot/vmlinux-5.14.21-150400.24.21-default.gz", "5.14.21-150400.24.21-default"),
+        # The distribution's links to the newest image: no release in the name.
+        ("/boot/vmlinuz", None),
+        ("/vmlinuz", None),
         (None, None),
     ],
 )
@@ -288,8 +299,29 @@ def test_proc_modules_fields():
         "nvidia_peermem": {"size": 16384, "refcount": 0, "used_by": [], "state": "Live", "taint": "POE"},
         "ib_core": {"size": 475136, "refcount": 8, "used_by": ["rdma_cm", "ib_ipoib", "mlx5_ib"], "state": "Live", "taint": "OE"},
         "ext4": {"size": 1003520, "refcount": 2, "used_by": [], "state": "Live", "taint": None},
-        "mlx5_ib": {"size": 499712, "refcount": None, "used_by": [], "state": "Unloading", "taint": "OE"},
+        "mlx5_ib": {"size": 499712, "refcount": None, "used_by": None, "state": "Unloading", "taint": "OE"},
     }
+
+
+def test_proc_modules_flags_among_the_users_name_no_module():
+    # The kernel prints "[permanent]," (a module without an exit function) where the users stand.
+    text = (FIXTURES / "cmd/proc_modules/buildroot_arm64_ipv6_permanent_used_by_flag.txt").read_text()
+    modules = _driver.parse_proc_modules(text)
+    assert (modules["ipv6"]["refcount"], modules["ipv6"]["used_by"], modules["ipv6"]["state"]) == (18, [], "Live")
+    assert _driver.parse_proc_modules("ipv4 1 2 [unsafe],nf_nat, Live 0x0\n")["ipv4"]["used_by"] == ["nf_nat"]
+
+
+def test_proc_modules_of_a_kernel_that_cannot_unload_modules_says_unknown_without_a_warning():
+    # Talos builds its kernel without module unloading: every line prints "- -" for the count and the users.
+    text = (FIXTURES / "cmd/proc_modules/talos_no_module_unload_dash_dash_nvidia_510.txt").read_text()
+    take_read_warnings()
+    modules = _driver.parse_proc_modules(text)
+    assert take_read_warnings() == []
+    assert modules["nvidia"] == {"size": 39047168, "refcount": None, "used_by": None, "state": "Live", "taint": "PO"}
+    assert len(modules) == 4
+    # A count that is not a number, with users, is still a broken line of its own: said.
+    _driver.parse_proc_modules("mlx5_ib 499712 x mlx5_core, Live 0x0\n")
+    assert len(take_read_warnings()) == 1
 
 
 def test_module_versions_from_sys_module():
@@ -337,6 +369,16 @@ def test_ofed_info_after_a_note_s_lines(name, ofed_id):
     assert _driver.parse_ofed_info("THEA\nucx-1.17.0-1.2404066\n") == {"id": "THEA", "distribution": None, "version": None}
     assert _driver.parse_ofed_info("Output:\n2024-05-01 12:00 installed\n")["version"] is None
     assert _driver.parse_ofed_info("Output:\n5.0-2.1.8\n")["version"] == "5.0-2.1.8"
+
+
+def test_ofed_info_whose_copy_lost_its_colon_is_found_by_its_distribution_s_name():
+    # "code:", "$ ofed_info -s", "Function: ...", "Output:", then the author's copy "OFED-internal-25.10-1.7." (cut
+    # short, no colon): the OFED name is the answer, not the label "code".
+    text = (FIXTURES / "cmd/ofed_info/aerial-notes_code-function-output-mean-labels_ofed-internal-25.10_cut-at-dot.txt").read_text()
+    assert _driver.parse_ofed_info(text) == {"id": "OFED-internal-25.10-1.7.", "distribution": "OFED-internal", "version": "25.10-1.7."}
+    assert _driver.parse_ofed_info("Output:\nMLNX_OFED_LINUX-5.8-3.0.7.0\n")["id"] == "MLNX_OFED_LINUX-5.8-3.0.7.0"
+    # A package further down a paste is still no OFED release.
+    assert _driver.parse_ofed_info("THEA\nucx-1.17.0-1.2404066\n")["version"] is None
 
 
 def test_infiniband_devices_in_natural_order(tmp_path):
@@ -511,3 +553,163 @@ def test_driver_facts_read_a_saved_paste_of_two_dkms_runs_as_the_filter_does():
     dkms = _driver.dkms_facts(text, "3.0.11", ["zfs"], notes)
     assert dkms["errors"] == [] and [(e["name"], e["version"], e["state"]) for e in dkms["entries"]] == [("zfs", "2.1.13", "installed")]
     assert len(notes) == 13 and all(note.startswith("dkms status printed a line that is not a status line") for note in notes)
+
+
+def test_a_xen_entry_boots_its_first_module_as_the_kernel(tmp_path):
+    # XCP-ng 8.1: "multiboot2 /boot/xen.gz ..." loads the hypervisor, the first "module2" line the dom0 kernel.
+    (tmp_path / "boot" / "grub").mkdir(parents=True)
+    (tmp_path / "boot" / "grub" / "grub.cfg").write_text((FIXTURES / "grub" / "xcpng_8_1_xen_dom0_multiboot2_module2_grub.cfg").read_text())
+    notes = []
+    assert _driver.grub_next_boot(str(tmp_path), notes) == ("4.19-xen", "grub_default", "XCP-ng")
+    assert notes == []
+    entry = _driver.parse_grub_cfg("menuentry tboot {\n multiboot /tboot.gz\n module --nounzip /vmlinuz-5.14.0-1 ro\n"
+                                   " module /initramfs-5.14.0-1.img\n}\n")[0][0]
+    assert (entry["kernel"], entry["image"], entry["hypervisor"]) == ("5.14.0-1", "/vmlinuz-5.14.0-1", "/tboot.gz")
+    # A module line without a hypervisor before it is no kernel (an entry that loads modules for something else).
+    assert _driver.parse_grub_cfg("menuentry x {\n module /vmlinuz-5.14.0-1\n}\n")[0][0]["kernel"] is None
+
+
+def test_menu_entries_written_on_one_line_are_entries():
+    # SLES's snapshot stanza as a boot loader's parser test keeps it: "menuentry '...' { true; }" inside a submenu,
+    # then "menuentry test { linux /vmlinux }".
+    menu = _driver.parse_grub_cfg((FIXTURES / "grub" / "petitboot_sles_btrfs_snapshot_stanza_one_line_entries_grub.cfg").read_text())[0]
+    assert [(entry["type"], entry["title"], entry["image"]) for entry in menu] == [
+        ("submenu", "Bootable snapshot #$snapshot_num", None), ("menuentry", "test", "/vmlinux")]
+    assert [child["title"] for child in menu[0]["children"]] == ["If OK, run 'snapper rollback $snapshot_num' and reboot."]
+    # What follows a one-line entry is back at the level it stands on.
+    menu = _driver.parse_grub_cfg("menuentry a { linux /vmlinuz-6.1.0-1-amd64; }\nmenuentry b {\n linux /vmlinuz-6.1.0-2-amd64\n}\n")[0]
+    assert [(entry["title"], entry["kernel"], entry["children"]) for entry in menu] == [
+        ("a", "6.1.0-1-amd64", []), ("b", "6.1.0-2-amd64", [])]
+
+
+def _grub_tree(tmp_path, fixture):
+    (tmp_path / "boot" / "grub").mkdir(parents=True)
+    (tmp_path / "boot" / "grub" / "grub.cfg").write_text((FIXTURES / "grub" / fixture).read_text())
+    return tmp_path
+
+
+def test_a_gentoo_genkernel_image_names_its_release(tmp_path):
+    root = _grub_tree(tmp_path, "gentoo_genkernel_grub2_mkconfig_2_00_separate_boot_grub.cfg")
+    notes = []
+    assert _driver.grub_next_boot(str(root), notes) == ("4.0.5-gentoo", "grub_default", "Gentoo GNU/Linux")
+    assert notes == []
+    (root / "boot" / "kernel-genkernel-x86_64-4.0.5-gentoo").write_bytes(b"")
+    (root / "boot" / "kernel-6.6.13-gentoo").write_bytes(b"")
+    (root / "boot" / "kernel-config").write_text("not a kernel")
+    assert _driver.installed_kernels(str(root))[0] == ["4.0.5-gentoo", "6.6.13-gentoo"]
+
+
+def test_a_menu_lst_converted_by_grub_menulst2cfg(tmp_path):
+    """"set default='0'; if [ x"$default" = xsaved ]; then load_env; set default="$saved_entry"; fi" on one line, and
+    "legacy_kernel '/vmlinuz-linux' '/vmlinuz-linux' 'root=/dev/sda2' 'ro'" in each entry."""
+    root = _grub_tree(tmp_path, "arch_wiki_grub_menulst2cfg_one_line_set_default_legacy_kernel_grub.cfg")
+    menu, defaults, _bls = _driver.parse_grub_cfg((root / "boot" / "grub" / "grub.cfg").read_text(), {})
+    assert defaults == ["0"] and [(entry["title"], entry["image"]) for entry in menu] == [
+        ("Arch Linux Stock Kernel", "/vmlinuz-linux"), ("Arch Linux Stock Kernel Fallback", "/vmlinuz-linux")]
+    (root / "boot" / "vmlinuz-linux").write_bytes(_x86_image_head("6.12.4-arch1-1 (linux@archlinux) #1 SMP PREEMPT_DYNAMIC"))
+    notes = []
+    assert _driver.grub_next_boot(str(root), notes) == ("6.12.4-arch1-1", "grub_default", "Arch Linux Stock Kernel")
+    assert notes == []
+
+
+def test_systemd_boot_reads_the_release_of_an_image_named_by_its_package(tmp_path):
+    """Arch's entries name the package's image ("linux /vmlinuz-linux", no version): the release is the image's, on
+    the ESP systemd-boot reads."""
+    shutil.copytree(FIXTURES / "grub" / "arch_systemd_boot_package_named_images", tmp_path / "boot")
+    notes = []
+    assert _driver.systemd_boot_next_boot(str(tmp_path), notes) == ("linux", "systemd_boot_default", "arch")
+    (tmp_path / "boot" / "vmlinuz-linux").write_bytes(_x86_image_head("6.12.4-arch1-1 (linux@archlinux) #1 SMP PREEMPT_DYNAMIC"))
+    assert _driver.systemd_boot_next_boot(str(tmp_path), notes) == ("6.12.4-arch1-1", "systemd_boot_default", "arch")
+    assert notes == []
+
+
+def test_a_saved_submenu_path_names_its_entrys_kernel_without_grub_cfg(tmp_path):
+    """grubenv's "saved_entry=gnulinux-advanced-UUID>gnulinux-3.8.0-5-generic-advanced-UUID" with GRUB_DEFAULT=saved,
+    where grub.cfg cannot be read: the release is the entry's, after the ">"."""
+    (tmp_path / "boot" / "grub").mkdir(parents=True)
+    (tmp_path / "etc" / "default").mkdir(parents=True)
+    shutil.copy(FIXTURES / "grub" / "ubuntu1304_forum_grubenv_saved_entry_submenu_path_padding_cut.txt", tmp_path / "boot" / "grub" / "grubenv")
+    (tmp_path / "etc" / "default" / "grub").write_text("GRUB_DEFAULT=saved\nGRUB_SAVEDEFAULT=true\n")
+    notes = []
+    kernel, source, _entry = _driver.grub_next_boot(str(tmp_path), notes)
+    assert (kernel, source, notes) == ("3.8.0-5-generic", "grub_saved_entry", [])
+
+
+def test_entries_that_boot_the_vmlinuz_link_read_the_release_it_points_to(tmp_path):
+    """A GRUB 1.96-era grub.cfg: "linux /vmlinuz ..." and, in recovery, "linux /boot/vmlinuz ..."."""
+    root = _grub_tree(tmp_path, "ubuntu904_grub196_vmlinuz_links_set_default_10_grub.cfg")
+    menu = _driver.parse_grub_cfg((root / "boot" / "grub" / "grub.cfg").read_text())[0]
+    assert [entry["kernel"] for entry in menu] == [None, None, None]
+    notes = []
+    assert _driver.grub_next_boot(str(root), notes) == (None, None, "Ubuntu")
+    assert notes[-1] == "GRUB boots 'Ubuntu' next, which names no Linux kernel"
+    os.symlink("boot/vmlinuz-2.6.28-11-generic", root / "vmlinuz")
+    notes = []
+    assert _driver.grub_next_boot(str(root), notes)[:2] == ("2.6.28-11-generic", "grub_first_entry")
+
+
+def test_a_nixos_entrys_version_sentence_names_the_kernel(tmp_path):
+    entries = tmp_path / "boot" / "loader" / "entries"
+    entries.mkdir(parents=True)
+    shutil.copy(FIXTURES / "grub" / "nixos_22_05_generation_131_version_sentence_entry.conf", entries / "nixos-generation-131.conf")
+    (entries / "nixos-generation-132.conf").write_text("title NixOS\nversion Generation 132 NixOS 23.11 (Linux 6.1.69), built on 2024-01-02\n")
+    (entries / "nixos-generation-133.conf").write_text("title NixOS\nversion Generation 133\nlinux /efi/nixos/abc-linux-6.6.8-bzImage.efi\n")
+    kernels = {entry["id"]: entry["kernel"] for entry in _driver.read_bls_entries(str(tmp_path), "/boot/loader/entries")}
+    assert kernels == {"nixos-generation-131": "5.15.78", "nixos-generation-132": "6.1.69", "nixos-generation-133": None}
+
+
+def test_grub_on_uefi_beside_its_binary(tmp_path):
+    """RHEL 8 and its rebuilds on UEFI: grub.cfg and grubenv in /boot/efi/EFI/redhat, none in /boot/grub2."""
+    efi = tmp_path / "boot" / "efi" / "EFI" / "redhat"
+    efi.mkdir(parents=True)
+    (tmp_path / "boot" / "efi" / "EFI" / "BOOT").mkdir()
+    shutil.copy(FIXTURES / "grub" / "rhel9_uefi_boot_grub2_grub.cfg", efi / "grub.cfg")
+    (efi / "grubenv").write_text("# GRUB Environment Block\nsaved_entry=3b1bf67095e94696b600ed25416e97a8-5.14.0-503.11.1.el9_5.x86_64\n")
+    entries = tmp_path / "boot" / "loader" / "entries"
+    entries.mkdir(parents=True)
+    for release in ("0-rescue", "5.14.0-503.11.1.el9_5.x86_64"):
+        name = "3b1bf67095e94696b600ed25416e97a8-%s.conf" % release
+        shutil.copy(FIXTURES / "grub" / ("rhel9_uefi_bls_" + name), entries / name)
+    notes = []
+    assert _driver.grub_next_boot(str(tmp_path), notes) == (
+        "5.14.0-503.11.1.el9_5.x86_64", "grub_saved_entry", "Red Hat Enterprise Linux (5.14.0-503.11.1.el9_5.x86_64) 9.5 (Plow)")
+    assert notes == []
+    # Where /boot/grub2 has one (RHEL 9: the EFI directory's is a stub that loads it), /boot/grub2's is read.
+    (tmp_path / "boot" / "grub2").mkdir()
+    (tmp_path / "boot" / "grub2" / "grub.cfg").write_text("set default=0\nmenuentry 'Other' {\n linux /vmlinuz-6.1.0-1-amd64\n}\n")
+    assert _driver.grub_next_boot(str(tmp_path), [])[0] == "6.1.0-1-amd64"
+
+
+def test_copies_of_one_kernel_in_boot_are_one_installed_kernel(tmp_path):
+    """SLES 15 SP4's /boot (ls -liah of a real node): vmlinuz-X and vmlinux-X.gz, the compressed ELF crash reads, are one
+    kernel, not a newer one; so are Ubuntu's vmlinuz-X and its signed copy vmlinuz-X.efi.signed."""
+    listing = (DRIVER / "kairos_docs_sles15sp4_ls_liah_boot_vmlinux_gz.txt").read_text().splitlines()
+    (tmp_path / "boot").mkdir()
+    for line in listing:
+        fields = line.split()
+        if len(fields) >= 10 and not fields[9].startswith(".") and fields[1].startswith("-"):
+            (tmp_path / "boot" / fields[9]).write_bytes(b"")
+    (tmp_path / "boot" / "vmlinuz-4.2.0-16-generic").write_bytes(b"")
+    (tmp_path / "boot" / "vmlinuz-4.2.0-16-generic.efi.signed").write_bytes(b"")
+    assert _driver.installed_kernels(str(tmp_path))[0] == ["4.2.0-16-generic", "5.14.21-150400.24.21-default"]
+
+
+def test_another_flavour_of_the_running_build_is_no_newer_kernel(tmp_path):
+    """OpenShift's driver toolkit lists the realtime kernel of the running build and RHEL's kABI lists in /lib/modules;
+    a Rocky 9 host keeps the +debug kernel of its build (grubby's --info=ALL): neither is an update waiting for a reboot."""
+    listing = (DRIVER / "openshift_4_11_driver_toolkit_ls_lib_modules_rt_and_kabi.txt").read_text().splitlines()[1:]
+    for name in listing:
+        (tmp_path / "lib" / "modules" / name / ("kernel" if name[0].isdigit() else "")).mkdir(parents=True, exist_ok=True)
+    (tmp_path / "proc" / "sys" / "kernel").mkdir(parents=True)
+    (tmp_path / "proc" / "sys" / "kernel" / "osrelease").write_text("4.18.0-372.32.1.el8_6.x86_64\n")
+    facts = _driver.gather(str(tmp_path))
+    assert facts["installed_kernels"] == ["4.18.0-372.32.1.el8_6.x86_64", "4.18.0-372.32.1.rt7.189.el8_6.x86_64"]
+    assert (facts["newer_kernels"], facts["other_module_dirs"]) == ([], [])
+    assert (facts["next_boot_kernel"], facts["next_boot_source"]) == ("4.18.0-372.32.1.el8_6.x86_64", "newest_installed")
+    grubby = (DRIVER / "rocky9_notes_grubby_info_all_debug_kernel_beside_its_build.txt").read_text()
+    releases = [line.split("/boot/vmlinuz-", 1)[1].rstrip('"') for line in grubby.splitlines() if line.startswith("kernel=")]
+    assert _driver.newer_kernels(_driver.sort_kernels(releases), "5.14.0-503.35.1.el9_5.x86_64") == []
+    assert _driver.newer_kernels(_driver.sort_kernels(releases), "5.14.0-362.8.1.el9_3.x86_64") == [
+        "5.14.0-503.35.1.el9_5.x86_64", "5.14.0-503.35.1.el9_5.x86_64+debug"]
+    # A release candidate of the same numbers is a pre-release: the release is newer than it.
+    assert _driver.newer_kernels(["6.5.0-rc5", "6.5.0"], "6.5.0-rc5") == ["6.5.0"]

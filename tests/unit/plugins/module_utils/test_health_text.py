@@ -387,6 +387,111 @@ def test_a_localized_journals_month_names_are_months():
         assert parse_carrier_events(line)["events"][0]["host"] == "node7"
 
 
+@pytest.mark.parametrize("name, netdev, carriers, losses", [
+    # The kernel's driver before 6.x printed both: "ax88179_178a 3-13.2.3.3:1.0 eth0: ax88179 - Link status is: 1"
+    # (a mail quoting dmesg -x, every record wrapped before "- Link status").
+    ("lkml_2020_quoted_dmesg_x_wrapped_ax88179_link_status_is_1_0_flaps.txt", "eth0", ["up", "down", "up", "down"], 2),
+    # 6.17 prints "0" again and again while no link comes: one loss, never up.
+    ("netdev_2025_journal_ax88179_178a_link_status_is_0_repeated_never_up.txt", "enp6s0f4u1u2", ["down"] * 11, 1),
+    # ASIX's own driver names only the netdev: "eth0: ax88772b - Link status is: 0".
+    ("board_doc_tab_indented_asix_vendor_driver_ax88772b_link_status_is_0.txt", "eth0", ["down"], 1),
+])
+def test_asix_usb_adapters_link_status_is_their_carrier(name, netdev, carriers, losses):
+    parsed = parse_carrier_events(read(name))
+    assert [(e["netdev"], e["carrier"]) for e in parsed["events"]] == [(netdev, carrier) for carrier in carriers]
+    assert (parsed["netdevs"][netdev]["losses"], parsed["netdevs"][netdev]["last"]) == (losses, "down")
+    # An unknown wording of the same message is noted, not dropped.
+    assert [n["reason"] for n in parse_carrier_events("[    1.500000] eth0: ax88179 Link status is: 0\n")["notes"]] == [
+        "a link message this filter does not read"]
+
+
+def test_busybox_syslogd_writes_facility_and_level_before_the_tag():
+    """A NAS's BusyBox syslogd: "Jan  1 00:00:30 (none) user.notice kernel: egiga0: link down"; its ifplugd agrees."""
+    parsed = parse_carrier_events(read("forum_2008_busybox_syslogd_facility_level_before_tag_egiga0_and_ifplugd_PARTIAL.txt"))
+    assert [(e["carrier"], e["time"], e["source"]) for e in parsed["events"]] == [
+        ("down", "Jan  1 00:00:30", "driver"), ("up", "Jan  1 00:00:32", "driver"), ("up", "Jan  1 00:00:42", "ifplugd"),
+        ("down", "Oct 16 07:35:51", "driver"), ("down", "Oct 16 07:35:51", "ifplugd")]
+    assert {e["netdev"] for e in parsed["events"]} == {"egiga0"} and parsed["netdevs"]["egiga0"]["losses"] == 2
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])["egiga0"]["periods"]
+    assert [(p["seconds"], p["ongoing"]) for p in periods] == [(2.0, False), (13.0, True)]
+
+
+def test_ifplugd_names_its_interface_in_its_tag():
+    """Cumulus Linux's systemctl status of ifplugd: "ifplugd(swp24)[788559]: Link beat lost." and "... detected."."""
+    parsed = parse_carrier_events(read("cumulus_5_18_docs_systemctl_status_ifplugd_swp24_link_beat_lost_detected.txt"))
+    assert [(e["netdev"], e["carrier"], e["time"]) for e in parsed["events"]] == [
+        ("swp24", "up", "Jul 17 03:33:57"), ("swp24", "down", "Jul 17 03:34:20"), ("swp24", "up", "Jul 17 03:45:26")]
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])["swp24"]["periods"]
+    assert [(p["seconds"], p["ongoing"]) for p in periods] == [(666.0, False)]
+    # Pasted without its time and host, and ifplugd's line at its start.
+    bare = parse_carrier_events("ifplugd(eth0)[1730]: Link beat lost.\nifplugd(eth0)[1730]: Initialization complete, link beat detected.\n")
+    assert [(e["netdev"], e["carrier"]) for e in bare["events"]] == [("eth0", "down"), ("eth0", "up")]
+
+
+def test_a_mailers_doubled_spaces_in_a_wrapped_carrier_message():
+    """A 2005 mail: "e1000: eth2: e1000_watchdog: NIC Link  is " wrapped before "Up 1000 Mbps Full Duplex"."""
+    parsed = parse_carrier_events(read("lkml_2005_mail_doubled_spaces_e1000_nic_link_is_wrapped_before_up_ifplugd_PARTIAL.txt"))
+    assert [(e["netdev"], e["carrier"], e["time"], e["source"]) for e in parsed["events"]] == [
+        ("eth2", "down", "Jul 14 12:35:03", "ifplugd"), ("eth2", "up", "Jul 14 12:35:05", "driver"),
+        ("eth2", "up", "Jul 14 12:35:06", "ifplugd")]
+
+
+@pytest.mark.parametrize("name, expected", [
+    # Google's gVNIC: "gvnic 0000:00:04.0 ens4: Device link is up." (then ADDRCONF says the same).
+    ("perfkitbenchmarker_gce_boot_dmesg_gvnic_device_link_is_up.txt", [("ens4", "up", "0000:00:04.0", 3.091134), ("ens4", "up", None, 3.09376)]),
+    # e1000e of 2.6.27: "0000:05:00.1: eth1: Link is Up 100 Mbps Full Duplex", the PCI function without the driver.
+    ("forum_2009_dmesg_2.6.27_e1000e_pci_function_without_driver_PARTIAL.txt", [
+        ("eth1", "up", "0000:05:00.1", 17.057314), ("eth1", "up", None, 17.059845),
+        ("eth0", "up", "0000:05:00.0", 17.914187), ("eth0", "up", None, 17.916692)]),
+])
+def test_nic_forms_that_name_the_link_their_own_way(name, expected):
+    parsed = parse_carrier_events(read(name))
+    assert [(e["netdev"], e["carrier"], e["pci_address"], e["monotonic_seconds"]) for e in parsed["events"]] == expected
+    # The same forms going down, and an mlx5 subfunction's netdev, whose driver is "mlx5_core.sf" (the kernel's
+    # netdev_info format: driver, device, netdev).
+    lines = ("[  9.1] gve 0000:00:03.0 eth0: Device link is down.\n[  9.2] 0000:05:00.1: eth1: Link is Down\n"
+             "[  9.3] mlx5_core.sf mlx5_core.sf.4 enp3s0f0s88: Link down\n")
+    assert [(e["netdev"], e["carrier"]) for e in parse_carrier_events(lines)["events"]] == [
+        ("eth0", "down"), ("eth1", "down"), ("enp3s0f0s88", "down")]
+
+
+def test_slingshots_cxi_link_events_with_the_node_glued_to_dmesg_T():
+    parsed = parse_carrier_events(read("hpe_shs_docs_hpl_slowness_slingshot_cxi_event_link_down_node_glued_to_dmesg_T.txt"))
+    assert [(e["netdev"], e["carrier"], e["host"], e["time"], e["pci_address"]) for e in parsed["events"]] == [
+        ("hsn3", "down", "x4207c7s5b0n0", "Wed Nov  8 13:26:51 2023", "0000:c3:00.0"),
+        ("hsn3", "down", "x4207c7s5b0n0", "Wed Nov  8 13:30:16 2023", "0000:c3:00.0")]
+    assert parsed["netdevs"]["hsn3"] == {"down": 2, "up": 0, "losses": 1, "last": "down"}
+    up = parse_carrier_events("[Wed Nov  8 13:31:02 2023] cxi_ss1 0000:c3:00.0: cxi3[hsn3] CXI_EVENT_LINK_UP\n")
+    assert [(e["netdev"], e["carrier"]) for e in up["events"]] == [("hsn3", "up")]
+
+
+def test_older_drivers_own_words_for_the_carrier():
+    """bnx2's "bnx2: eth0 NIC Copper Link is Down" (no colon after the netdev), sis900's "eth0: Media Link Off/On", e100's
+    "e100: eth0: e100_watchdog: link up, ..." (the netdev, not the function), alx's "NIC Up:"."""
+    bnx2 = parse_carrier_events(read("forum_2010_dmesg_bnx2_nic_copper_link_without_colon_38s_outage.txt"))
+    assert [(e["netdev"], e["carrier"]) for e in bnx2["events"]] == [("eth0", "up"), ("eth0", "down"), ("eth0", "up")]
+    periods = carrier_down_periods(bnx2["events"], log_end=bnx2["end"])["eth0"]["periods"]
+    assert [(round(p["seconds"], 2), p["ongoing"]) for p in periods] == [(38.14, False)]
+    sis900 = parse_carrier_events(read("lkml_2002_messages_sis900_media_link_off_on_flaps.txt"))
+    assert {e["netdev"] for e in sis900["events"]} == {"eth0"} and sis900["netdevs"]["eth0"]["losses"] == 6  # six "Media Link Off"
+    e100 = parse_carrier_events(read("forum_2008_syslog_e100_watchdog_link_up_PARTIAL.txt"))
+    assert ("e100_watchdog" not in e100["netdevs"]) and ("eth0", "up") in [(e["netdev"], e["carrier"]) for e in e100["events"]]
+    # A real alx line (an Ubuntu forum's dmesg): up in its own words, down as the others say it.
+    alx = parse_carrier_events("[ 1178.074958] alx 0000:09:00.0 enp9s0: NIC Up: 1 Gbps Full\n"
+                               "[ 1200.000000] alx 0000:09:00.0 enp9s0: Link Down\n")
+    assert [(e["netdev"], e["carrier"], e["pci_address"]) for e in alx["events"]] == [
+        ("enp9s0", "up", "0000:09:00.0"), ("enp9s0", "down", "0000:09:00.0")]
+
+
+def test_a_kernel_record_right_after_the_shells_prompt():
+    """A serial console printed "ixgbe 0000:17:00.0 eth1: NIC Link is Up 10 Gbps ..." on the prompt's line."""
+    parsed = parse_carrier_events(read("lkml_2021_serial_console_kernel_record_after_root_prompt_ixgbe_igb_PARTIAL.txt"))
+    assert [(e["netdev"], e["carrier"], e["pci_address"], e["line"]) for e in parsed["events"]] == [
+        ("eth0", "up", "0000:01:00.0", 38), ("eth1", "up", "0000:17:00.0", 39), ("eth2", "up", "0000:17:00.1", 40)]
+    # A prompt before a command is still only a prompt.
+    assert [n["reason"] for n in parse_carrier_events("root@node:~# dmesg | grep -i link\n")["notes"]] == ["a shell prompt"]
+
+
 def test_rfc5424_fields_without_the_priority_are_records():
     parsed = parse_carrier_events(read("lkml_2023_quoted_rsyslog_iso_without_priority_kernel_dashes_no_carrier.txt"))
     assert (parsed["records"], parsed["events"], parsed["notes"]) == (3, [], [])

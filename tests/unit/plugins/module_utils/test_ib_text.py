@@ -875,6 +875,16 @@ def test_rdma_link_json_nested_too_deeply_is_one_sentence(nested, strict):
     assert str(raised.value) == "parse_rdma_link: the JSON is nested too deeply to be rdma -j link output"
 
 
+@pytest.mark.parametrize("cut_before, shown", [("port:   1", 0), ("port:   2", 1)])
+def test_ports_that_phys_port_cnt_announces_and_the_text_lacks_are_noted(cut_before, shown):
+    text = (FIXTURES / "ibv_devinfo" / "mlx4_MT4099_2port_ib_active_eth_down.txt").read_text()
+    result = _ib_text.parse_ibv_devinfo(text[:text.index(cut_before)])
+    assert len(result["ports"]) == max(shown, 1)  # a device without a port is one entry, its port None
+    assert [(n["line"], n["reason"]) for n in result["notes"]] == [
+        (1, "%d of its 2 ports (phys_port_cnt) are in the text (ibv_devinfo -i, or a paste cut short): the others are not read" % shown)]
+    assert _ib_text.parse_ibv_devinfo(text)["notes"] == []
+
+
 def test_fields_of_a_port_whose_port_line_was_cut_are_noted_not_lost():
     result = _ib_text.parse_ibv_devinfo((FIXTURES / "ibv_devinfo" / "linux-rdma_2020_bnxt_re2_v_elided_port_line_dots_gid_types.txt").read_text())
     assert [(n["line"], n["reason"]) for n in result["notes"]] == [

@@ -96,6 +96,35 @@ def test_collnet_lines_name_one_rank_and_their_network_device():
     assert (first["src_rank"], first["dst_rank"], first["direction"], first["net"], first["net_device"]) == (0, None, "receive", "SHARP", 1)
     assert transport_kind("COLLNET/SHARP/1/GDRDMA") == (
         "collnet", {"via": "COLLNET/SHARP/1/GDRDMA", "net": "SHARP", "net_device": 1, "gdrdma": True})
+    # NCCL 2.7 to 2.11 print the same connection as "Coll %02d : %d [send] via COLLNET/%s/%d%s" (coll_net.cc).
+    older = parse_nccl_log("node1:1:2 [0] NCCL INFO Coll 00 : 0 [send] via COLLNET/SHARP/0/GDRDMA\n"
+                           "node1:1:2 [0] NCCL INFO Coll 00 : 0 [receive] via COLLNET/SHARP/0/GDRDMA\n")
+    assert (older["transports"], older["gdrdma_channels"], older["notes"]) == ({"collnet": 2}, 2, [])
+
+
+def test_nccls_messages_pasted_without_prefix_or_tag_are_read_as_its_messages():
+    parsed = log("nccl_2.24.3_messages_without_prefix_or_info_tag_ib_sharp_ibext_v8_nccl_issue1584_PARTIAL.log")
+    assert (parsed["version"], parsed["network"], parsed["env"]) == (
+        "2.24.3+cuda12.2", "IBext_v8", {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_PCI_RELAXED_ORDERING": "1"})
+    assert [(d["index"], d["device"], d["link"]) for d in parsed["ib_devices"]] == [(i, "ibp%d" % i, "IB") for i in range(8)]
+    assert parsed["notes"][-1]["reason"].startswith("the lines carry neither NCCL's prefix nor its INFO tag")
+    # One such line in prose is no log.
+    with pytest.raises(NcclOutputError, match="nothing in the text is an NCCL log line"):
+        parse_nccl_log("The job printed\nUsing network IB\nand then hung.\n")
+
+
+def test_a_socket_networks_gpudirect_line_names_no_rdma_adapter():
+    parsed = log("nccl_net_socket_gdr_disabled_for_hca_0_lo_ibext_disabled_nccl_issue1053_PARTIAL.log")
+    assert (parsed["network"], parsed["gdr"]["disabled"], parsed["gdr"]["enabled"]) == ("Socket", [], [])
+    ib = parse_nccl_log("n:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'\n")
+    assert ib["gdr"]["disabled"] == ["mlx5_0"]
+
+
+def test_a_shortened_list_of_hcas_is_said_to_skip_indexes():
+    parsed = log("nccl_2.29_gb300_cx8_rocep_dma_hcas_list_shortened_with_ellipsis_aicr_issue1413_PARTIAL.log")
+    assert [(d["index"], d["device"]) for d in parsed["ib_devices"]] == [(0, "rocep161s0_dma"), (7, "rocep202s0_dma")]
+    assert ("NET/IB's HCAs in the text skip index(es) 1, 2, 3, 4, 5, 6, which NCCL numbers without a gap (a list shortened, or "
+            "lines left out): only the HCAs shown are known") in [note["reason"] for note in parsed["notes"]]
 
 
 def test_rays_note_on_repeated_lines_is_no_part_of_a_setting():
@@ -238,6 +267,63 @@ def test_a_backtick_or_prose_before_a_log_line_is_no_part_of_the_host(name, host
     assert parsed["hosts"] == hosts
     for expected in warnings:
         assert any(expected in message for message in parsed["warnings"]), (expected, parsed["warnings"])
+
+
+def test_a_suite_of_several_tests_in_one_text_is_read_as_all_reduce_perfs_output():
+    """Five tests one after another: the figures, the devices and the bounds are all one test's, all_reduce_perf's; the
+    earlier all_gather_perf's failure is still said."""
+    text = (FIXTURES / "nccl" / "nccl_tests_suite_five_tests_running_lines_all_gather_out_of_bounds_failed_12x_v100_readme.txt").read_text()
+    parsed = parse_nccl_tests(text)
+    assert (parsed["test"], parsed["busbw_at_largest"], parsed["avg_busbw"], parsed["largest"]["size"]) == (
+        "all_reduce_perf", 123.56, 42.5578, 8589934592)
+    assert (parsed["out_of_bounds"], len(parsed["devices"]), parsed["tables"]) == ({"count": 0, "ok": True}, 12, 1)
+    assert {row["redop"] for row in parsed["rows"]} == {"sum"} and len(parsed["rows"]) == 31
+    reasons = [note["reason"] for note in parsed["notes"]]
+    assert "all_gather_perf, not read, reported 4 value(s) out of bounds" in reasons
+    assert reasons[-1] == ("the text holds the tables of 5 tests (all_gather_perf, all_reduce_perf, broadcast_perf, reduce_perf, "
+                           "reduce_scatter_perf): all_reduce_perf's is read")
+    # Without all_reduce_perf among them, the last test is read.
+    parts = text.split("Running: ")
+    without = "Running: ".join(part for part in parts if "./build/all_reduce_perf" not in part)
+    assert parse_nccl_tests(without)["test"] == "reduce_scatter_perf"
+    assert parse_nccl_tests(without)["avg_busbw"] == 20.3609
+    # One test's table then a command naming another, without its output: that table, as before.
+    alone = parse_nccl_tests("\n".join(text.splitlines()[:60]))
+    assert alone["test"] == "all_gather_perf" and alone["out_of_bounds"] == {"count": 4, "ok": False}
+
+
+def test_unnamed_tables_of_two_tests_give_one_tables_figures():
+    """all_reduce's table, then alltoall's (rows without an operation), named only in the author's prose: the largest
+    size's bus bandwidth and the Avg line are the same table's, the last one, and the text says it holds two."""
+    parsed = parse_nccl_tests((FIXTURES / "nccl" / "nccl_tests_all_reduce_then_alltoall_tables_unnamed_old_layout_nccl_tests_issue78_PARTIAL.txt").read_text())
+    assert (parsed["busbw_at_largest"], parsed["avg_busbw"], parsed["largest"]["redop"], parsed["tables"]) == (0.51, 0.507636, None, 2)
+    assert [note["reason"] for note in parsed["notes"]] == [
+        "the text holds 2 tables of different tests (their rows' types and operations differ) and names none: the last table's "
+        "figures are read"]
+
+
+def test_a_run_that_failed_before_its_rows_then_another_run():
+    """The first run's four devices, then its CUDA failure before any row; the second run lists its four again (another
+    pid) and prints the rows: the devices read are the second run's, and the failure is still said."""
+    parsed = parse_nccl_tests((FIXTURES / "nccl" / "nccl_tests_2.19.7_failed_run_no_rows_then_second_run_h200_note.txt").read_text())
+    assert [(d["rank"], d["pid"]) for d in parsed["devices"]] == [(rank, 97166) for rank in range(4)]
+    assert (parsed["busbw_at_largest"], len(parsed["rows"])) == (353.35, 2)
+    reasons = [note["reason"] for note in parsed["notes"]]
+    assert any(reason.startswith("the test failed: ") for reason in reasons)
+    assert ("another run of the test starts here (its parameters again): the devices, parameters and figures read are the "
+            "last run's") in reasons
+    # The other way round, the failed run last: no bandwidth is read for it, and the earlier run's is not taken for it.
+    lines = (FIXTURES / "nccl" / "nccl_tests_2.19.7_failed_run_no_rows_then_second_run_h200_note.txt").read_text().splitlines()
+    failed_last = parse_nccl_tests("\n".join(lines[36:] + lines[:36]))
+    assert (failed_last["busbw_at_largest"], failed_last["largest"], len(failed_last["rows"])) == (None, None, 2)
+    assert failed_last["notes"][-1]["reason"] == ("the last run printed no result row (it failed, or the text ends before its "
+                                                  "rows): no bandwidth is read, the earlier runs' rows are kept")
+
+
+def test_rows_a_page_rendered_as_a_table_without_outer_pipes_are_the_authors():
+    parsed = parse_nccl_tests((FIXTURES / "nccl" / "rccl_tests_mscclpp_rows_rendered_as_table_without_outer_pipes_pr736_PARTIAL.txt").read_text())
+    assert parsed["rows"] == [] and parsed["notes"][-1]["reason"] == (
+        "no result row: the table is a Markdown table its author made from the output, not the output")
 
 
 def test_nccl_tests_built_against_nccl_1_list_their_devices_without_a_pid():

@@ -55,6 +55,17 @@ def test_a_files_lines_joined_by_blanks_are_read_pair_by_pair_not_as_one_name():
     assert parsed == {"counts": {"RxErr": 5, "BadTLP": 0, "BadDLLP": 2}, "total": 7, "notes": []}
 
 
+@pytest.mark.parametrize("kind, types", [("correctable", 8), ("fatal", 18)])
+def test_a_files_lines_glued_without_breaks_are_read_pair_by_pair(kind, types):
+    """A umockdev record kept the file as "RxErr 0BadTLP 0BadDLLP 0...TOTAL_ERR_COR 0": never one error type named
+    "RxErr 0BadTLP 0...HeaderOF"."""
+    parsed = parse_aer_counters((AER / ("fwupd_umockdev_record_wd_sn740_aer_dev_%s_lines_glued.txt" % kind)).read_text(), kind)
+    assert (len(parsed["counts"]), set(parsed["counts"].values()), parsed["total"]) == (types, {0}, 0)
+    assert all(" " not in name for name in parsed["counts"])
+    assert parsed["notes"] == ["line 1 holds the file's lines glued together (their line breaks lost): read pair by pair"]
+    assert parse_aer_counters("RxErr 3BadTLP 12TOTAL_ERR_COR 15", "correctable")["counts"] == {"RxErr": 3, "BadTLP": 12}
+
+
 def test_pasted_with_crlf_and_indentation():
     text = "\r\n".join("    " + line for line in (AER / "procfs_0000-00-1f.6_aer_dev_fatal").read_text().splitlines())
     assert parse_aer_counters(text, "fatal")["total"] == 28

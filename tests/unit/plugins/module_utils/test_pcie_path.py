@@ -138,6 +138,23 @@ def test_lspci_k_shows_no_capability_so_acs_is_unknown_not_absent():
     assert switch["unreadable"].startswith("only its Subsystem and kernel driver lines")
 
 
+def test_a_bug_reports_later_listing_does_not_make_a_whole_block_look_cut():
+    """nvidia-bug-report: 01:00.1's block (Power Management, MSI, Express; then its hex dump) is whole; that lspci -nn lists
+    it again as the report's last line does not make it the end of a cut text."""
+    parsed = parse_lspci_vvv((LSPCI / "nvidia_bug_report_quadro_k2200_lspci_v_xxx_then_t_and_nn_audio_function_listed_last.txt").read_text())
+    audio = parsed["functions"]["0000:01:00.1"]
+    assert (audio["acs"], audio["ats"], audio["unreadable"]) == (None, None, None)
+
+
+def test_a_grep_that_kept_no_acs_line_leaves_every_function_unknown():
+    """lspci -v | grep PCI: headers, and one "Capabilities: [a4] Subsystem" line under a few, without lspci's Flags line."""
+    parsed = parse_lspci_vvv((LSPCI / "ubuntuforums_2015_r730_tesla_k10_lspci_v_grep_PCI_pex8747.txt").read_text())
+    functions = parsed["functions"]
+    assert len(functions) == 20 and all(entry["unreadable"] for entry in functions.values())
+    assert functions["0000:04:08.0"]["unreadable"].startswith("its Capabilities lines stand without lspci's Flags (-v) or Control")
+    assert functions["0000:00:03.0"]["unreadable"].startswith("only its one-line listing is in the text")
+
+
 def test_an_acs_capability_without_its_registers_is_unknown():
     parsed = parse_lspci_vvv((LSPCI / "linux-pci_alexw_raptorlake_grep-headers-and-acs-capability-only.txt").read_text())
     functions = parsed["functions"]
