@@ -58,8 +58,10 @@ _GLUED_DIAGNOSTIC = re.compile(r"^(?P<status>.*:\s*[a-z][a-z_-]*)(?P<diagnostic>
 # module!)" and "(WARNING! Missing some built modules!)".
 _WARNING_SUFFIXES = ("differences between built and installed modules", "built modules are missing")
 _WEAK_FROM = re.compile(r"^from\s+(?P<kernel>\S+)")
-# The line that ends dkms's message of a failed build: "Consult /var/lib/dkms/.../make.log for more information."
-_LAST_LINE_OF_MESSAGE = re.compile(r"^Consult \S+ for more information\.?$")
+# The line that ends dkms's message of a failed build, a path then "for more information.": dkms 3's "Consult
+# /var/lib/dkms/.../make.log for more information." and dkms 2.8's "Build of X.ko failed" text, whose fourth line is
+# "/var/lib/dkms/MODULE/VERSION/build for more information.".
+_LAST_LINE_OF_MESSAGE = re.compile(r"^(?:Consult )?/\S+ for more information\.?$")
 
 # What a paste carries besides the output: a shell prompt (``$ dkms status``,
 # ``[root@node ~]# dkms status``), a ``#`` comment, the command line itself.

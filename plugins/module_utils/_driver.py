@@ -497,38 +497,68 @@ def parse_bls_entry(text):
 
 # The release in a version written as a sentence: "..., Linux Kernel 5.15.78, ..." or "(Linux 6.1.69)".
 _LINUX_IN_SENTENCE = re.compile(r"\bLinux(?: [Kk]ernel)? (?P<release>[0-9][\w.+~-]*[\w+~])")
+# sdbootutil (openSUSE Tumbleweed, MicroOS, Leap 16) writes the btrfs snapshot before the release: "version 1@6.18.4-5-default",
+# one entry per snapshot and kernel; the release is what follows the "@".
+_SNAPSHOT_AT_RELEASE = re.compile(r"^[0-9]+@(?P<release>[0-9][\w.+~-]*)$")
+# Boot counting (Boot Loader Specification, kernel-install's /etc/kernel/tries, sdbootutil): "ID+LEFT[-DONE].conf" or
+# ".efi". The counter is no part of the entry's id (bootctl's "id" and LoaderEntryDefault name the file without it),
+# and an entry with no tries left (LEFT 0) has failed to boot: systemd-boot sorts it after all the others.
+_BOOT_COUNTER = re.compile(r"^(?P<id>.+)\+(?P<left>[0-9]+)(?:-(?P<done>[0-9]+))?$")
+
+
+def split_boot_counter(name):
+    """Return ``(id, tries_left)`` of a boot entry's file name without its ``.conf``/``.efi`` (``tries_left`` None
+    without boot counting): ``opensuse-microos-6.15.8-1-default-4+3`` gives ``("opensuse-microos-6.15.8-1-default-4", 3)``."""
+    match = _BOOT_COUNTER.match(name)
+    if match is None:
+        return name, None
+    return match.group("id"), int(match.group("left"))
+
+
+def _bls_version_release(version, image):
+    """The kernel release of a BLS entry's ``version`` and ``linux`` image path, or None where neither names one."""
+    # OSTree writes its deployment's serial as the version ("version 1"): no release, which the image names.
+    # NixOS a sentence: "Generation 131 NixOS 22.05.4120.16f4e04658c, Linux Kernel 5.15.78, Built on 2022-11-16".
+    if version and " " in version.strip():
+        sentence = _LINUX_IN_SENTENCE.search(version)
+        return sentence.group("release") if sentence else kernel_from_image_path(image)
+    snapshot = _SNAPSHOT_AT_RELEASE.match(version or "")
+    if snapshot:
+        return snapshot.group("release")
+    if version and "." in version:
+        return version
+    # A word ("rescue", "rolling") is a label, not a release: it is not taken for one where the image names none.
+    return kernel_from_image_path(image) or (version if version and version[:1].isdigit() else None)
+
+
+def _bls_order(entry):
+    """Sort key of BLS entries, first to boot first: newest version first (as blscfg and sd-boot order), and an
+    entry with no boot tries left after every other one, as systemd-boot puts it."""
+    return (entry.get("tries_left") != 0, kernel_version_key(entry["kernel"] or ""), kernel_version_key(entry["id"]))
 
 
 def read_bls_entries(root, directory):
-    """BLS entries of ``directory`` under root, newest version first (as blscfg and sd-boot order).
+    """BLS entries of ``directory`` under root, in the order they boot (see ``_bls_order``).
 
-    Each is ``{"type": "menuentry", "id": file name without .conf, "title", "kernel", "image"}``.
+    Each is ``{"type": "menuentry", "id": file name without .conf and its boot counter, "title", "kernel", "image",
+    "tries_left"}`` (``tries_left``: None without boot counting).
     """
     entries = []
     for name in list_dir(root, directory):
         if not name.endswith(".conf"):
             continue
         values = parse_bls_entry(read_text(root, directory + "/" + name))
-        # OSTree writes its deployment's serial as the version ("version 1"): no release, which the image names.
-        # NixOS a sentence: "Generation 131 NixOS 22.05.4120.16f4e04658c, Linux Kernel 5.15.78, Built on 2022-11-16".
-        version = values.get("version")
-        sentence = _LINUX_IN_SENTENCE.search(version) if version and " " in version.strip() else None
-        if sentence or (version and " " in version.strip()):
-            kernel = sentence.group("release") if sentence else kernel_from_image_path(values.get("linux"))
-        else:
-            kernel = version if version and "." in version else kernel_from_image_path(values.get("linux")) or version
+        entry_id, tries_left = split_boot_counter(name[:-len(".conf")])
         entries.append({
             "type": "menuentry",
-            "id": name[:-len(".conf")],
-            "title": values.get("title") or name[:-len(".conf")],
-            "kernel": kernel,
+            "id": entry_id,
+            "title": values.get("title") or entry_id,
+            "kernel": _bls_version_release(values.get("version"), values.get("linux")),
             "image": values.get("linux") or None,
+            "tries_left": tries_left,
             "children": [],
         })
-    entries.sort(
-        key=lambda entry: (kernel_version_key(entry["kernel"] or ""), kernel_version_key(entry["id"])),
-        reverse=True,
-    )
+    entries.sort(key=_bls_order, reverse=True)
     return entries
 
 
@@ -617,6 +647,112 @@ def _grub_selector(cfg_defaults, env, etc_default):
     return configured, "grub_default"
 
 
+# grub-mkconfig's 41_custom ends grub.cfg with "source ${config_directory}/custom.cfg" (or "$prefix/custom.cfg"): GRUB
+# runs custom.cfg beside grub.cfg at every boot, after the menu, so that it can change the default without update-grub.
+_SOURCES_CUSTOM_CFG = re.compile(r"^\s*source\s+\S*/custom\.cfg\s*$", re.MULTILINE)
+
+
+def _grub_script_defaults(text):
+    """Yield ``(line_number, value, conditional)`` for each ``set default=`` of a GRUB script, in order; ``conditional``
+    when it runs only under an ``if`` or inside a block (a menu entry's body, a function), which is not judged here."""
+    ifs = blocks = 0
+    for number, raw in enumerate((text or "").splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        for statement in _grub_statements(_grub_words(line)):
+            if statement[0] == "if":
+                ifs += 1
+            elif statement[0] == "fi":
+                ifs = max(0, ifs - 1)
+            elif statement[0] == "set" and len(statement) > 1 and statement[1].startswith("default="):
+                yield number, statement[1][len("default="):], bool(ifs or blocks)
+        if line.endswith("{"):
+            blocks += 1
+        elif line.startswith("}"):
+            blocks = max(0, blocks - 1)
+
+
+def _custom_cfg_selector(root, cfg_path, cfg_text, env, selector, source, notes):
+    """Return ``(selector, source, custom_path, custom_text)`` after custom.cfg where grub.cfg sources it: its last
+    unconditional ``set default=`` wins (the source ``grub_custom_cfg``); a conditional one after it, or one from a
+    variable, makes the selector None, with a note, since its test (a disk found by ``search``, a key pressed) is made
+    at boot."""
+    custom_path = cfg_path.rsplit("/", 1)[0] + "/custom.cfg"
+    custom_text = read_text(root, custom_path) if _SOURCES_CUSTOM_CFG.search(cfg_text) else None
+    unknown = None
+    for number, value, conditional in _grub_script_defaults(custom_text):
+        if value == "${saved_entry}":
+            value = env.get("saved_entry") or "0"
+        if conditional or "$" in value:
+            unknown = "%s line %d sets default=%s %s: the next kernel is not known" % (
+                custom_path, number, value, "under a condition GRUB tests at boot" if conditional else "from a variable GRUB sets at boot")
+        else:
+            selector, source, unknown = value, "grub_custom_cfg", None
+    if unknown is not None:
+        notes.append(unknown)
+        return None, None, custom_path, custom_text
+    return selector, source, custom_path, custom_text
+
+
+# "load_env -f FILE": Azure Linux (CBL-Mariner) and Photon OS name the kernel in a file of NAME=VALUE lines that grub.cfg
+# loads ("load_env -f $bootprefix/mariner.cfg" gives "mariner_linux=vmlinuz-5.15.158.2-1.cm2"), and their menu entry
+# boots "linux $bootprefix/$mariner_linux".
+_GRUB_SET = re.compile(r"^(?P<name>\w+)=(?P<value>.*)$")
+
+
+def _expand_grub_word(word, variables):
+    """``word`` with its variables replaced, or None where one of them is not known."""
+    names = [match.group(1) or match.group(2) for match in _GRUB_VARIABLE.finditer(word)]
+    if any(variables.get(name) is None for name in names):
+        return None
+    return _GRUB_VARIABLE.sub(lambda match: variables[match.group(1) or match.group(2)], word)
+
+
+def _grub_variables(root, text, partitions=("", "/boot")):
+    """The variables grub.cfg sets outside its menu entries: ``set NAME=VALUE`` and the lines of each file ``load_env -f
+    FILE`` reads (on GRUB's partition, mounted at one of ``partitions``). A value set under an ``if`` is None (not
+    known), except a file's, loaded under ``if [ -f FILE ]``: that test is the file's presence, which reading it tells."""
+    variables = {}
+    frames = []  # per enclosing if: the file its "[ -f FILE ]" test names, or None for another test or branch
+    blocks = 0
+    for raw in (text or "").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        words = _grub_words(line)
+        if words and words[0] in ("menuentry", "submenu", "function") or (line.endswith("{") and blocks):
+            blocks += line.endswith("{")
+            continue
+        if blocks:
+            blocks -= line.startswith("}")
+            continue
+        for statement in _grub_statements(words):
+            keyword = statement[0]
+            if keyword == "if":
+                test = [word for word in statement[1:] if word not in ("[", "]")]
+                frames.append(test[1] if len(test) == 2 and test[0] == "-f" else None)
+            elif keyword in ("elif", "else") and frames:
+                frames[-1] = None
+            elif keyword == "fi" and frames:
+                frames.pop()
+            elif keyword == "set" and len(statement) > 1 and _GRUB_SET.match(statement[1]):
+                match = _GRUB_SET.match(statement[1])
+                variables[match.group("name")] = None if frames else _expand_grub_word(match.group("value"), variables)
+            elif keyword == "load_env" and "-f" in statement[:-1]:
+                named = statement[statement.index("-f") + 1]
+                path = _expand_grub_word(named, variables)
+                loaded = None
+                for partition in partitions if path else ():
+                    loaded = read_text(root, partition + path)
+                    if loaded is not None:
+                        break
+                known = all(frame == named for frame in frames)
+                for name, value in parse_grubenv(loaded).items():
+                    variables[name] = value if known else None
+    return variables
+
+
 def grub_next_boot(root, notes):
     """Return ``(kernel, source, entry)`` from GRUB's configuration, or None without GRUB."""
     cfg_path = cfg_text = None
@@ -656,6 +792,12 @@ def grub_next_boot(root, notes):
             return None, None, selector
         return kernel, source, selector
 
+    selector, source, custom_path, custom_text = _custom_cfg_selector(root, cfg_path, cfg_text, env, selector, source, notes)
+    if selector is None:
+        return None, None, None
+    if custom_text is not None:
+        # custom.cfg's own entries follow grub.cfg's in the menu.
+        menu = menu + parse_grub_cfg(custom_text, env)[0]
     if uses_bls:
         menu = _expand_bls(menu, read_bls_entries(root, "/boot/loader/entries"))
     entry = resolve_grub_entry(menu, selector)
@@ -669,6 +811,13 @@ def grub_next_boot(root, notes):
         notes.append("%s has no menu entries" % cfg_path)
         return None, None, selector
     name = entry["title"] or entry["id"]
+    if entry["kernel"] is None and "$" in (entry.get("image") or ""):
+        image = _expand_grub_word(entry["image"], _grub_variables(root, cfg_text))
+        if image is None:
+            notes.append("GRUB boots %r next, whose kernel %s is a variable that neither grub.cfg nor a file it loads "
+                         "(load_env -f) sets: the next kernel is not known" % (name, entry["image"]))
+            return None, None, name
+        entry = dict(entry, image=image, kernel=kernel_from_image_path(image))
     release = _entry_release(root, entry)
     if release is None:
         notes.append("GRUB boots %r next, which names no Linux kernel" % name)
@@ -718,15 +867,50 @@ def _entry_matches(entry, pattern):
     return fnmatch.fnmatchcase(entry["id"], pattern) or fnmatch.fnmatchcase(entry["id"] + ".conf", pattern)
 
 
+# Where the ESP is mounted; its loader/loader.conf says systemd-boot is the boot loader.
+_ESP_MOUNTS = ("/boot", "/boot/efi", "/efi")
+# The Extended Boot Loader partition ($BOOT): where the ESP is mounted elsewhere (/efi, /boot/efi), kernel-install,
+# bootctl and archinstall put the entries and kernels in /boot, and systemd-boot reads the entries of both partitions.
+_XBOOTLDR = "/boot"
+# Type #2 entries: unified kernel images (kernel, initrd and command line in one EFI binary, their release inside its
+# .osrel and .uname sections), listed by systemd-boot beside the Type #1 entries of loader/entries.
+_UNIFIED_KERNEL_IMAGES = "/EFI/Linux"
+
+
+def _unified_kernel_images(root, partitions):
+    """The ids (file names, boot counter left out) of the Type #2 entries in the partitions' EFI/Linux."""
+    found = []
+    for partition in partitions:
+        for name in list_dir(root, partition + _UNIFIED_KERNEL_IMAGES):
+            if name.lower().endswith(".efi"):
+                found.append(split_boot_counter(name[:-len(".efi")])[0] + name[-len(".efi"):])
+    return found
+
+
 def systemd_boot_next_boot(root, notes):
-    """Return ``(kernel, source, entry)`` from systemd-boot's loader.conf and entries, or None."""
-    for esp in ("/boot", "/boot/efi", "/efi"):
+    """Return ``(kernel, source, entry)`` from systemd-boot's loader.conf and entries, or None.
+
+    The entries are the ESP's and, where the ESP is not /boot, those of the XBOOTLDR partition at /boot, in one
+    order. Where unified kernel images (Type #2 entries, ``EFI/Linux/*.efi``) are there too, the kernel is not known
+    (None, with a note) unless the default names Type #1 entries only: their release and place in the order are
+    inside the image, which is not read here.
+    """
+    for esp in _ESP_MOUNTS:
         conf_text = read_text(root, esp + "/loader/loader.conf")
         if conf_text is None:
             continue
-        entries = read_bls_entries(root, esp + "/loader/entries")
-        if not entries:
-            notes.append("%s/loader/loader.conf exists but %s/loader/entries has no entries" % (esp, esp))
+        partitions = (esp,) if esp == _XBOOTLDR else (esp, _XBOOTLDR)
+        entries, partition_of = [], {}
+        for partition in partitions:
+            for entry in read_bls_entries(root, partition + "/loader/entries"):
+                entries.append(entry)
+                partition_of[entry["id"]] = partition_of.get(entry["id"], partition)
+        entries.sort(key=_bls_order, reverse=True)
+        images = _unified_kernel_images(root, partitions)
+        if not entries and not images:
+            places = [partition + "/loader/entries" for partition in partitions]
+            notes.append("%s/loader/loader.conf exists but %s" % (
+                esp, places[0] + " has no entries" if len(places) == 1 else "neither %s nor %s has entries" % tuple(places)))
             return None, None, None
         pattern = _efi_string(root, "LoaderEntryOneShot")
         source = "systemd_boot_oneshot"
@@ -738,17 +922,26 @@ def systemd_boot_next_boot(root, notes):
         if pattern in ("@saved", "@default"):
             notes.append("systemd-boot's default is %s, which lives in EFI variables not readable here" % pattern)
             pattern = None
+        matching = [entry for entry in entries if _entry_matches(entry, pattern)] if pattern else []
+        if images and (not matching or any(fnmatch.fnmatchcase(image, pattern) or fnmatch.fnmatchcase(image[:-len(".efi")], pattern)
+                                           for image in images)):
+            notes.append("systemd-boot also boots the unified kernel images in %s (%s), whose kernels and place among "
+                         "the entries are not read here: the next kernel is not known" % (
+                             " and ".join(partition + _UNIFIED_KERNEL_IMAGES for partition in partitions), ", ".join(images)))
+            return None, None, None
         chosen = entries[0]
-        if pattern:
-            matching = [entry for entry in entries if _entry_matches(entry, pattern)]
-            if matching:
-                chosen = matching[0]
-            else:
-                notes.append("systemd-boot default %r matches no entry; it boots the first one" % pattern)
-                source = "systemd_boot_first_entry"
+        if matching:
+            chosen = matching[0]
+        elif pattern:
+            notes.append("systemd-boot default %r matches no entry; it boots the first one" % pattern)
+            source = "systemd_boot_first_entry"
         else:
             source = "systemd_boot_first_entry"
-        return _entry_release(root, chosen, (esp,)), source, chosen["id"]
+        release = _entry_release(root, chosen, (partition_of[chosen["id"]],))
+        if release is None:
+            notes.append("systemd-boot boots %r next, whose entry names no kernel release" % chosen["id"])
+            return None, None, chosen["id"]
+        return release, source, chosen["id"]
     return None
 
 
@@ -836,6 +1029,25 @@ def loaded_modules(root):
 
 # The distributions ofed_info names: MLNX_OFED_LINUX, MLNX_EN, OFED-internal (DOCA-OFED and the drivers' own builds).
 _OFED_DISTRIBUTION = re.compile(r"(?:MLNX_OFED|MLNX_EN|OFED)[-_]", re.IGNORECASE)
+# A prompt line that runs ofed_info itself ("[root@node ~]# ofed_info -s", "$ sudo /usr/bin/ofed_info"): the command
+# comes right after the prompt's character ("# which ofed_info" runs which, not ofed_info).
+_OFED_INFO_RUN = re.compile(r"(?:[$#%>\]]|\u276f|\u279c|\u2192|\u03bb)\s*(?:sudo\s+)?(?:\S*/)?ofed_info(?:\s|$)")
+
+
+def _ofed_info_lines(lines):
+    """The lines of a paste that ofed_info printed. Where a prompt line runs ofed_info, only the lines after it up to
+    the next prompt are its output: in a paste of several commands (``rpm -q rdma-core``, then ``ofed_info -s``) another
+    command's output is no OFED release. Without such a prompt every line may be ofed_info's."""
+    prompts = {index for index, line in enumerate(lines) if line and is_shell_prompt(line)}
+    if not any(_OFED_INFO_RUN.search(lines[index]) for index in prompts):
+        return lines
+    kept, inside = [], False
+    for index, line in enumerate(lines):
+        if index in prompts:
+            inside = bool(_OFED_INFO_RUN.search(line))
+        elif inside:
+            kept.append(line)
+    return kept
 
 
 def parse_ofed_info(text):
@@ -846,11 +1058,12 @@ def parse_ofed_info(text):
     (``MLNX_OFED_LINUX-5.8-1.0.1.1 (OFED-5.8-1.0.1):``) works too, and so does ``ofed_info -n``'s bare
     version (no distribution). A shell prompt saved before the output is skipped, and so are lines a
     note put before it (the system's name, ``Output:``) where a later line has ofed_info's form
-    (``NAME-VERSION:``, or a bare version); without one, the first line is the unknown answer.
+    (``NAME-VERSION:``, or a bare version); without one, the first line is the unknown answer. In a paste of
+    several commands, each after its prompt, only the output of the ``ofed_info`` command counts (its ``command not
+    found`` too), not a package name that ``rpm -q`` printed before it.
     """
     unknown = None
-    for line in (text or "").splitlines():
-        line = line.strip()
+    for line in _ofed_info_lines([line.strip() for line in (text or "").splitlines()]):
         if not line or is_shell_prompt(line):
             continue
         if re.search(r"ofed_info: (?:command )?not found|no such file or directory", line, re.IGNORECASE):

@@ -36,9 +36,13 @@ notes:
   - The next kernel is read the way the boot loader reads it. For GRUB, C(next_entry) in grubenv
     (C(grub-reboot)) wins once. Otherwise grub.cfg's C(default), which is an index, a title, an
     id, a C(submenu>entry) path or C(saved_entry) from grubenv (C(grub-set-default)). BLS
-    entries in C(/boot/loader/entries) are included where grub.cfg runs C(blscfg). For
+    entries in C(/boot/loader/entries) are included where grub.cfg runs C(blscfg). An unconditional
+    C(set default=) in the C(custom.cfg) that grub.cfg sources (C(41_custom)) wins; a conditional one
+    makes the next kernel unknown. For
     systemd-boot, the C(LoaderEntryOneShot) and C(LoaderEntryDefault) EFI variables come first,
-    then C(default) in C(loader/loader.conf). Without a readable boot loader configuration, the
+    then C(default) in C(loader/loader.conf); the entries of the ESP and of an XBOOTLDR partition at
+    C(/boot) are read, and where unified kernel images (C(EFI/Linux/*.efi)) may boot, the next
+    kernel is unknown. Without a readable boot loader configuration, the
     newest installed kernel is assumed, with the source V(newest_installed).
   - Kernel releases are compared part by part, numbers as numbers. C(rc) releases come before the
     release itself, so V(6.5.0-rc5) is older than V(6.5.0).
@@ -121,7 +125,8 @@ ansible_facts:
         next_boot_source:
           description:
             - How RV(ansible_facts.rdma_driver.next_boot_kernel) was found.
-            - V(grub_next_entry), V(grub_saved_entry), V(grub_default), V(grub_first_entry) (the default
+            - V(grub_next_entry), V(grub_saved_entry), V(grub_default), V(grub_custom_cfg) (a C(set default=)
+              in the C(custom.cfg) grub.cfg sources), V(grub_first_entry) (the default
               named no entry), V(systemd_boot_oneshot), V(systemd_boot_efi_default),
               V(systemd_boot_default), V(systemd_boot_first_entry), V(newest_installed), or V(null).
           type: str

@@ -146,6 +146,16 @@ EXPECTED_WITH_DIAGNOSTICS = {
         warnings=[],
         notes=[5, 11, 12, 13],
     ),
+    # The XRT package's postinst running dkms 2.8 (Xilinx/video-sdk#94): the "Build of xocl.ko failed" message ends at its
+    # fourth line, "/var/lib/dkms/xrt/2.11.722/build for more information."; the package's banner after it is no part of it.
+    "dkms2_xrt_postinst_build_of_ko_failed_four_line_message_then_banner_video_sdk94_PARTIAL.txt": dict(
+        modules=[],
+        errors=[(18, "Build of xocl.ko failed for: 6.1.94 (x86_64) Make sure the name of the generated module is correct and "
+                     "at the root of the build directory, or consult make.log in the build directory "
+                     "/var/lib/dkms/xrt/2.11.722/build for more information.")],
+        warnings=[],
+        notes=list(range(1, 18)) + list(range(22, 29)),
+    ),
     # A blog's console block indented as a whole: the error's second line, indented as it is, is still its own.
     "dkms2_block_indented_two_spaces_error_with_its_file_line.txt": dict(
         modules=[],

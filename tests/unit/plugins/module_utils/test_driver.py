@@ -713,3 +713,248 @@ def test_another_flavour_of_the_running_build_is_no_newer_kernel(tmp_path):
         "5.14.0-503.35.1.el9_5.x86_64", "5.14.0-503.35.1.el9_5.x86_64+debug"]
     # A release candidate of the same numbers is a pre-release: the release is newer than it.
     assert _driver.newer_kernels(["6.5.0-rc5", "6.5.0"], "6.5.0-rc5") == ["6.5.0"]
+
+
+# --- round 20: real samples a tester found (tests/fixtures/grub, tests/fixtures/cmd/ofed_info) -------------------------
+
+
+def test_an_sdbootutil_entrys_version_is_its_snapshot_then_the_release(tmp_path):
+    """sdbootutil's entry (FOSDEM 26 slides): "version 1@6.18.4-5-default" is snapshot 1's entry of 6.18.4-5-default. The
+    file name is the one the slide's comment gives; loader.conf and the module tree are constructed."""
+    entries = tmp_path / "boot" / "efi" / "loader" / "entries"
+    entries.mkdir(parents=True)
+    shutil.copy(FIXTURES / "grub" / "opensuse_microos_sdbootutil_entry_version_snapshot_at_kernel_PARTIAL.conf",
+                entries / "opensuse-microos-6.18.4-5-default-1.conf")
+    (tmp_path / "boot" / "efi" / "loader" / "loader.conf").write_text("timeout 3\n")
+    (tmp_path / "usr" / "lib" / "modules" / "6.18.4-5-default" / "kernel").mkdir(parents=True)
+    assert [entry["kernel"] for entry in _driver.read_bls_entries(str(tmp_path), "/boot/efi/loader/entries")] == ["6.18.4-5-default"]
+    notes = []
+    assert _driver.systemd_boot_next_boot(str(tmp_path), notes) == (
+        "6.18.4-5-default", "systemd_boot_first_entry", "opensuse-microos-6.18.4-5-default-1")
+    assert notes == []
+    facts = _driver.gather(str(tmp_path))
+    assert facts["next_boot_kernel"] == "6.18.4-5-default"
+    assert not [note for note in facts["notes"] if "is not an installed kernel" in note]
+    # Versions that are a release, or name none, read as before.
+    (entries / "plain.conf").write_text("title x\nversion 6.1.0-28-amd64\nlinux /vmlinuz-6.1.0-28-amd64\n")
+    (entries / "serial.conf").write_text("title y\nversion 1\nlinux /ostree/x/vmlinuz-5.15.0-200.el8uek.x86_64\n")
+    kernels = {entry["id"]: entry["kernel"] for entry in _driver.read_bls_entries(str(tmp_path), "/boot/efi/loader/entries")}
+    assert kernels == {"opensuse-microos-6.18.4-5-default-1": "6.18.4-5-default", "plain": "6.1.0-28-amd64",
+                       "serial": "5.15.0-200.el8uek.x86_64"}
+
+
+def _microos_entry(snapshot, release):
+    """An entry in sdbootutil's form (the slides' entry above); constructed, as the listing shows file names only."""
+    return ("title      openSUSE MicroOS %s\nversion    %s@%s\nsort-key   opensuse-microos\n"
+            "options    quiet rootflags=subvol=@/.snapshots/%s/snapshot\n"
+            "linux      /opensuse-microos/%s/linux-0\ninitrd     /opensuse-microos/%s/initrd-0\n"
+            % (snapshot, snapshot, release, snapshot, release, release))
+
+
+def test_a_boot_counter_is_no_part_of_the_entry_id_and_an_entry_without_tries_boots_last(tmp_path):
+    """sdbootutil issue 297: "ls /boot/efi/loader/entries" on MicroOS shows "opensuse-microos-6.15.8-1-default-4+3.conf".
+    Constructed: the entries' bodies, loader.conf, and LoaderEntryDefault as "bootctl set-default" writes it (no counter)."""
+    listing = (FIXTURES / "grub" / "microos_ls_loader_entries_boot_counting_plus3_sdbootutil_issue297.txt").read_text().splitlines()
+    entries = tmp_path / "boot" / "efi" / "loader" / "entries"
+    entries.mkdir(parents=True)
+    (tmp_path / "boot" / "efi" / "loader" / "loader.conf").write_text("timeout 3\n")
+    for name in listing[1].split():
+        snapshot = name[:-len(".conf")].rsplit("-", 1)[1].split("+")[0]
+        (entries / name).write_text(_microos_entry(snapshot, "6.15.8-1-default"))
+    _efivar(tmp_path, "LoaderEntryDefault", "opensuse-microos-6.15.8-1-default-4.conf")
+    notes = []
+    assert _driver.systemd_boot_next_boot(str(tmp_path), notes) == (
+        "6.15.8-1-default", "systemd_boot_efi_default", "opensuse-microos-6.15.8-1-default-4")
+    assert notes == []
+    assert _driver.split_boot_counter("opensuse-microos-6.15.8-1-default-4+3") == ("opensuse-microos-6.15.8-1-default-4", 3)
+    assert _driver.split_boot_counter("arch+0-3") == ("arch", 0)
+    assert _driver.split_boot_counter("arch") == ("arch", None)
+    # Snapshot 5 with a newer kernel failed all its tries ("+0-3"): systemd-boot puts it after every other entry.
+    (entries / "opensuse-microos-6.16.1-1-default-5+0-3.conf").write_text(_microos_entry("5", "6.16.1-1-default"))
+    (tmp_path / "sys" / "firmware" / "efi" / "efivars" / ("LoaderEntryDefault-" + LOADER_GUID)).unlink()
+    order = [(entry["id"], entry["tries_left"]) for entry in _driver.read_bls_entries(str(tmp_path), "/boot/efi/loader/entries")]
+    assert order[0] == ("opensuse-microos-6.15.8-1-default-4", 3)
+    assert order[-1] == ("opensuse-microos-6.16.1-1-default-5", 0)
+    assert _driver.systemd_boot_next_boot(str(tmp_path), []) == (
+        "6.15.8-1-default", "systemd_boot_first_entry", "opensuse-microos-6.15.8-1-default-4")
+
+
+def test_ofed_info_in_a_paste_of_several_commands_reads_only_its_own_output():
+    """open-mpi/ompi#9957: "rpm -q rdma-core" prints a package, then "ofed_info -s" is not found: no OFED."""
+    text = (FIXTURES / "cmd/ofed_info/ompi-issue9957_rpm-q-rdma-core_then-ofed-info-s-command-not-found_then-ibv-devinfo_PARTIAL.txt").read_text()
+    assert _driver.parse_ofed_info(text) is None
+    assert _driver.gather("/nonexistent-root", ofed_text=text)["ofed_version"] is None
+    # The same paste where ofed_info answers: its release, not the package rpm printed before it.
+    answered = text.replace("-bash: ofed_info: command not found", "MLNX_OFED_LINUX-4.9-4.1.7.0:")
+    assert _driver.parse_ofed_info(answered)["id"] == "MLNX_OFED_LINUX-4.9-4.1.7.0"
+    # A paste without a prompt that runs ofed_info reads as before: its first line in ofed_info's form.
+    assert _driver.parse_ofed_info("# which ofed_info\nMLNX_OFED_LINUX-5.4-3.1.0.0:\n")["id"] == "MLNX_OFED_LINUX-5.4-3.1.0.0"
+
+
+def _bootctl_list_tree(root, loader_conf, unified=True):
+    """A tree rebuilt from the "bootctl list" of systemd#22580: each Type #1 entry from its listed fields, the Type #2
+    image as a stub. Constructed: loader.conf, the images' contents (an x86 header for /vmlinuz-linux) and the modules."""
+    text = (FIXTURES / "grub" / "arch_bootctl_list_manual_entry_rescue_version_and_uki_type2_systemd_issue22580.txt").read_text()
+    (root / "boot" / "loader" / "entries").mkdir(parents=True)
+    (root / "boot" / "loader" / "loader.conf").write_text(loader_conf)
+    for block in text.split("\n\n"):
+        fields, key = [], None
+        for line in block.splitlines()[1 if block.startswith("Boot Loader Entries:") else 0:]:
+            name, value = line.split(":", 1) if ":" in line else ("", line)  # a second initrd: its value alone
+            key = name.strip() or key
+            fields.append((key, value.strip()))
+        values = dict(fields)
+        if values["type"].endswith("(.conf)"):
+            body = "title %s\nversion %s\nlinux %s\n" % (values["title"], values["version"], values["linux"])
+            body += "".join("initrd %s\n" % value for name, value in fields if name == "initrd")
+            (root / values["source"].lstrip("/")).write_text(body + "options %s\n" % values["options"])
+        elif unified:
+            (root / values["source"].lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+            (root / values["source"].lstrip("/")).write_bytes(b"MZ")
+    (root / "boot" / "vmlinuz-linux").write_bytes(_x86_image_head("5.16.11-arch1-1 (linux@archlinux) #1 SMP PREEMPT"))
+    (root / "usr" / "lib" / "modules" / "5.16.11-arch1-1" / "kernel").mkdir(parents=True)
+    return root
+
+
+@pytest.mark.parametrize("loader_conf", ["timeout 3\n", "default auto-reboot-to-firmware-setup\n", "default archlinux.efi\n"])
+def test_unified_kernel_images_beside_the_entries_make_the_next_kernel_unknown(tmp_path, loader_conf):
+    root = _bootctl_list_tree(tmp_path, loader_conf)
+    kernels = {entry["id"]: entry["kernel"] for entry in _driver.read_bls_entries(str(root), "/boot/loader/entries")}
+    assert kernels == {"arch": "linux", "archboot": None}  # "version rescue" is a label, not a release
+    notes = []
+    assert _driver.systemd_boot_next_boot(str(root), notes) == (None, None, None)
+    assert notes[-1] == ("systemd-boot also boots the unified kernel images in /boot/EFI/Linux (archlinux.efi), whose "
+                         "kernels and place among the entries are not read here: the next kernel is not known")
+    facts = _driver.gather(str(root))
+    assert (facts["next_boot_kernel"], facts["next_boot_source"]) == ("5.16.11-arch1-1", "newest_installed")
+
+
+def test_a_default_naming_a_type1_entry_only_is_followed_beside_unified_images_and_rescue_is_never_a_release(tmp_path):
+    root = _bootctl_list_tree(tmp_path / "a", "default arch.conf\n")
+    notes = []
+    assert _driver.systemd_boot_next_boot(str(root), notes) == ("5.16.11-arch1-1", "systemd_boot_default", "arch")
+    assert notes == []
+    root = _bootctl_list_tree(tmp_path / "b", "default archboot.conf\n", unified=False)
+    notes = []
+    assert _driver.systemd_boot_next_boot(str(root), notes) == (None, None, "archboot")
+    assert notes == ["systemd-boot boots 'archboot' next, whose entry names no kernel release"]
+
+
+def test_the_xbootldr_partitions_entries_are_read_beside_the_esps_loader_conf(tmp_path):
+    """systemd#32535: the ESP at /efi holds loader.conf only, XBOOTLDR at /boot the entries and the kernel. Constructed:
+    loader.conf, the entries' bodies (Arch's usual ones) and the image's x86 header."""
+    listing = (FIXTURES / "grub" / "arch_xbootldr_find_efi_and_boot_systemd_issue32535_PARTIAL.txt").read_text().splitlines()
+    paths = [line for line in listing if line.startswith("/")]
+    for path in paths:
+        if not any(other.startswith(path + "/") for other in paths):
+            (tmp_path / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path.lstrip("/")).write_bytes(b"")
+    (tmp_path / "efi" / "loader" / "loader.conf").write_text("timeout 3\n")
+    entries = tmp_path / "boot" / "loader" / "entries"
+    (entries / "arch.conf").write_text("title Arch Linux\nlinux /vmlinuz-linux\ninitrd /initramfs-linux.img\noptions rw\n")
+    (entries / "arch-fallback.conf").write_text("title Arch Linux (fallback)\nlinux /vmlinuz-linux\n"
+                                                "initrd /initramfs-linux-fallback.img\noptions rw\n")
+    (entries / "memtest.conf").write_text("title Memtest86+\nefi /memtest86+/memtest.efi\n")
+    (tmp_path / "boot" / "vmlinuz-linux").write_bytes(_x86_image_head("6.8.9-arch1-1 (linux@archlinux) #1 SMP PREEMPT_DYNAMIC"))
+    notes = []
+    # Without a default systemd-boot boots the first entry by id, newest first: "arch-fallback" sorts above "arch".
+    assert _driver.systemd_boot_next_boot(str(tmp_path), notes) == ("6.8.9-arch1-1", "systemd_boot_first_entry", "arch-fallback")
+    assert notes == []
+    (tmp_path / "efi" / "loader" / "loader.conf").write_text("timeout 3\ndefault arch.conf\n")
+    assert _driver.systemd_boot_next_boot(str(tmp_path), notes) == ("6.8.9-arch1-1", "systemd_boot_default", "arch")
+    for entry in list(entries.iterdir()):
+        entry.unlink()
+    assert _driver.systemd_boot_next_boot(str(tmp_path), notes) == (None, None, None)
+    assert notes == ["/efi/loader/loader.conf exists but neither /efi/loader/entries nor /boot/loader/entries has entries"]
+
+
+def _lima_tree(tmp_path, custom_cfg):
+    """The blog's Lima VM: its "ls -l /boot/vmlinuz*" and "uname -r" as a tree, its custom.cfg. Constructed: grub.cfg, the
+    Ubuntu 24.04 fixture (41_custom included) with its kernel's two entries written for 6.8.0-59 and 6.8.0-55."""
+    listing = (FIXTURES / "grub" / "ubuntu_lima_ls_boot_vmlinuz_links_and_uname_blog.txt").read_text().splitlines()
+    (tmp_path / "boot" / "grub").mkdir(parents=True)
+    for line in listing:
+        fields = line.split()
+        if line.startswith("-rw"):
+            (tmp_path / fields[-1].lstrip("/")).write_bytes(b"")
+            release = fields[-1].split("vmlinuz-", 1)[1]
+            (tmp_path / "lib" / "modules" / release / "kernel").mkdir(parents=True)
+        elif line.startswith("l"):
+            os.symlink(fields[-1], tmp_path / fields[-3].lstrip("/"))
+    (tmp_path / "proc" / "sys" / "kernel").mkdir(parents=True)
+    (tmp_path / "proc" / "sys" / "kernel" / "osrelease").write_text(listing[listing.index("$ uname -r") + 1] + "\n")
+    lines = (FIXTURES / "grub" / "ubuntu2404_lvm_homework_grub.cfg").read_text().splitlines(True)
+    first = next(i for i, line in enumerate(lines) if line.startswith("        menuentry 'Ubuntu, with Linux"))
+    end = next(i for i in range(first, len(lines)) if lines[i].rstrip() == "}")
+    advanced = "".join(lines[first:end])
+    text = ("".join(lines[:first]).replace("6.8.0-88-generic", "6.8.0-59-generic") + advanced.replace("6.8.0-88", "6.8.0-59")
+            + advanced.replace("6.8.0-88", "6.8.0-55") + "".join(lines[end:]))
+    (tmp_path / "boot" / "grub" / "grub.cfg").write_text(text)
+    if custom_cfg is not None:
+        (tmp_path / "boot" / "grub" / "custom.cfg").write_text(custom_cfg)
+    return tmp_path
+
+
+def test_a_conditional_default_in_grubs_custom_cfg_makes_the_next_kernel_unknown(tmp_path):
+    custom = (FIXTURES / "grub" / "ubuntu_lima_boot_grub_custom_cfg_search_flagdisk_set_default_1_2_blog.txt").read_text()
+    root = _lima_tree(tmp_path, custom)
+    notes = []
+    assert _driver.grub_next_boot(str(root), notes) == (None, None, None)
+    assert notes == ["/boot/grub/custom.cfg line 4 sets default=1>2 under a condition GRUB tests at boot: the next kernel is not known"]
+    facts = _driver.gather(str(root))
+    assert (facts["running_kernel"], facts["next_boot_source"]) == ("6.8.0-55-generic", "newest_installed")
+    assert notes[0] in facts["notes"]
+
+
+def test_an_unconditional_default_in_grubs_custom_cfg_wins_and_grub_cfg_alone_reads_as_before(tmp_path):
+    root = _lima_tree(tmp_path / "set", 'set default="1>2"\n')
+    notes = []
+    assert _driver.grub_next_boot(str(root), notes) == ("6.8.0-55-generic", "grub_custom_cfg", "Ubuntu, with Linux 6.8.0-55-generic")
+    assert notes == []
+    # grub-set-default's saved_entry, set from custom.cfg: grubenv's value.
+    root = _lima_tree(tmp_path / "saved", 'set default="${saved_entry}"\n')
+    (root / "boot" / "grub" / "grubenv").write_text(_grubenv(saved_entry="1>2"))
+    assert _driver.grub_next_boot(str(root), notes) == ("6.8.0-55-generic", "grub_custom_cfg", "Ubuntu, with Linux 6.8.0-55-generic")
+    root = _lima_tree(tmp_path / "none", None)
+    assert _driver.grub_next_boot(str(root), notes) == ("6.8.0-59-generic", "grub_default", "Ubuntu")
+    # A custom.cfg that grub.cfg does not source is not GRUB's.
+    root = _lima_tree(tmp_path / "unsourced", 'set default="1>2"\n')
+    cfg = root / "boot" / "grub" / "grub.cfg"
+    cfg.write_text(cfg.read_text().replace("source ", "# source "))
+    assert _driver.grub_next_boot(str(root), notes) == ("6.8.0-59-generic", "grub_default", "Ubuntu")
+    assert notes == []
+
+
+def test_a_kernel_named_by_a_variable_of_a_load_env_file_is_read_from_that_file(tmp_path):
+    """Azure Linux (CBL-Mariner): "load_env -f $bootprefix/mariner.cfg", then "linux $bootprefix/$mariner_linux".
+    Constructed: mariner.cfg, in the form the kernel package's spec writes /boot/linux-RELEASE.cfg (mariner.cfg links to it)."""
+    root = _grub_tree(tmp_path, "mariner_trident_test_grub_cfg_bootprefix_mariner_linux_variable_PARTIAL.cfg")
+    (root / "boot" / "grub").rename(root / "boot" / "grub2")
+    notes = []
+    assert _driver.grub_next_boot(str(root), notes) == (None, None, "CBL-Mariner")
+    assert notes == ["GRUB boots 'CBL-Mariner' next, whose kernel $bootprefix/$mariner_linux is a variable that neither "
+                     "grub.cfg nor a file it loads (load_env -f) sets: the next kernel is not known"]
+    (root / "boot" / "mariner.cfg").write_text(
+        "# GRUB Environment Block\nmariner_cmdline=init=/lib/systemd/systemd ro loglevel=3 no-vmw-sta crashkernel=256M lockdown=integrity\n"
+        "mariner_linux=vmlinuz-5.15.158.2-1.cm2\nmariner_initrd=initrd.img-5.15.158.2-1.cm2\n")
+    notes = []
+    assert _driver.grub_next_boot(str(root), notes) == ("5.15.158.2-1.cm2", "grub_default", "CBL-Mariner")
+    assert notes == []
+    # A variable set under another test than the file's presence is not known.
+    assert _driver._grub_variables(str(root), 'if [ "$x" ]; then\n set v=1\nfi\nset w=2\n') == {"v": None, "w": "2"}
+
+
+def test_photons_quoted_prefix_and_variable_name_the_kernel_of_photon_cfg(tmp_path):
+    """Photon OS documentation's menu entry: linux "/boot/"$photon_linux. Constructed: the "load_env -f /boot/photon.cfg"
+    line before it (the documentation shows the entry only) and photon.cfg."""
+    entry = (FIXTURES / "grub" / "photon_docs_grub_cfg_menuentry_boot_photon_linux_quoted_prefix_PARTIAL.cfg").read_text()
+    (tmp_path / "boot" / "grub2").mkdir(parents=True)
+    (tmp_path / "boot" / "grub2" / "grub.cfg").write_text(entry)
+    notes = []
+    assert _driver.grub_next_boot(str(tmp_path), notes) == (None, None, "Photon")
+    assert "$photon_linux is a variable" in notes[0]
+    (tmp_path / "boot" / "grub2" / "grub.cfg").write_text("load_env -f /boot/photon.cfg\n" + entry)
+    (tmp_path / "boot" / "photon.cfg").write_text("photon_linux=vmlinuz-4.19.15-3.ph3-esx\nphoton_initrd=initrd.img-4.19.15-3.ph3-esx\n")
+    notes = []
+    assert _driver.grub_next_boot(str(tmp_path), notes) == ("4.19.15-3.ph3-esx", "grub_default", "Photon")
+    assert notes == []
