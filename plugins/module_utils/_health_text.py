@@ -12,6 +12,7 @@ only, so a module on a node can use them as well as a filter on the controller.
 from __future__ import annotations
 
 import datetime
+import functools
 import io
 import json
 import re
@@ -123,6 +124,13 @@ _RECORD_FORMS = (
     # Nine digits of seconds at most: a longer number in brackets (NetworkManager's "[1526537213.5872]") is a
     # time since 1970, not since boot.
     ("dmesg", re.compile(r"^[^\[\]]{1,60}?\s\[\s*(?P<seconds>[0-9]{1,9}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")),
+    # The level without a time stamp: dmesg -r (or /proc/kmsg, a 2.4 or 2.6 console) on a kernel built without printk
+    # times, "<6>e1000: eth0 NIC Link is Up 100 Mbps Full Duplex". Last, so that every form above with more fields wins.
+    ("dmesg", re.compile(r"^<[0-9]{1,3}>(?P<message>.*)$")),
+    # A journal or syslog line whose time was cut off (cut -d' ' -f4-, a paste made anonymous) keeps its host and tag:
+    # "host kernel: r8169 0000:02:00.0 enp2s0: Link is Down". Only the kernel's tag or a program's "name[pid]" after
+    # the one word: two words before any other colon are prose, not a host and a tag.
+    ("syslog", re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*) (?P<tag>kernel|[^\s:\[]+(?=\[[0-9]+\]: ))(?:\[[0-9]+\])?: (?P<message>.*)$")),
 )
 # A capture tool's bracketed prefix before the kernel's record: "[2026-09-03 05:50:31.887 DebugInfo I] [Thu Sep ...] ..."
 _HARNESS_PREFIX = re.compile(r"^\[[^\]]{1,80}\]\s+(?=\[)")
@@ -160,9 +168,15 @@ _EVENT_FORMS = (
     ("driver", re.compile(r"^(?P<bus_id>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): (?P<netdev>[\w.@-]+): "
                           r"(?:NIC\s+)?Link\s+(?:is\s+)?(?P<state>up|down)\b", re.IGNORECASE)),
     # The older drivers' form, the netdev after the driver's name without a colon: "e1000e: eth1 NIC Link is Down",
-    # "bnx2: eth0 NIC Copper Link is Down", "netxen_nic: eth3 NIC Link is up"
-    ("driver", re.compile(r"^(?P<driver>[\w-]+): (?P<netdev>[\w.@-]+) NIC (?:Remote )?(?:Copper |SerDes )?Link is (?P<state>up|down)\b",
-                          re.IGNORECASE)),
+    # "bnx2: eth0 NIC Copper Link is Down", "netxen_nic: eth3 NIC Link is up"; atl1c and atl1e print it with dev_info,
+    # whose device prefix comes first: "atl1c 0000:01:00.0: atl1c: eth0 NIC Link is Up<10 Mbps Half Duplex>"
+    ("driver", re.compile(r"^(?:[\w-]+ (?P<bus_id>[\w:.@-]*[\w.]): )?(?P<driver>[\w-]+): (?P<netdev>[\w.@-]+) "
+                          r"NIC (?:Remote )?(?:Copper |SerDes )?Link is (?P<state>up|down)\b", re.IGNORECASE)),
+    # atl1 (Attansic L1) too, in lower case and without the driver's name again: "atl1 0000:02:00.0: eth0 link is up 100
+    # Mbps full duplex", "atl1 0000:02:00.0: eth0 link is down" (the device a PCI function, so that no other device's
+    # "... link is up" is taken for a netdev's)
+    ("driver", re.compile(r"^(?P<driver>[\w-]+) (?P<bus_id>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): "
+                          r"(?P<netdev>[\w.@-]+) link is (?P<state>up|down)\b")),
     # sis900: "eth0: Media Link On 100mbps full-duplex", "eth0: Media Link Off"
     ("driver", re.compile(r"^(?P<netdev>[\w.@-]+): Media Link (?P<state>On|Off)\b")),
     # alx (Qualcomm Atheros AR81xx) says its carrier coming up its own way: "alx 0000:05:00.0 enp5s0: NIC Up: 1 Gbps Full"
@@ -193,6 +207,10 @@ _EVENT_FORMS = (
     ("driver", re.compile(r"^(?P<driver>r8152|r8153_ecm|cdc_ncm|ax88179_178a)(?: (?P<bus_id>[\w:.@-]*[\w.]))? (?P<netdev>[\w.@-]+): "
                           r"carrier (?P<state>on|off)\s*$")),
     ("dhcpcd", re.compile(r"^(?P<netdev>[\w.@-]+): carrier (?P<state>lost|acquired)\s*$")),
+    # cdc_ncm (and cdc_mbim, huawei_cdc_ncm, which share its handler) says the device's network-connection notification,
+    # which sets the netdev's carrier (usbnet_link_change): "cdc_ncm 1-1:2.0 enx002427880815: network connection: disconnected"
+    ("driver", re.compile(r"^(?P<driver>[\w-]+) (?P<bus_id>[\w:.@-]*[\w.]) (?P<netdev>[\w.@-]+): "
+                          r"network connection: (?P<state>connected|disconnected)\s*$")),
     # HPE Slingshot's cxi driver, whose Ethernet side follows the link: "cxi_core 0000:c3:00.0: cxi3[hsn3] CXI_EVENT_LINK_DOWN"
     ("driver", re.compile(r"^(?P<driver>cxi_core|cxi_ss1) (?P<bus_id>[\w:.]*[\w.]): cxi[0-9]+\[(?P<netdev>[\w.@-]+)\] "
                           r"CXI_EVENT_LINK_(?P<state>UP|DOWN)\b")),
@@ -228,7 +246,8 @@ _LINK_WORD = re.compile(r"link|carrier", re.IGNORECASE)
 # Messages about a link this parser does not count, noted: mlx5's cable module events ("Port module event:
 # module 1, Cable unplugged", "Port module event[error]: ...") say why a link went down, not that it did.
 _LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\b(?:lost|gained) carrier\b|\bcarrier-changed\b"
-                      r"|\blink status is\b|\bport module event\b|\bcable (?:unplugged|error)\b|\bmodule is not present\b", re.IGNORECASE)
+                      r"|\blink status is\b|\bport module event\b|\bcable (?:unplugged|error)\b|\bmodule is not present\b"
+                      r"|\bnetwork connection: (?:dis)?connected\b", re.IGNORECASE)
 # A shell prompt ("$ ", "root@node:~# ", "[user@host ~]$ ", "mysql> "); a kernel tag such as "<mlx4_ib>"
 # before a message, or an arrow ("-> cpu: 4"), is not one.
 # The match is the prompt itself: what follows it on its line is the command, or a record a console printed there.
@@ -336,7 +355,8 @@ def _event(message):
             if (fields["old"] == "0") == (fields["new"] == "0"):
                 return None  # from one speed to another (or 0 to 0): the carrier stayed as it was
             return source, fields["netdev"], "down" if fields["new"] == "0" else "up", None, fields.get("bus_id")
-        state = {"on": "up", "off": "down", "1": "up", "0": "down"}.get(fields["state"].lower(), fields["state"].lower())
+        state = {"on": "up", "off": "down", "1": "up", "0": "down", "connected": "up", "disconnected": "down"}.get(
+            fields["state"].lower(), fields["state"].lower())
         return source, fields["netdev"], state, None, fields.get("bus_id")
     return None
 
@@ -353,15 +373,18 @@ def parse_carrier_events(data):
     ``notes`` for lines that are not log records (prompts, pasted noise) and for records that
     speak of a link going down in a form this parser does not know; ``end``, the time of the log's
     last record (``{"time", "monotonic_seconds"}``, None without one), which
-    :func:`carrier_down_periods` measures a link still down at the end of the log to. A log printed
-    newest first (``journalctl -r``), whose events' times only go back, is read oldest first, with a note.
+    :func:`carrier_down_periods` measures a link still down at the end of the log to; where a host's kernel
+    clock goes back between records while the wall clock does not (a reboot), ``end`` also has ``boot_ends`` (see
+    :func:`iter_carrier_events`), a note names the line, and a link down before it is measured to the end of its
+    boot. A log printed
+    newest first (``journalctl -r``), whose records' wall-clock times only go back, is read oldest first, with a note.
     """
     lines = _lines(data, "parse_carrier_events")
     tally = {"lines": 0, "records": 0, "unread": 0, "end": None, "first": None}
     notes = []
     events = list(iter_carrier_events(lines, tally, notes))
     end = tally["end"]
-    if _newest_first(events):
+    if _newest_first(events, tally.get("wall_order")):
         events.reverse()
         end = tally["first"]
         notes.append({"line": None, "text": None,
@@ -370,9 +393,13 @@ def parse_carrier_events(data):
             "records": tally["records"], "end": end}
 
 
-def _newest_first(events):
-    """Whether ``events`` come newest first (``journalctl -r``): three or more whose wall-clock times only go
-    back. Two could be one record out of order, and the kernel's own clock going back is a reboot."""
+def _newest_first(events, wall_order=None):
+    """Whether a log comes newest first (``journalctl -r``): its records' wall-clock times (``wall_order``, as
+    :func:`iter_carrier_events` counts their steps) never go forward and go back at least twice, or, where the
+    records do not say so, three or more ``events`` whose wall-clock times only go back. Two times going back once
+    could be one record out of order, and the kernel's own clock going back is a reboot."""
+    if wall_order and wall_order["forward"] == 0 and wall_order["back"] >= 2:
+        return event_clock(events)[0] is None or len({event.get("time") for event in events}) <= 1
     if len(events) < 3 or event_clock(events)[0] is not None:
         return False
     return event_clock(events[::-1])[0] in ("wall", "syslog (no year)")
@@ -408,7 +435,9 @@ def iter_carrier_events(lines, tally, notes=None):
 
     ``tally`` gets the counts of ``lines``, ``records`` and ``unread`` (lines that are neither a record nor
     blank nor one of journalctl's own ``-- ... --`` lines) and the time of the last record with one
-    (``end``); ``notes``, when given, gets the notes
+    (``end``), with ``boot_ends`` where a host's kernel clock goes back while the wall clock does not (a reboot):
+    per earlier boot the last times the log shows of it, ``{"line", "time", "monotonic_seconds", "host"}``, ``line``
+    the next boot's first record; ``notes``, when given, gets the notes
     :func:`parse_carrier_events` returns (a caller that only counts keeps memory flat by not asking).
     Two forms of pasted text are read whole: a carrier message a mail wrapped onto the next line
     ("eth1: NIC" / "Link is Up"), and a record a console printed into the middle of another line.
@@ -448,7 +477,8 @@ def iter_carrier_events(lines, tally, notes=None):
         tally["records"] += 1
         kind, time_text, seconds, host, message = record
         if time_text is not None or seconds is not None:
-            tally["end"] = {"time": time_text, "monotonic_seconds": seconds}
+            if _follow_clocks(tally, number, time_text, seconds, host) and notes is not None:
+                notes.append({"line": number, "text": line, "reason": _REBOOT_NOTE})
             if tally.get("first", False) is None:
                 tally["first"] = tally["end"]
         found = _event(message)
@@ -461,7 +491,8 @@ def iter_carrier_events(lines, tally, notes=None):
             embedded = _embedded_record(message)
             if embedded is not None:
                 kind, time_text, seconds, dummy, message = embedded
-                tally["end"] = {"time": time_text, "monotonic_seconds": seconds}
+                if _follow_clocks(tally, number, time_text, seconds, host) and notes is not None:
+                    notes.append({"line": number, "text": line, "reason": _REBOOT_NOTE})
                 found = _event(message)
         if found is None:
             if notes is not None and _LINKISH.search(message):
@@ -481,6 +512,66 @@ def iter_carrier_events(lines, tally, notes=None):
             "log_format": kind,
             "message": message,
         }
+
+
+# A kernel clock printed near 2**64 ns started below zero and wrapped (early after a resume): it says nothing of
+# the order of the records around it.
+_WRAPPED_SECONDS = 18446740000.0
+# printk's time stamps of records from different CPUs can come a little out of order: the kernel's clock going back
+# by more than this is a reboot (where the wall clock says so, see _follow_clocks), by less it is not.
+_KERNEL_CLOCK_JITTER = 1.0
+# The most boots' ends, and hosts whose kernel clock is followed, one log keeps (a log of more is measured as if
+# the later ones were not there): what a reader keeps stays small whatever the text.
+MAX_BOOT_ENDS = 64
+MAX_CLOCK_HOSTS = 1024
+_REBOOT_NOTE = ("the kernel's clock goes back here while the wall clock does not (a reboot): a link down before it is "
+                "counted down to the last record before it, not through the reboot")
+
+
+def _follow_clocks(tally, number, time_text, seconds, host):
+    """Count the record of line ``number`` (its wall-clock ``time_text``, its kernel ``seconds``, its ``host``) into
+    ``tally``; True where it is the first record of the host's next boot.
+
+    ``tally`` gets ``end``, this record's times; ``wall_order``, how often the wall clock went back and forward
+    from one record to the next, until it first goes forward (a log printed newest first only goes back; a time is
+    read only while that is still open, so a log in order costs little); and ``end["boot_ends"]`` where a host's
+    kernel clock goes back while the wall clock does not (a syslog's kernel records of the next boot): per earlier
+    boot the last times the log shows before the next, ``{"line", "time", "monotonic_seconds", "host"}``, ``line`` the
+    next boot's first record. Without wall-clock times (dmesg) a console that printed a record late cannot be told
+    from a reboot, so none is counted there (:func:`carrier_down_periods` still ends a boot where its events' own
+    kernel seconds go back).
+    """
+    clocks = tally.get("clocks")
+    if clocks is None:
+        clocks = tally["clocks"] = {"text": None, "wall": None, "yearless": None, "kernel": {}, "last_time": None}
+        tally["wall_order"] = {"back": 0, "forward": 0}
+    order = tally["wall_order"]
+    if time_text is not None and time_text != clocks["text"] and order["forward"] == 0:
+        wall, yearless = _wall_seconds(time_text)
+        if wall is not None:  # a time of another form than the last one's (a year, or none) is not compared with it
+            if clocks["wall"] is not None and yearless == clocks["yearless"] and wall != clocks["wall"]:
+                order["back" if wall < clocks["wall"] else "forward"] += 1
+            clocks.update(text=time_text, wall=wall, yearless=yearless)
+    reboot = False
+    kernel = clocks["kernel"]  # per host (a central syslog's hosts each have a clock of their own): (latest seconds, time)
+    if (seconds is not None and time_text is not None and seconds < _WRAPPED_SECONDS
+            and (host in kernel or len(kernel) < MAX_CLOCK_HOSTS)):
+        latest, then = kernel.get(host, (None, None))
+        if latest is not None and seconds < latest - _KERNEL_CLOCK_JITTER:
+            now, before = _wall_seconds(time_text), _wall_seconds(then)
+            # A reboot where the wall clock did not go back as well (a log printed newest first, records out of order).
+            reboot = now[0] is not None and before[0] is not None and now[1] == before[1] and now[0] >= before[0]
+            if reboot and len(tally.setdefault("boot_ends", [])) < MAX_BOOT_ENDS:
+                tally["boot_ends"].append({"line": number, "time": clocks["last_time"], "monotonic_seconds": latest, "host": host})
+            kernel[host] = (seconds, time_text)
+        else:
+            kernel[host] = (seconds if latest is None else max(latest, seconds), time_text)
+    if time_text is not None:
+        clocks["last_time"] = time_text
+    tally["end"] = {"time": time_text, "monotonic_seconds": seconds}
+    if tally.get("boot_ends"):
+        tally["end"]["boot_ends"] = tally["boot_ends"]
+    return reboot
 
 
 def _embedded_record(text):
@@ -570,29 +661,36 @@ def _wall_seconds(text):
         return seconds, False
     if text[:4].isdigit():
         return _iso_seconds(text), False
+    # The syslog form before the others: every record's time is read (see _follow_clocks), and most are syslog's.
+    match = _SYSLOG_TIME.match(text)
+    if match:
+        seconds = _month_day_seconds(_LEAP_YEAR, match)
+        return seconds, seconds is not None
     for form in _WALL_FORMS:
         try:
             return datetime.datetime.strptime(" ".join(text.split()), form).replace(tzinfo=datetime.timezone.utc).timestamp(), False
         except ValueError:
             continue
-    match = _SYSLOG_TIME.match(text)
-    if match:
-        seconds = _month_day_seconds(_LEAP_YEAR, match)
-        return seconds, seconds is not None
     return None, False
 
 
 def _month_day_seconds(year, match):
     """Seconds of a time written with the month's name (any locale's in _MONTH_NUMBERS), day and clock, or None."""
     month = _MONTH_NUMBERS.get(match.group("month").lower())
-    if month is None:
+    hours, minutes, seconds = (int(part) for part in match.group("clock").split(":"))
+    midnight = _midnight(year, month, int(match.group("day"))) if month is not None else None
+    if midnight is None or hours > 23 or minutes > 59 or seconds > 59:
         return None
+    return midnight + hours * 3600 + minutes * 60 + seconds + (float("0." + match.group("fraction")) if match.group("fraction") else 0.0)
+
+
+@functools.lru_cache(maxsize=4096)  # a log's records fall on few days: each day's start is worked out once
+def _midnight(year, month, day):
+    """Seconds of the start of that day (UTC), or None for a day the month does not have."""
     try:
-        hours, minutes, seconds = (int(part) for part in match.group("clock").split(":"))
-        moment = datetime.datetime(year, month, int(match.group("day")), hours, minutes, seconds, tzinfo=datetime.timezone.utc)
+        return datetime.datetime(year, month, day, tzinfo=datetime.timezone.utc).timestamp()
     except ValueError:
         return None
-    return moment.timestamp() + (float("0." + match.group("fraction")) if match.group("fraction") else 0.0)
 
 
 def event_clock(events):
@@ -637,12 +735,15 @@ def carrier_down_periods(events, until=None, log_end=None):
 
     Returns ``{netdev: {"clock", "periods": [{"down_line", "up_line", "down_time", "up_time", "down_at",
     "up_at", "seconds", "ongoing"}], "reason"}}`` (``down_at``/``up_at`` in seconds of the clock, for
-    windows; an ongoing period's ``up_at`` is the end of the log): a period starts at a loss (a repeated down while already down does not
+    windows; an ongoing period's ``up_at`` is the end of the log, or of its boot): a period starts at a loss (a repeated down while already down does not
     start another) and ends at the next gain; one still open at the end of the log is ``ongoing``, its
     ``seconds`` counted to ``until`` (seconds in the netdev's clock) or else to ``log_end`` (the time of
     the log's last record, as :func:`parse_carrier_events` returns it, where it reads in the netdev's
-    clock), else to the last carrier change of the log. ``reason`` says why a netdev gets no periods
-    (no usable time stamps).
+    clock), else to the last carrier change of the log. A period with no gain after it that is open where the
+    kernel's clock goes back (a reboot: ``log_end["boot_ends"]``, or the events' own kernel seconds) is ``ongoing``
+    only to the end of its boot, the last time the log shows before the reboot, not through it (a loss in a later
+    boot starts a period of its own; a gain in a later boot ends the period, as the events give it).
+    ``reason`` says why a netdev gets no periods (no usable time stamps).
     """
     by_netdev = {}
     for event in events:
@@ -664,16 +765,67 @@ def carrier_down_periods(events, until=None, log_end=None):
             last = _log_end_seconds(own, clock, log_end)
         if last is None:
             last = end_of_log if clock == clock_all else max(seconds)
+        boot_ends = _boot_ends(own, clock, seconds, log_end)
         open_at = None
         for event, moment in zip(own, seconds):
+            cut = _boot_end_after(boot_ends, open_at, event.get("line")) if event["carrier"] == "down" else None
+            if cut is not None:  # down again in a later boot: the first outage ended with its boot, this one starts anew
+                entry["periods"].append(_period(open_at, None, max(cut, open_at[1]), True))
+                open_at = None
             if event["carrier"] == "down" and open_at is None:
                 open_at = (event, moment)
             elif event["carrier"] == "up" and open_at is not None:
                 entry["periods"].append(_period(open_at, event, moment, False))
                 open_at = None
         if open_at is not None:
-            entry["periods"].append(_period(open_at, None, max(last, open_at[1]), True))
+            cut = _boot_end_after(boot_ends, open_at, None)
+            entry["periods"].append(_period(open_at, None, max(last if cut is None else cut, open_at[1]), True))
     return result
+
+
+def _boot_ends(own, clock, seconds, log_end):
+    """``[(line, seconds, host)]``: where each earlier boot of the log ends (``log_end["boot_ends"]``, see
+    :func:`iter_carrier_events`) after one of the ``own`` events of its host, in their ``clock``; where the boot's end
+    does not read in it, the latest of those events before it (the last time known of that boot)."""
+    ends = log_end.get("boot_ends") if isinstance(log_end, dict) else None
+    result = []
+    for boot_end in ends if isinstance(ends, list) else ():
+        line = boot_end.get("line") if isinstance(boot_end, dict) else None
+        if not isinstance(line, int):
+            continue
+        before = [(event, moment) for event, moment in zip(own, seconds) if isinstance(event.get("line"), int)
+                  and event["line"] < line and _same_host(event, boot_end)]
+        if before:
+            moment = _moment_in(clock, [event for event, dummy in before], boot_end)
+            result.append((line, max(moment for dummy, moment in before) if moment is None else moment, boot_end.get("host")))
+    return result
+
+
+def _same_host(event, boot_end):
+    """Whether a boot's end can be the ``event``'s: the same host, or a record without one (a log of one node)."""
+    return event.get("host") is None or boot_end.get("host") is None or event["host"] == boot_end["host"]
+
+
+def _boot_end_after(boot_ends, open_at, line):
+    """The end (seconds) of the first boot of the loss ``open_at``'s host that ends after the loss and before ``line``
+    (None: the end of the events), or None where the loss's boot lasts that long."""
+    if open_at is None or not isinstance(open_at[0].get("line"), int):
+        return None
+    for end_line, moment, host in boot_ends:
+        if open_at[0]["line"] < end_line and (line is None or end_line <= line) and _same_host(open_at[0], {"host": host}):
+            return moment
+    return None
+
+
+def _moment_in(clock, before, moment):
+    """The seconds of ``moment`` (``{"time", "monotonic_seconds"}``) in ``clock``, the clock of the events ``before``
+    it, or None where it does not read in that clock."""
+    if clock == "monotonic":
+        latest = moment.get("monotonic_seconds")
+        return latest if latest is not None and latest >= before[-1]["monotonic_seconds"] else None
+    timed = [dict(event, monotonic_seconds=None) for event in before]
+    found, seconds = event_clock(timed + [{"time": moment.get("time"), "monotonic_seconds": None, "line": "end"}])
+    return seconds[-1] if found == clock else None
 
 
 def _end_of_its_boot(events, last):

@@ -317,3 +317,78 @@ def test_other_drivers_and_tools_words_for_a_carrier_and_dmesgs_spaced_caller():
     gadget, events = read("linux_usb_2020_quoted_bare_networkd_lines_then_journal_usb0_flaps_mail_with_prose.txt")
     assert [(e["line"], e["carrier"], e["time"]) for e in gadget["events"]][:4] == [
         (7, "up", None), (9, "down", None), (10, "up", None), (12, "down", None)]
+
+
+NEWEST_FIRST = "the log is printed newest first (journalctl -r): its events are read from the last line up"
+
+
+def test_a_journal_printed_newest_first_is_told_by_all_its_records_times():
+    """journalctl -b -2 -r: eighteen records going back from 01:29:39 to 23:44:32, two of them e1000e's carrier
+    changes. The records' order says newest first, though two events alone could be one record out of order."""
+    parsed = parse_carrier_events((LOGS / "fedora43_upgrade_post_journalctl_b_2_r_newest_first_two_events_e1000e_down_up.txt").read_text())
+    assert [(e["line"], e["netdev"], e["carrier"], e["time"]) for e in parsed["events"]] == [
+        (6, "eno1", "down", "Oct 31 01:25:20"), (5, "eno1", "up", "Oct 31 01:25:34")]
+    assert parsed["netdevs"] == {"eno1": {"down": 1, "up": 1, "losses": 1, "last": "up"}}
+    assert parsed["end"] == {"time": "Oct 31 01:29:39", "monotonic_seconds": None}  # the newest record, printed first
+    assert [n["reason"] for n in parsed["notes"]] == [NEWEST_FIRST]
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])["eno1"]
+    assert [(p["down_time"], p["up_time"], p["seconds"], p["ongoing"]) for p in periods["periods"]] == [
+        ("Oct 31 01:25:20", "Oct 31 01:25:34", 14.0, False)]
+    # Constructed: a log in order with one record out of order is not newest first, nor are two records going back once.
+    in_order = ("Oct 31 01:25:19 h kernel: e1000e 0000:00:1f.6 eno1: NIC Link is Down\n"
+                "Oct 31 01:25:34 h kernel: e1000e 0000:00:1f.6 eno1: NIC Link is Up 1000 Mbps Full Duplex\n"
+                "Oct 31 01:25:30 h kernel: a record out of order\nOct 31 01:25:40 h kernel: later\n")
+    parsed = parse_carrier_events(in_order)
+    assert [e["carrier"] for e in parsed["events"]] == ["down", "up"] and parsed["end"]["time"] == "Oct 31 01:25:40"
+    assert NEWEST_FIRST not in [n["reason"] for n in parsed["notes"]]
+    two = parse_carrier_events("Oct 31 01:25:34 h kernel: e1000e 0000:00:1f.6 eno1: NIC Link is Up 1000 Mbps Full Duplex\n"
+                               "Oct 31 01:25:20 h kernel: e1000e 0000:00:1f.6 eno1: NIC Link is Down\n")
+    assert [e["carrier"] for e in two["events"]] == ["up", "down"] and two["notes"] == []
+
+
+REBOOT = ("the kernel's clock goes back here while the wall clock does not (a reboot): a link down before it is counted down "
+          "to the last record before it, not through the reboot")
+
+
+def test_an_outage_open_at_a_reboot_ends_with_its_boot():
+    """A syslog whose kernel records go from [3076.06] at 00:58:38 to [230.2] at 01:05:49: a reboot. networkd's
+    "Lost carrier" of the boot before has no time of the kernel's own, but its outage ends with that boot."""
+    parsed = parse_carrier_events(
+        (LOGS / "ubuntuforums_2018_syslog_networkd_lost_carrier_bridge_vlan_macvtap_e1000e_reset_two_boots_PARTIAL.txt").read_text())
+    assert parsed["end"] == {"time": "Oct 29 01:24:09", "monotonic_seconds": 1329.787086, "boot_ends": [
+        {"line": 5, "time": "Oct 29 00:58:39", "monotonic_seconds": 3076.063464, "host": "home-server"}]}
+    assert [(n["line"], n["reason"]) for n in parsed["notes"]] == [(5, REBOOT)]
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])
+    assert {netdev: [(p["down_time"], p["seconds"], p["ongoing"]) for p in entry["periods"]] for netdev, entry in periods.items()} == {
+        "enp4s0f0": [("Oct 29 00:58:38", 1.0, True)], "br10": [("Oct 29 00:58:39", 0.0, True)],  # to the boot's last record
+        "enp4s0f1": [("Oct 29 01:22:04", 125.0, True)], "vlan10": [("Oct 29 01:22:04", 125.0, True)],
+        "vlan30": [("Oct 29 01:22:04", 125.0, True)], "br30": [("Oct 29 01:22:05", 124.0, True)],
+        "enp3s0f0": [("Oct 29 01:22:49", 80.0, True)], "macvtap0": [("Oct 29 01:22:49", 80.0, True)]}
+
+
+def test_only_a_hosts_own_kernel_clock_going_back_with_the_wall_clock_on_is_a_reboot(tmp_path):
+    # Constructed: a loss in the boot before and another in the next boot are two periods, the first to its boot's end.
+    text = ("2026-11-24T10:00:00+0000 n systemd-networkd[1]: ib0: Lost carrier\n"
+            "2026-11-24T10:00:05+0000 n kernel: [3000.0] mlx5_core 0000:3b:00.0: last record of the boot\n"
+            "2026-11-24T10:04:00+0000 n kernel: [12.5] mlx5_core 0000:3b:00.0: first record of the next\n"
+            "2026-11-24T10:04:10+0000 n systemd-networkd[1]: ib0: Lost carrier\n"
+            "2026-11-24T10:05:10+0000 n kernel: [82.5] the log's last record\n")
+    parsed = parse_carrier_events(text)
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])["ib0"]["periods"]
+    assert [(p["down_line"], p["seconds"], p["ongoing"]) for p in periods] == [(1, 5.0, True), (4, 60.0, True)]
+    # The module's facts measure the same way (their events keep the line, their end the boots' ends).
+    facts = kernel_log_facts(text, {"ib0": {"device": "mlx5_0", "port": 1}}, str(tmp_path), 24, "saved", False)
+    assert [(p["seconds"], p["ongoing"]) for p in facts["down_periods"]["ib0"]["periods"]] == [(5.0, True), (60.0, True)]
+    # A gain in the next boot ends the period as before, through the reboot (test_a_reboot_restarts_the_kernel_clock...).
+    back_up = text.replace("ib0: Lost carrier\n2026-11-24T10:05", "ib0: Gained carrier\n2026-11-24T10:05")
+    parsed = parse_carrier_events(back_up)
+    assert [(p["seconds"], p["ongoing"]) for p in carrier_down_periods(parsed["events"], log_end=parsed["end"])["ib0"]["periods"]] == [
+        (250.0, False)]
+    # Two hosts of a central syslog each have a kernel clock of their own; a dmesg's clock going back without a wall
+    # clock (a console that printed a record late) is no reboot either: no boot's end, no note.
+    hosts = ("2026-11-24T10:00:00+0000 a kernel: [3000.0] x\n2026-11-24T10:00:01+0000 b kernel: [12.0] y\n"
+             "2026-11-24T10:00:02+0000 a kernel: [3002.0] z\n")
+    late = "[  119.437573] x\n[   90.064220] printed late\n[  120.0] y\n"
+    for quiet in (hosts, late):
+        parsed = parse_carrier_events(quiet)
+        assert "boot_ends" not in parsed["end"] and parsed["notes"] == []

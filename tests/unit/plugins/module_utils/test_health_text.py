@@ -501,6 +501,84 @@ def test_rfc5424_fields_without_the_priority_are_records():
     assert [(e["carrier"], e["host"]) for e in flap["events"]] == [("down", "node7"), ("up", "node7")]
 
 
+def test_atl1_names_the_netdev_after_its_pci_function_without_a_colon():
+    """atl1 (Attansic L1): "atl1 0000:02:00.0: eth0 link is up 100 Mbps full duplex" and "... eth0 link is down"."""
+    parsed = parse_carrier_events(read("ubuntuforums_2008_atl1_netdev_without_colon_link_is_down_up_addrconf.txt"))
+    driver = [(e["line"], e["carrier"]) for e in parsed["events"] if e["source"] == "driver"]
+    assert driver == [(1, "up"), (3, "up"), (5, "up"), (7, "up"), (8, "up"), (11, "up"), (13, "up"), (15, "down"), (16, "up"),
+                      (19, "down"), (25, "up"), (28, "down")]
+    assert {(e["netdev"], e["pci_address"]) for e in parsed["events"] if e["source"] == "driver"} == {("eth0", "0000:02:00.0")}
+    assert parsed["netdevs"] == {"eth0": {"down": 3, "up": 13, "losses": 3, "last": "down"}}
+    # Only the four "ADDRCONF(NETDEV_UP): ...: link is not ready" lines are left to the notes.
+    assert [(n["line"], n["reason"]) for n in parsed["notes"]] == [(line, "a link message this filter does not read") for line in (21, 22, 23, 24)]
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])["eth0"]["periods"]
+    assert [(p["down_line"], p["up_line"], p["seconds"], p["ongoing"]) for p in periods] == [
+        (15, 16, 322.825, False), (19, 25, 15139.188, False), (28, None, 0.0, True)]
+    # Constructed: the same words after a device that is no PCI function are noted, not taken for a netdev's carrier.
+    usb = parse_carrier_events("[    5.000000] zd1211rw 5-8:1.0: eth1 link is up\n")
+    assert usb["events"] == [] and [n["reason"] for n in usb["notes"]] == ["a link message this filter does not read"]
+
+
+def test_atl1c_prints_the_older_form_after_its_dev_info_prefix():
+    """atl1c: "atl1c 0000:01:00.0: atl1c: eth0 NIC Link is Up<10 Mbps Half Duplex>" (the driver's name again, no colon
+    after the netdev, "Up<" glued to the speed); five outages of about 2 s and up at the end."""
+    parsed = parse_carrier_events(read("ubuntuforums_2012_mint_atl1c_driver_name_before_netdev_up_angle_bracket_flaps_quoted_first_line.txt"))
+    assert [(e["line"], e["carrier"]) for e in parsed["events"]] == [
+        (2, "up"), (3, "down"), (4, "up"), (6, "up"), (7, "down"), (8, "up"), (10, "up"), (11, "down"), (12, "up"), (14, "up"),
+        (16, "down"), (17, "up"), (19, "up"), (20, "down"), (21, "up"), (23, "up")]
+    assert {(e["netdev"], e["pci_address"], e["source"]) for e in parsed["events"]} == {("eth0", "0000:01:00.0", "driver")}
+    assert parsed["netdevs"] == {"eth0": {"down": 5, "up": 11, "losses": 5, "last": "up"}}
+    assert (parsed["records"], parsed["notes"]) == (23, [])  # the first line's "> " is a quote mark
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])["eth0"]["periods"]
+    assert [(p["down_at"], p["seconds"], p["ongoing"]) for p in periods] == [
+        (84964.097, 2.133, False), (84977.339, 2.141, False), (85328.908, 2.138, False), (86518.038, 2.139, False),
+        (87004.174, 2.139, False)]
+    # Constructed lines in the forms without the prefix (ATL1e's and bnx2's older drivers) read as before.
+    before = parse_carrier_events("[   25.1] ATL1e: eth0 NIC Link is Up<100 Mbps Full Duplex>\n[   30.2] bnx2: eth0 NIC Copper Link is Down\n")
+    assert [(e["netdev"], e["carrier"], e["pci_address"]) for e in before["events"]] == [("eth0", "up", None), ("eth0", "down", None)]
+
+
+def test_cdc_ncms_network_connection_is_its_carrier():
+    """cdc_ncm (an RTL8156 2.5G USB adapter) logs the device's notification, which sets the carrier: "cdc_ncm 1-1:2.0
+    enx002427880815: network connection: disconnected" (repeated every 32 ms by that adapter), then "connected"."""
+    parsed = parse_carrier_events(read("netdev_2021_grundler_cdc_ncm_rtl8156_network_connection_disconnected_connected_PARTIAL.txt"))
+    assert [(e["line"], e["netdev"], e["carrier"], e["monotonic_seconds"]) for e in parsed["events"]] == [
+        (17, "enx002427880815", "down", 785963.089586), (18, "enx002427880815", "down", 785963.121673),
+        (19, "enx002427880815", "down", 785963.153682), (31, "enx002427880815", "up", 786139.600992),
+        (33, "enx002427880815", "up", 786139.665097), (35, "enx002427880815", "up", 786139.729094)]
+    assert parsed["netdevs"] == {"enx002427880815": {"down": 3, "up": 3, "losses": 1, "last": "up"}}
+    assert {e["pci_address"] for e in parsed["events"]} == {None}  # a USB interface, no PCI function
+    # The mail's prose and its "..." are no records; no record is left unread.
+    assert {n["reason"] for n in parsed["notes"]} == {"not a log record"} and parsed["records"] == 24
+    # Constructed: another wording of the notification is noted, not dropped.
+    odd = parse_carrier_events("[ 9.0] cdc_ncm 1-1:2.0 usb0 (unregistered): network connection: disconnected\n")
+    assert odd["events"] == [] and [n["reason"] for n in odd["notes"]] == ["a link message this filter does not read"]
+
+
+def test_a_journal_line_cut_to_its_host_and_tag_is_a_record():
+    """Journal lines whose time was cut, the host kept (anonymised to "host"): "host kernel: r8169 ... Link is Down"."""
+    parsed = parse_carrier_events(read("blog_2021_linux_desktop_rant_journal_cut_to_host_and_tag_r8169_suspend_link_down_PARTIAL.txt"))
+    assert [(e["line"], e["netdev"], e["carrier"], e["host"], e["time"], e["pci_address"]) for e in parsed["events"]] == [
+        (6, "enp2s0", "down", "host", None, "0000:02:00.0")]
+    assert (parsed["records"], parsed["end"]) == (10, None)  # every line but the fence, none with a time
+    assert [(n["line"], n["reason"]) for n in parsed["notes"]] == [(1, "not a log record")]
+    # Constructed: a program's tag with its pid counts too; two words before another colon are prose, not a record.
+    assert brief(parse_carrier_events("node7 systemd-networkd[525]: ib0: Lost carrier\n")) == [(1, "ib0", "down", "networkd")]
+    prose = parse_carrier_events("Kernel version: 5.10\n")
+    assert (prose["records"], [n["reason"] for n in prose["notes"]]) == (0, ["not a log record"])
+
+
+def test_a_level_without_a_time_stamp_is_a_record():
+    """A kernel 2.4 log read with klogctl: "<6>e1000: eth0 NIC Link is Up 100 Mbps Full Duplex", no time stamps."""
+    parsed = parse_carrier_events(read("lkml_2003_klogctl_dump_kernel_2.4_levels_without_time_e1000_link_up_PARTIAL.txt"))
+    assert [(e["line"], e["netdev"], e["carrier"], e["time"], e["monotonic_seconds"], e["log_format"]) for e in parsed["events"]] == [
+        (9, "eth0", "up", None, None, "dmesg")]
+    # Ten records; the two halves the mail wrapped off ("0.", "1.") are not records.
+    assert (parsed["records"], [n["line"] for n in parsed["notes"]], parsed["end"]) == (10, [5, 7], None)
+    # Constructed: the level before a time stamp reads as before, the time kept.
+    assert parse_carrier_events("<6>[   14.952018] e1000e 0000:00:19.0 eth0: NIC Link is Down\n")["events"][0]["monotonic_seconds"] == 14.952018
+
+
 # --------------------------------------------------------------------------- rdma system
 
 
