@@ -59,6 +59,13 @@ _FRAME = " \t\u2502\u2503\u2551"
 _IB_NO_DEVICE = re.compile(r"^NET/IB ?: No device found", re.IGNORECASE)
 _SOCKET_USING = re.compile(r"^NET/Socket ?: Using (?P<interfaces>.*?)\s*$")
 _SOCKET_INTERFACE = re.compile(r"\[(?P<index>\d+)\](?P<name>[^:\s]+):(?P<address>\S+?)(?:<\d+>)?(?=\s|$)")
+# Before 2.4 (src/include/socket.h of 2.3.7), findInterfaces() named each interface it picked on a line of its own,
+# "NET : Using interface eth0:172.17.0.2<0>" (the <0>: the address's port), for two callers: the socket transport, whose
+# "NET/Socket : 1 interfaces found" follows its list, and IB's sideband, whose "NET/IB : Using interface eth0 for sideband
+# communication" follows its one interface. Which caller a line was for is known only from the line that follows it.
+_LEGACY_INTERFACE = re.compile(r"^NET : Using interface (?P<name>[^:\s]+):(?P<address>\S+?)(?:<\d+>)?\s*$")
+_SOCKET_FOUND = re.compile(r"^NET/Socket ?: (?P<count>\d+) interfaces? found")
+_IB_SIDEBAND = re.compile(r"^NET/IB ?: Using interface \S+ for sideband communication")
 _ENV_SET = re.compile(r"^(?P<name>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<value>.*?)\.?\s*$")
 _GDR_RING = re.compile(r"Connected all rings(?:, use ring PXN (?P<pxn>\d+) GDR (?P<gdr>\d+))?")
 # "GPU Direct RDMA Enabled for GPU 8 / HCA 0", and since 2.19 with the way NCCL found it, in small letters:
@@ -176,7 +183,9 @@ def _records(line):
         if match is None:
             break
         matches.append(match)
-        position = match.start("message")
+        # The next record may begin right where this one's message would (NCCL 2.3 wrote a prefix and its message apart,
+        # so another process's whole record can follow a prefix at once): the search takes in the blank before it.
+        position = max(match.start("message") - 1, match.end("level"))
     records = []
     for number, (match, following) in enumerate(zip(matches, matches[1:] + [None])):
         message = line[match.start("message"):following.start("host") if following else len(line)]
@@ -214,9 +223,11 @@ def parse_nccl_log(text, strict=False):
       every one seen, in order;
     * ``ib_devices``: the HCAs of ``NET/IB : Using`` (``index``, ``device``, ``port``, ``link``:
       ``IB`` or ``RoCE``); ``ib_no_device``: NCCL said ``NET/IB : No device found``;
-      ``verbs_missing``: it could not open libibverbs; ``socket_interfaces``: ``NET/Socket : Using``;
+      ``verbs_missing``: it could not open libibverbs; ``socket_interfaces``: ``NET/Socket : Using``
+      (before 2.4: the ``NET : Using interface`` lines that a ``NET/Socket : N interfaces found`` counts);
     * ``env``: the ``NCCL_*`` variables NCCL reports as set (``NCCL_IB_HCA``, ``NCCL_IB_DISABLE``...);
-    * ``channels``: one item per connected channel line (``channel``, ``sub``, ``src_rank``,
+    * ``channels``: one item per connected channel line (also one that stands without NCCL's prefix, which
+      processes sharing one stream wrote apart from its message: a note says so), (``channel``, ``sub``, ``src_rank``,
       ``dst_rank``, ``direction``, ``transport`` as printed, ``kind`` among ``net_ib``, ``net_socket``,
       ``net_plugin``, ``p2p``, ``shm``, ``collnet``, ``nvls``, ``other``, and for network channels
       ``net``, ``net_device``, ``gdrdma``, ``hca``: the HCA name when ``ib_devices`` names the index, ``mlx5_0+mlx5_1`` for NICs NCCL
@@ -244,6 +255,9 @@ def parse_nccl_log(text, strict=False):
     seen_channels = set()
     last_warning = None  # the WARN message of the line before, which a wrap may have cut
     ib_using_open = False  # the lines before were a "NET/IB : Using" line and its wrapped rest
+    pending_interfaces = {}  # host -> the "NET : Using interface" lines (before 2.4) that no later line placed yet
+    orphans = []  # (number, message) of the channel lines without NCCL's prefix
+    emptied = []  # the lines of a record whose prefix another record follows at once: its message stands apart
     for number, raw in enumerate(_lines(text), start=1):
         line = raw.rstrip(_FRAME)
         if not line.strip():
@@ -273,6 +287,13 @@ def parse_nccl_log(text, strict=False):
         if parsed is None:
             if version:
                 continue
+            if _CHANNEL.match(line.strip()):
+                # A channel message without its prefix: NCCL 2.3 wrote the two apart, and another process's record came
+                # between them ("host:1:2 [7] NCCL INFO host:3:4 [6] NCCL INFO Ring 04 : ...", then "Ring 04 : 7[7] -> 3[3]
+                # via P2P/IPC" later). Read once the text shows it is an NCCL log; counted among the other lines until then.
+                orphans.append((number, line.strip()))
+                result["other_lines"] += 1
+                continue
             result["other_lines"] += 1
             if first_other is None:
                 first_other = (number, line)
@@ -280,6 +301,8 @@ def parse_nccl_log(text, strict=False):
                 raise NcclOutputError("line %d is not an NCCL log line: %r" % (number, line.strip()[:120]))
             continue
         result["lines"] += 1
+        if any(not message for dummy, dummy, message in records[:-1]):
+            emptied.append(number)
         for host, level, message in records:
             if host and host not in result["hosts"] and not host.startswith("<"):
                 result["hosts"].append(host)
@@ -291,7 +314,7 @@ def parse_nccl_log(text, strict=False):
                     result["verbs_missing"] = True
                 ib_using_open = False
                 continue
-            ib_using_open = _read_message(result, message, number, seen_channels) == "ib_using"
+            ib_using_open = _read_message(result, message, number, seen_channels, host, pending_interfaces) == "ib_using"
     if not result["lines"]:
         tagged = _tag_bare_messages(text)
         if tagged is not None:
@@ -301,8 +324,32 @@ def parse_nccl_log(text, strict=False):
             return result
         where = (" (line %d: %r)" % (first_other[0], first_other[1].strip()[:120])) if first_other else ""
         raise NcclOutputError("nothing in the text is an NCCL log line (NCCL INFO or NCCL WARN)%s" % where)
+    _read_orphans(result, orphans, emptied, seen_channels)
     _settle(result)
     return result
+
+
+def _shown_lines(numbers):
+    """Line numbers as a note gives them: the first ten, then how many more."""
+    shown = ", ".join(str(number) for number in numbers[:10])
+    return shown + (" and %d more" % (len(numbers) - 10) if len(numbers) > 10 else "")
+
+
+def _read_orphans(result, orphans, emptied, seen_channels):
+    """Read the channel lines that stand without NCCL's prefix, and say which records lost their message."""
+    if emptied:
+        _note(result["notes"], "line(s) %s hold a record's prefix with another record right after it: processes sharing one "
+                               "stream wrote a prefix and its message apart, so that message stands elsewhere (a later line "
+                               "without prefix) or is lost" % _shown_lines(emptied))
+    if not orphans:
+        return
+    for number, message in orphans:
+        _read_message(result, message, number, seen_channels)
+    result["channels"].sort(key=lambda entry: entry["line"])
+    result["other_lines"] -= len(orphans)
+    result["lines"] += len(orphans)
+    _note(result["notes"], "channel line(s) %s stand without NCCL's prefix (written apart from it, another process's output "
+                           "between them): read as channels whose host is not known" % _shown_lines([n for n, dummy in orphans]))
 
 
 # NCCL's own messages, recognisable without its "host:pid:tid [dev] NCCL INFO " (an author may cut it).
@@ -335,8 +382,11 @@ def _add_ib_devices(result, text):
         _add_ib_device(result, device)
 
 
-def _read_message(result, message, number, seen_channels):
-    """Read one NCCL message into ``result``; "ib_using" for a ``NET/IB : Using`` line (its rest may be wrapped)."""
+def _read_message(result, message, number, seen_channels, host=None, pending_interfaces=None):
+    """Read one NCCL message into ``result``; "ib_using" for a ``NET/IB : Using`` line (its rest may be wrapped).
+
+    ``pending_interfaces`` (host -> interfaces) keeps the ``NET : Using interface`` lines of NCCL before 2.4 until the
+    line that follows them says whose they were."""
     tail = _CHANNEL_TAIL.search(message)
     channel = _CHANNEL.match(message[:tail.start()] if tail else message)
     if channel:
@@ -378,6 +428,9 @@ def _read_message(result, message, number, seen_channels):
     if _IB_NO_DEVICE.match(message):
         result["ib_no_device"] = True
         return
+    if _LEGACY_INTERFACE.match(message) or _SOCKET_FOUND.match(message) or _IB_SIDEBAND.match(message):
+        _read_legacy_interfaces(result, message, number, host, {} if pending_interfaces is None else pending_interfaces)
+        return
     ib = _IB_USING.match(message)
     if ib:
         _add_ib_devices(result, ib.group("devices"))
@@ -415,6 +468,28 @@ def _read_message(result, message, number, seen_channels):
         bucket = result["gdr"]["enabled" if gdr.group("state").lower() == "enabled" else "disabled"]
         if name not in bucket:
             bucket.append(name)
+
+
+def _read_legacy_interfaces(result, message, number, host, pending):
+    """NCCL 2.2/2.3's interface lines: the ones "NET/Socket : N interfaces found" counts are the socket transport's."""
+    legacy = _LEGACY_INTERFACE.match(message)
+    if legacy:
+        pending.setdefault(host, []).append((legacy.group("name"), legacy.group("address")))
+        return
+    listed = pending.pop(host, [])
+    found = _SOCKET_FOUND.match(message)
+    if not found:
+        return  # IB's sideband interface, not a socket transport's
+    count = int(found.group("count"))
+    picked = listed[-count:] if count else []
+    whole = len(picked) == count  # else lines of the list are not in the text, and which ones (so each one's index) is not known
+    if not whole:
+        _note(result["notes"], "NET/Socket found %d interface(s) but the text names %d before it: only those are known, "
+                               "not their index" % (count, len(picked)), number, message)
+    for index, (name, address) in enumerate(picked):
+        item = {"index": index if whole else None, "name": name, "address": address}
+        if item not in result["socket_interfaces"]:
+            result["socket_interfaces"].append(item)
 
 
 def _settle(result):

@@ -279,6 +279,8 @@ _COMMENTED_TABLE = re.compile(r"^\s*#[ \t]+(?=#bytes\b|[0-9]+[ \t]+[0-9])")
 # A test harness's prefix of each line the tool printed: "2019-07-16 03:43:24,134 process L0458 DEBUG| [stdout] ".
 _HARNESS_STREAM = re.compile(r"^.{0,120}?\| ?\[(?:stdout|stderr)\] ?")
 # Two figures of two decimals each with nothing between them.
+# A figure an author set in Markdown emphasis ("**5544.28**", "*5.67*", "__920.13__"): perftest prints no "*" or "_" in a row.
+_EMPHASISED_FIGURE = re.compile(r"^(\*\*|\*|__|_)(?P<figure>[0-9]{1,15}(?:\.[0-9]{1,12})?)\1$")
 _GLUED_FIGURES = re.compile(r"^([0-9]+\.[0-9]{2})([0-9]+\.[0-9]{2})$")
 
 
@@ -759,6 +761,11 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
             in_header = False
             continue
         tokens = line.split()
+        emphasised = [token for token in tokens if _EMPHASISED_FIGURE.match(token)]
+        if emphasised and all(_number(token) is not None or token in emphasised for token in tokens):
+            # A row whose figure its author made bold in a Markdown paste: the figure is perftest's, the stars are not.
+            tokens = [_EMPHASISED_FIGURE.match(token).group("figure") if token in emphasised else token for token in tokens]
+            _note(notes, "figures in the author's Markdown emphasis (%s) read without it" % ", ".join(emphasised), number, line)
         values = [_number(token) for token in tokens]
         glued = [token for token, value in zip(tokens, values) if value is None]
         if table is not None and glued and all(_GLUED_FIGURES.match(token) for token in glued):

@@ -469,3 +469,60 @@ def test_an_mpi_launchers_lines_inside_the_table_and_an_authors_markdown_table()
     markdown = table("all_reduce_perf_markdown_table_made_by_the_author_only_readme.txt")
     assert markdown["rows"] == [] and markdown["notes"][-1]["reason"] == (
         "no result row: the table is a Markdown table its author made from the output, not the output")
+
+
+def test_a_prefix_with_another_record_right_after_it_and_its_message_standing_apart_are_both_read():
+    # NCCL 2.3 on 8 GPUs of one host, 8 processes on one stdout: "host:pid:tid [7] NCCL INFO host:pid:tid [6] NCCL INFO Ring 04 : 6[6]
+    # -> 5[5] via P2P/IPC" (lines 1, 4, 12), and the first prefix's message later on a line of its own (lines 3, 7, 15).
+    parsed = log("nccl_info_2.3_ring_lines_prefix_and_message_written_apart_orphan_ring_lines_nccl_issue147_PARTIAL.log")
+    assert parsed["transports"] == {"p2p": 17}
+    assert (parsed["hosts"], parsed["lines"], parsed["other_lines"]) == (["learnfair062"], 17, 0)
+    connections = [(c["channel"], c["src_rank"], c["dst_rank"], c["line"]) for c in parsed["channels"]]
+    assert [c for c in connections if c[3] in (1, 3, 4, 7, 12, 15)] == [
+        (4, 6, 5, 1), (4, 7, 3, 3), (4, 4, 6, 4), (4, 3, 2, 7), (5, 6, 5, 12), (5, 5, 1, 15)]
+    assert [n["reason"] for n in parsed["notes"]] == [
+        "line(s) 1, 4, 12 hold a record's prefix with another record right after it: processes sharing one stream wrote a prefix "
+        "and its message apart, so that message stands elsewhere (a later line without prefix) or is lost",
+        "channel line(s) 3, 7, 15 stand without NCCL's prefix (written apart from it, another process's output between them): "
+        "read as channels whose host is not known"]
+
+
+def test_a_channel_line_without_prefix_alone_is_still_no_nccl_log():
+    # Constructed: one of the fixture's bare lines on its own, and after an application's line: nothing says it is NCCL's.
+    with pytest.raises(NcclOutputError):
+        parse_nccl_log("Ring 04 : 7[7] -> 3[3] via P2P/IPC\n")
+    with pytest.raises(NcclOutputError):
+        parse_nccl_log("Epoch 1/24\nRing 04 : 7[7] -> 3[3] via P2P/IPC\n", strict=True)
+
+
+def test_nccl_2_3s_socket_interface_lines_are_the_socket_transports_where_it_counts_them():
+    # "NET : Using interface eth0:172.17.0.2<0>" then "NET/Socket : 1 interfaces found" (NCCL 2.3.7, libibverbs missing).
+    parsed = log("nccl_info_2.3.7_no_libibverbs_internal_network_socket_net_using_interface_mpi_tag_horovod_issue1167_PARTIAL.log")
+    assert (parsed["network"], parsed["verbs_missing"], parsed["version"]) == ("Socket", True, "2.3.7+cuda9.0")
+    assert parsed["socket_interfaces"] == [{"index": 0, "name": "eth0", "address": "172.17.0.2"}]
+    assert parsed["warnings"] == ["Failed to open libibverbs.so[.1]"]
+    # The same line before "NET/IB : Using interface ib0 for sideband communication" is IB's sideband: no socket interface.
+    sideband = log("nccl_info_2.3.7_device_lines_using_internal_network_ib_horovod_issue1097_PARTIAL.log")
+    assert (sideband["socket_interfaces"], sideband["ib_devices"]) == ([], [{"index": 0, "device": "mlx5_0", "port": 1, "link": "IB"}])
+    assert sideband["notes"] == [{"line": None, "text": None, "reason": "no channel line (NCCL INFO Channel ... via ...): the log does "
+                                  "not say which transport NCCL connected (NCCL_DEBUG=INFO prints them when a communicator is set up)"}]
+
+
+def test_nccl_2_3s_socket_list_then_ib_sideband_pick_and_a_count_above_the_lines_shown():
+    # Constructed in the form of NCCL 2.3.7's findInterfaces() lines (src/include/socket.h at v2.3.7-1): the socket transport's three
+    # interfaces and their count, then IB's one sideband pick, then a count whose lines the text does not hold.
+    prefix = "ml3:32632:32662 [0] NCCL INFO "
+    text = "".join(prefix + line + "\n" for line in (
+        "NET : Using interface enp0s31f6:10.92.42.96<0>", "NET : Using interface virbr0:192.168.122.1<0>",
+        "NET : Using interface br-4e5f60905511:172.18.0.1<0>", "NET/Socket : 3 interfaces found",
+        "NET : Using interface enp0s31f6:10.92.42.96<0>", "NET/IB : Using interface enp0s31f6 for sideband communication",
+        "Using network Socket"))
+    parsed = parse_nccl_log(text)
+    assert parsed["socket_interfaces"] == [{"index": 0, "name": "enp0s31f6", "address": "10.92.42.96"},
+                                           {"index": 1, "name": "virbr0", "address": "192.168.122.1"},
+                                           {"index": 2, "name": "br-4e5f60905511", "address": "172.18.0.1"}]
+    assert parsed["ib_devices"] == [] and parsed["network"] == "Socket"
+    cut = parse_nccl_log(prefix + "NET : Using interface eth0:10.0.0.1<0>\n" + prefix + "NET/Socket : 2 interfaces found\n")
+    assert cut["socket_interfaces"] == [{"index": None, "name": "eth0", "address": "10.0.0.1"}]
+    assert cut["notes"][0] == {"line": 2, "text": "NET/Socket : 2 interfaces found",
+                               "reason": "NET/Socket found 2 interface(s) but the text names 1 before it: only those are known, not their index"}

@@ -258,3 +258,29 @@ def test_a_peak_one_side_did_not_measure_is_no_disagreement_and_the_others_is_ta
                             .read_text())
     assert (parsed["sides"], parsed["sides_agree"]) == (2, True)
     assert parsed["results"][0]["bw_peak_gbps"] == round(3.75 * 8 * 1.048576 / 1000, 6)
+
+
+def test_figures_an_author_set_in_markdown_bold_are_read_and_two_runs_are_no_two_sides():
+    # perftest issue #65 as posted: "**5544.28**" and "**920.13**" in the rows of two runs (Case1, Case2), prose after them.
+    bold = parse_perftest((FIXTURES / "perftest" / "ib_send_bw_two_runs_same_size_figures_in_markdown_bold_case1_case2_issue65_verbatim_with_other_lines.txt")
+                          .read_text())
+    assert (bold["sides"], bold["failure"], bold["unit"]) == (1, None, "MB/sec")
+    assert bold["results"] == [{"bytes": 1024, "iterations": 1000, "msg_rate_mpps": 5.67734, "bw_peak_gbps": None,
+                                "bw_average_gbps": round(5544.28 * 2 ** 20 * 8 / 1e9, 6)}]
+    reasons = [(n["line"], n["reason"]) for n in bold["notes"]]
+    assert (7, "figures in the author's Markdown emphasis (**5544.28**) read without it") in reasons
+    assert (11, "another run of the test starts here (1024 bytes again, at 0.942218 Mpps after 5.67734): only the first run is read") in reasons
+    # The copy of the same description with the stars removed reads the same figures.
+    plain = parse_perftest((FIXTURES / "perftest" / "ib_send_bw_two_runs_same_size_other_message_rates_case1_case2_mail_with_prose.txt")
+                           .read_text())
+    assert {key: value for key, value in plain.items() if key != "notes"} == {key: value for key, value in bold.items() if key != "notes"}
+    assert not any("emphasis" in n["reason"] for n in plain["notes"])
+
+
+def test_stars_around_a_figure_are_read_only_in_a_row_of_figures():
+    # Constructed from the fixture's row: a word in stars, or a figure glued to a word in stars, leaves the row unread.
+    header = "#bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
+    for row in ("1024       1000             0.00               **fast**\t\t   5.677340",
+                "1024       1000             0.00               **5544.28*\t\t   5.677340"):
+        parsed = parse_perftest(header + row + "\n")
+        assert parsed["results"] == [] and parsed["failure"]["cause"] == "unknown"

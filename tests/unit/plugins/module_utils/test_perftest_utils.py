@@ -99,6 +99,7 @@ EXPECTED = {
     "ib_send_lat_two_sides_rank_labels_before_each_line_h200_modal.txt": [(2, None)],
     "ib_send_lat_server_rxe_ipv6_rdma_cm_waiting_lines_no_gpu_container_prompt.txt": [(2, None)],
     "ib_send_bw_two_runs_same_size_other_message_rates_case1_case2_mail_with_prose.txt": [(1024, round(5544.28 * MIB_GBPS, 6))],
+    "ib_send_bw_two_runs_same_size_figures_in_markdown_bold_case1_case2_issue65_verbatim_with_other_lines.txt": [(1024, round(5544.28 * MIB_GBPS, 6))],
     # A one-way RDMA test: two tables of all sizes are two runs; a table of all sizes and one row are its two sides.
     "ib_read_bw_a_rxe0_two_runs_before_and_after_a_patch_snip_lines_mail_with_prose.txt": [(2 ** n, None) for n in range(1, 21)] + [
         (2097152, round(24.10 * MIB_GBPS, 6)), (4194304, None), (8388608, round(17.82 * MIB_GBPS, 6))],
