@@ -10,7 +10,8 @@ names of ``ansible_facts.rdma.ports`` (see ``FIELDS``). Every dict carries every
 output does not show is None. Device fields (``hca_type``, ``fw_ver``, ...) are repeated on each
 port of their device. A device listing without ports (``ibstat -l``, ``ibv_devinfo -l``,
 ``ibstat -s``, a listing cut before its first port) gives one dict for the device with ``port``
-None. A device or port printed twice is one entry; the later values win.
+None. A device or port printed twice is one entry; the later values win (``rdma link`` notes a port
+listed again in another state, so the earlier state is not lost without a word).
 
 The parsers read what people paste, not only what the tools print: indentation by tabs, by
 spaces or none at all, ``column -t`` alignment, trailing blanks, CRLF line ends, ANSI colours,
@@ -763,6 +764,8 @@ def _devinfo_blocks(reader, lines):
     devices = _Devices()
     device = port = None
     headings = {}  # hca_id -> its line (number, text)
+    port_lines = {}  # (hca_id, port) -> its first port: line (number, text)
+    fields_without_port = set()  # the hca_ids with a port's field before any port: line (noted as such)
     # ibv_devinfo -v (MLNX_OFED's most of all) prints device attributes in forms of their own
     # ("log atomic arg sizes (mask)   0x8", "Multi-Packet RQ supported", "UMR fixed size:"): in the
     # attributes of a device, before its ports, they are noted as such, and strict mode takes them.
@@ -817,6 +820,7 @@ def _devinfo_blocks(reader, lines):
                 port = None
                 continue
             port = devices.port(device, _int(value))
+            port_lines.setdefault((device["name"], port["port"]), (number, line))
         elif key == "transport":
             device["fields"]["transport"] = _known(_strip_code(value))
         elif key in _DEVINFO_DEVICE_KEYS and port is None:
@@ -825,6 +829,7 @@ def _devinfo_blocks(reader, lines):
         elif port is None:
             if key in _DEVINFO_PORT_ONLY_KEYS or _DEVINFO_GID.match(key):
                 reader.note(number, line, "a port's field before any port: line (the paste left the port line out): not read")
+                fields_without_port.add(device["name"])
             continue  # otherwise one of the many device attributes of -v; not a port field
         elif key == "state":
             _set_state(port_fields, value)
@@ -850,6 +855,18 @@ def _devinfo_blocks(reader, lines):
         if announced and len(device["ports"]) < announced and device["name"] in headings:
             reader.note(*headings[device["name"]], "%d of its %d ports (phys_port_cnt) are in the text (ibv_devinfo -i, or a "
                                                    "paste cut short): the others are not read" % (len(device["ports"]), announced))
+        elif announced is None and not device["ports"] and device["name"] in headings and device["name"] not in fields_without_port:
+            # ibv_devinfo prints phys_port_cnt in every device block, before the ports: a block without it was cut
+            # (`| head`, a paste that stops early), so whether the device has ports, and their state, is not in the text. A
+            # port's fields without their port: line are another cut, noted line by line already.
+            reader.note(*headings[device["name"]], "the block of %s ends before its phys_port_cnt and its ports (the text is "
+                                                   "cut there): its ports are not known" % device["name"])
+        for port in device["ports"]:
+            if set(port) <= {"port"} and (device["name"], port["port"]) in port_lines:
+                # A port: line with no field after it (`ibv_devinfo | head` cut right there): no state was read, not a port
+                # without one.
+                reader.note(*port_lines[(device["name"], port["port"])], "port %d of %s has no field after its port: line "
+                            "(the text is cut there): its state and link layer are not known" % (port["port"], device["name"]))
     return reader.result(devices.result())
 
 
@@ -943,6 +960,7 @@ def parse_rdma_link(data, strict=False):
         return _rdma_link_json(reader, items)
     devices = _Devices()
     port = None
+    read_at = {}  # (device, port) -> the line its state was last read from
     for number, line in reader.lines():
         if port is not None and _RDMA_CAPS.match(line):
             reader.placed()
@@ -959,8 +977,21 @@ def parse_rdma_link(data, strict=False):
             reader.note(number, line, "an arrow and text after the values, not rdma's, left out")
             rest = rest[:arrow.start()]
         words = rest.split()
+        earlier = (port.get("state"), port.get("phys_state"))
         _rdma_link_fields(port, dict(zip(words[0::2], words[1::2])))
+        _note_relisted_state(reader, number, line, "%s/%s" % (match.group("device"), match.group("port")), earlier,
+                             (port.get("state"), port.get("phys_state")), read_at)
     return reader.result(devices.result())
+
+
+def _note_relisted_state(reader, number, line, name, earlier, now, read_at):
+    """A port listed again (``rdma link`` run before and after ``ip link set ... up``) in another state: the later
+    listing is read, as the docstring of the module says, and the note keeps the earlier state from being lost."""
+    where = read_at.get(name)
+    read_at[name] = number
+    if where is not None and None not in earlier and earlier != now:
+        reader.note(number, line, "%s is listed again and its state differs from line %d's (%s); the later one is read"
+                    % (name, where, "/".join(earlier)))
 
 
 def _json_list(text):

@@ -282,6 +282,10 @@ _BUFFERS = re.compile(r"^Receive buffer size \(bytes\):\s*(?P<sizes>[0-9,]+)(?:m
 _TC = re.compile(r"^tc:\s*(?P<tc>[0-9]+)\s+ratelimit:\s*(?P<rate>[^,]+),\s*tsa:\s*(?P<tsa>\w+)(?:,\s*bw:\s*(?P<bw>[0-9]+)%)?")
 _TC_PRIO = re.compile(r"^priority:\s*(?P<prio>[0-7])$")
 _PFC_TITLE = re.compile(r"^PFC configuration:\s*$")
+# Where an author elided the rest of an output ("...", "... # many other outputs", "[...]", "<snip>"): mlnx_qos prints no
+# such line, so the tables after it (the PFC table comes after the DSCP map) are not in the text.
+_ELIDED = re.compile(r"^(?:\.{3,}|\u2026|\[\s*(?:\.{3}|\u2026|snip(?:ped)?)\s*\]|<\s*(?:\.{3}|snip(?:ped)?)\s*>)(?:\s+#.*)?$",
+                     re.IGNORECASE)
 
 
 def _output_starts(lines):
@@ -336,10 +340,13 @@ def parse_mlnx_qos(text):
         notes.append("the text holds %d mlnx_qos outputs; the last one (from line %d) is read" % (len(starts), first + 1))
     result = {"trust": None, "dcbx_mode": None, "enabled_priorities": None, "pfc_buffer": None, "dscp_prio": {},
               "cable_len": None, "receive_buffers": None, "receive_buffer_max": None, "tcs": {}, "notes": notes}
-    current_tc, pfc_header = None, False
-    for line in lines[first:]:
+    current_tc, pfc_header, elided = None, False, None
+    for number, line in enumerate(lines[first:], first + 1):
         stripped = line.strip()
         if not stripped:
+            continue
+        if _ELIDED.match(stripped):
+            elided = elided or (number, stripped)
             continue
         for pattern, key in ((_TRUST, "trust"), (_DCBX, "dcbx_mode")):
             match = pattern.match(stripped)
@@ -384,6 +391,9 @@ def parse_mlnx_qos(text):
         raise QosTextError("%s: neither the trust state nor the PFC 'enabled' row could be read" % what)
     if result["trust"] is None:
         notes.append("the output has no 'Priority trust state:' line (an older mlnx_qos prints none): the trust mode is not in it")
+    if result["enabled_priorities"] is None and elided:
+        notes.append("line %d (%r) elides the rest of the output: its PFC table is not in the text, so PFC is not known"
+                     % (elided[0], elided[1][:60]))
     result["dscp_prio"] = dict(sorted(result["dscp_prio"].items(), key=lambda item: int(item[0])))
     return result
 
@@ -527,6 +537,9 @@ def qos_of_netdev(sysfs_root, netdev, outputs):
         entry["notes"].extend(parsed["mlnx_qos"]["notes"])
         if not parsed["mlnx_qos"]["trust"]:
             reasons.append("mlnx_qos -i printed no 'Priority trust state:' line")
+        if parsed["mlnx_qos"]["enabled_priorities"] is None:
+            # A saved output cut before its PFC table (elided, or a paste that stops early): PFC was not read, not off.
+            reasons.append("the mlnx_qos -i output is cut before its PFC table")
     if entry["pfc"] is None:
         entry["pfc"] = {"enabled_priorities": None, "source": None, "reason": "; ".join(r for r in reasons if r) or "no PFC output"}
     if entry["trust"] is None:

@@ -261,6 +261,15 @@ EXPECTED = {
                sys_image_guid="0xb22628fffed3b0f0", state=None, phys_state=None, gid=None),
     ],
     "ibv_devinfo/pib_2_libibverbs_warnings_no_ib_devices_found.txt": [],
+    # `ibv_devinfo | head` cut right after EFA's "port:\t1": the port without a field of its own (a note says so).
+    "ibv_devinfo/ozone_ai_efa_notes_ibv_devinfo_pipe_head_cut_at_port_line_efa_0.txt": [
+        _entry("efa_0", 1, transport="unspecified", fw_ver="0.0.0.0", node_guid="0x0000000000000000", sys_image_guid="0x0000000000000000",
+               vendor_id="0x1d0f", vendor_part_id=61344, hw_rev="0xEFA0", num_ports=1, state=None, phys_state=None, link_layer=None),
+    ],
+    # siw_0's block stops after its transport line: the device without phys_port_cnt or a port (a note says so).
+    "ibv_devinfo/zh_wsl_notes_siw_0_ibv_devinfo_d_prompt_cut_after_transport_author_comment_PARTIAL.txt": [
+        _entry("siw_0", None, transport="iWARP", num_ports=None, fw_ver=None, state=None),
+    ],
     # ibstatus where /sys/class/infiniband holds no device: its "Fatal error: ... sys files not found".
     "ibstatus/trinity_219_fatal_error_sys_files_not_found_prompt.txt": [],
     # MLNX_OFED 4's ibv_devinfo -d mlx5_3 -v: a RoCE port at 1X 10 Gb/s among its own attribute lines.

@@ -466,3 +466,40 @@ def test_a_port_listed_again_in_another_namespace_keeps_its_netdev_and_an_author
         (1, "not rdma link output"), (3, "an arrow and text after the values, not rdma's, left out"), (8, "not rdma link output"),
         (11, "an arrow and text after the values, not rdma's, left out"), (12, "an arrow and text after the values, not rdma's, left out"),
         (13, "an arrow and text after the values, not rdma's, left out")]
+
+
+def test_an_ibv_devinfo_block_cut_at_its_port_line_or_before_its_ports_says_so():
+    # `ibv_devinfo | head` cut right after "port:\t1" (EFA): the port is there, none of its fields.
+    efa = PARSERS["ibv_devinfo"]((FIXTURES / "ibv_devinfo" / "ozone_ai_efa_notes_ibv_devinfo_pipe_head_cut_at_port_line_efa_0.txt")
+                                 .read_text(encoding="utf-8"))
+    assert [(p["device"], p["port"], p["num_ports"], p["vendor_id"], p["state"], p["link_layer"]) for p in efa["ports"]] == [
+        ("efa_0", 1, 1, "0x1d0f", None, None)]
+    reason = "port 1 of efa_0 has no field after its port: line (the text is cut there): its state and link layer are not known"
+    assert efa["notes"] == [{"line": 11, "text": "port:\t1", "reason": reason}]
+    # A siw device's block that stops after its transport line (an author's comment after it): no phys_port_cnt, no port.
+    siw = PARSERS["ibv_devinfo"]((FIXTURES / "ibv_devinfo" / "zh_wsl_notes_siw_0_ibv_devinfo_d_prompt_cut_after_transport_author_comment_PARTIAL.txt")
+                                 .read_text(encoding="utf-8"))
+    assert [(p["device"], p["port"], p["transport"]) for p in siw["ports"]] == [("siw_0", None, "iWARP")]
+    assert [(n["line"], n["reason"]) for n in siw["notes"]] == [
+        (2, "the block of siw_0 ends before its phys_port_cnt and its ports (the text is cut there): its ports are not known"),
+        (3, "a comment after the text, not read")]
+
+
+def test_a_whole_ibv_devinfo_block_and_an_ibstat_like_device_list_give_no_cut_note():
+    # Constructed from the EFA fixture: the same block with the port's fields ibv_devinfo prints after port:.
+    text = (FIXTURES / "ibv_devinfo" / "ozone_ai_efa_notes_ibv_devinfo_pipe_head_cut_at_port_line_efa_0.txt").read_text(encoding="utf-8")
+    whole = text.replace("\t\tport:\t1\n", "\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tlink_layer:\t\tUnspecified\n")
+    result = PARSERS["ibv_devinfo"](whole)
+    assert result["notes"] == [] and result["ports"][0]["state"] == "ACTIVE"
+    assert PARSERS["ibv_devinfo"]((FIXTURES / "ibv_devinfo" / "l_list_2hcas.txt").read_text(encoding="utf-8"))["notes"] == []
+
+
+def test_rdma_link_run_before_and_after_a_port_came_up_reads_the_later_state_and_keeps_the_earlier():
+    # The same two ports listed before and after `ip link set enp65s0f0np0 up` (MOFED 5.8, ConnectX-5).
+    text = (FIXTURES / "pastes" / "rdma_link_rdma_test_readme_rdma_d_link_twice_before_and_after_ip_link_up_netdev_index_PARTIAL.txt")
+    result = PARSERS["rdma_link"](text.read_text(encoding="utf-8"))
+    assert [(p["device"], p["port"], p["state"], p["phys_state"], p["netdevs"]) for p in result["ports"]] == [
+        ("mlx5_0", 1, "ACTIVE", "LinkUp", ["enp65s0f0np0"]), ("mlx5_1", 1, "DOWN", "Disabled", ["enp65s0f1np1"])]
+    assert result["notes"] == [{"line": 9, "text": "link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev enp65s0f0np0 netdev_index 8",
+                                "reason": "mlx5_0/1 is listed again and its state differs from line 2's (DOWN/Disabled); the later one "
+                                          "is read"}]

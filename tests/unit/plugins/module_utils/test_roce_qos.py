@@ -368,3 +368,26 @@ def test_a_roce_bond_is_judged_by_its_slaves_whose_qos_the_queries_and_saved_out
     assert {argv[-1] for argv in asked} == {"ens1f0np0", "ens1f1np1"} and all(is_query_argv(argv) for argv in asked)
     # Without a sysfs root to find the slaves (or for a netdev that is no bond) the netdev stands for itself.
     assert roce_netdevs(bond_facts) == {"bond0": ("mlx5_bond_0", 1, None)}
+
+
+def test_mlnx_qos_elided_after_its_dscp_map_says_pfc_is_cut_not_missing(tmp_path):
+    # Husky's README: mlnx_qos -i rdma0 up to the DSCP map, then "... # many other outputs" where the PFC table would be.
+    text = (QOS / "husky-readme_rdma0_dscp-map-then-ellipsis-many-other-outputs_tilde-fence.txt").read_text()
+    parsed = parse_mlnx_qos(text)
+    assert (parsed["trust"], parsed["dcbx_mode"], parsed["enabled_priorities"], parsed["tcs"]) == ("dscp", "OS controlled", None, {})
+    assert parsed["dscp_prio"] == {str(dscp): [dscp // 8] for dscp in range(64)}
+    assert parsed["notes"] == ["line 14 ('... # many other outputs') elides the rest of the output: its PFC table is not in the text, "
+                               "so PFC is not known"]
+    entry = qos_of_netdev(str(tmp_path), "rdma0", {"mlnx_qos": (text, None), "dcb_pfc": (None, None), "dcb_app": (None, None),
+                                                   "dcb_apptrust": (None, None)})
+    assert entry["pfc"] == {"enabled_priorities": None, "source": None, "reason": "the mlnx_qos -i output is cut before its PFC table"}
+    assert entry["trust"] == {"mode": "dscp", "source": "mlnx_qos -i", "inferred": False}
+
+
+def test_mlnx_qos_an_elision_before_the_pfc_table_is_only_a_gap():
+    # Constructed from the netarbiter fixture: a "..." line in its last output before its PFC table; PFC is still read, no note.
+    text = (QOS / "netarbiter_setup-nic-lossless-layer3_xtrace_two_outputs.md").read_text()
+    head, pfc, tail = text.rpartition("PFC configuration:")
+    parsed = parse_mlnx_qos(head + "...\n" + pfc + tail)
+    assert parsed["enabled_priorities"] == parse_mlnx_qos(text)["enabled_priorities"] == [3]
+    assert not any("elides" in note for note in parsed["notes"])
