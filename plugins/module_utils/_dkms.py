@@ -13,8 +13,10 @@ One status line describes one module version, for one kernel and architecture on
 
 dkms writes its diagnostics (``Error! ...``, ``Warning: ...``, ``Deprecated feature: ...``) to
 stderr; saved outputs often mix them in. They are kept as items of their own, with the lines that
-continue them, instead of failing the parse. A module directory without ``dkms.conf`` makes
-``dkms status`` stop at that module and print only::
+continue them up to dkms's own last line of the message (``Manual intervention is required!``,
+``Consult ... for more information.``; a ``Deprecated feature:`` is one line), instead of failing
+the parse. A module directory without ``dkms.conf`` makes ``dkms status`` stop at that module and
+print only::
 
     Error! Could not locate dkms.conf file.
     File: /var/lib/dkms/broken/1.0/source/dkms.conf does not exist.
@@ -22,7 +24,7 @@ continue them, instead of failing the parse. A module directory without ``dkms.c
 ``parse_dkms_status()`` gives the result the ``rdma.node.parse_dkms_status`` filter returns:
 the modules, dkms's errors and warnings apart from them, and notes on the lines it could not
 place (see its docstring). Shell prompts, ``#`` comments and the ``dkms`` command line of a paste
-are skipped.
+are skipped; a line of pacman.log is read after the time and caller pacman puts before it.
 """
 
 from __future__ import annotations
@@ -58,19 +60,37 @@ _GLUED_DIAGNOSTIC = re.compile(r"^(?P<status>.*:\s*[a-z][a-z_-]*)(?P<diagnostic>
 # module!)" and "(WARNING! Missing some built modules!)".
 _WARNING_SUFFIXES = ("differences between built and installed modules", "built modules are missing")
 _WEAK_FROM = re.compile(r"^from\s+(?P<kernel>\S+)")
-# The line that ends dkms's message of a failed build, a path then "for more information.": dkms 3's "Consult
-# /var/lib/dkms/.../make.log for more information." and dkms 2.8's "Build of X.ko failed" text, whose fourth line is
-# "/var/lib/dkms/MODULE/VERSION/build for more information.".
-_LAST_LINE_OF_MESSAGE = re.compile(r"^(?:Consult )?/\S+ for more information\.?$")
+# dkms prints each of its messages as fixed lines (its error() echoes one line per argument), and another program's
+# output (the module signing lines, the exit status a paste echoes, dnf's or journald's next line) follows right after the
+# last one without a blank line: the lines that end dkms's messages, so that what follows them is never taken in.
+# - a path then "for more information.": dkms 3's "Consult /var/lib/dkms/.../make.log for more information.", later dkms's
+#   "or consult ...", dkms 2.8's "Check ... for more information." and the fourth line of its "Build of X.ko failed" text,
+#   "/var/lib/dkms/MODULE/VERSION/build for more information.";
+# - autoinstall's "Refer to previous errors for more information.";
+# - "Manual intervention is required!" (a module "is broken!"), "This indicates that it should not be built." (a
+#   BUILD_EXCLUSIVE directive; dkms 2.8 ends an earlier line's text with it) and "You may override by specifying --force.".
+_LAST_LINE_OF_MESSAGE = re.compile(
+    r"(?:^(?:(?:or )?[Cc]onsult |Check )?/\S+|^Refer to previous errors) for more information\.?$"
+    r"|(?:Manual intervention is required!|This indicates that it should not be built\.|You may override by specifying --force\.)$")
+# dkms's deprecated() prints one line, "Deprecated feature: NAME (FILE)": the next line is never part of it.
+_ONE_LINE_KINDS = ("Deprecated feature:",)
+# The summary dkms 3 autoinstall prints on stdout after its modules ("dkms autoinstall on 6.9.0-0.rc1.fc41.x86_64/x86_64
+# failed for 8192eu(10)", "... succeeded for ...", "... was skipped for ..."): dkms's own result, no command line of a paste.
+_AUTOINSTALL_SUMMARY = re.compile(r"^dkms autoinstall on \S+ (?:succeeded|was skipped|failed) for ")
+# pacman writes what a hook prints (dkms's among it) to /var/log/pacman.log, each line after its time and caller:
+# "[2021-09-21T00:12:44+0200] [ALPM-SCRIPTLET] Error! ...", or an older pacman's "[2019-10-07 08:50] [ALPM-SCRIPTLET] ".
+_PACMAN_LOG_PREFIX = re.compile(r"^\[\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[+-]\d{2}:?\d{2}|Z)?\] \[[A-Z][A-Z-]*\] ?")
 
 # What a paste carries besides the output: a shell prompt (``$ dkms status``,
 # ``[root@node ~]# dkms status``), a ``#`` comment, the command line itself.
 _COMMAND = re.compile(r"^(?:sudo\s+)?dkms(?:\s+(?:status|build|install|add|remove|uninstall|unbuild|autoinstall|match|mktarball"
                       r"|ldtarball|generate_mok|--version|-[a-z]|-m|-v|-k)\b.*)?$")
-# The command after a prompt the paste cut or that is_shell_prompt does not know ("user@host ~]$ dkms status").
-_PROMPTED_COMMAND = re.compile(r"[$#>]\s*(?:sudo\s+)?dkms(?:\s|$)")
+# The command after a prompt the paste cut or that is_shell_prompt does not know ("user@host ~]$ dkms status"). The
+# arrows of pacman's hooks and makepkg ("==> dkms install ...", "  -> ...") are their messages, never a prompt.
+_PROMPT_END = r"(?:[$#]|(?<![=-])>)"
+_PROMPTED_COMMAND = re.compile(_PROMPT_END + r"\s*(?:sudo\s+)?dkms(?:\s|$)")
 # A run of dkms status in a paste, with or without its prompt: a later one lists the modules as they are now.
-_STATUS_RUN = re.compile(r"(?:^|[$#>]\s*)(?:sudo\s+)?dkms\s+status\b(?P<args>[^|;&<>#]*)(?P<pipe>\|)?")
+_STATUS_RUN = re.compile(r"(?:^|" + _PROMPT_END + r"\s*)(?:sudo\s+)?dkms\s+status\b(?P<args>[^|;&<>#]*)(?P<pipe>\|)?")
 # The options of dkms status that narrow its listing, and the key of a module each one names.
 _FILTER_OPTIONS = {"-m": "name", "-v": "version", "-k": "kernel", "-a": "arch"}
 # What one dkms status run lists: every module (_WHOLE), only those its arguments name (a dict of the keys
@@ -136,9 +156,20 @@ def _split_suffixes(rest):
     return built_for, warnings, notes
 
 
+def _printed(raw):
+    """The line as the program printed it, indentation kept: after a byte order mark, a mail's quote marks and the time
+    and caller pacman.log puts before it."""
+    return _PACMAN_LOG_PREFIX.sub("", MAIL_QUOTE_MARKS.sub("", raw.lstrip("\ufeff")), count=1)
+
+
+def _line(raw):
+    """The text of a line of a paste, stripped (see _printed)."""
+    return _printed(raw.strip()).strip()
+
+
 def _indent(raw):
-    """How far a line is indented (tabs and blanks alike), after a mail's quote marks."""
-    text = MAIL_QUOTE_MARKS.sub("", raw.lstrip("\ufeff"))
+    """How far a line is indented (tabs and blanks alike), after a mail's quote marks and a pacman.log prefix."""
+    text = _printed(raw)
     return len(text) - len(text.lstrip(" \t"))
 
 
@@ -171,7 +202,7 @@ def _numbered_items(text):
     diagnostic = None
     cut_module = None  # a status line a diagnostic was glued into: its suffixes may follow alone
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = MAIL_QUOTE_MARKS.sub("", raw.strip().strip("\ufeff")).strip()
+        line = _line(raw)
         if len(line) > MAX_LINE:
             if diagnostic is not None:
                 yield diagnostic
@@ -213,20 +244,24 @@ def _numbered_items(text):
                 message = "Deprecated feature: " + message
             diagnostic = (number, _item(state="error" if kind == "Error!" else "warning", message=message))
             diagnostic_indent = _indent(raw)
-            # Held back until its continuation lines are known.
+            if kind in _ONE_LINE_KINDS or _LAST_LINE_OF_MESSAGE.search(message):
+                yield diagnostic
+                diagnostic = None
+            # Otherwise held back until its continuation lines are known.
             continue
-        pasted = is_shell_prompt(line) or _COMMAND.match(line) or _PROMPTED_COMMAND.search(line)
+        summary = _AUTOINSTALL_SUMMARY.match(line)
+        pasted = not summary and (is_shell_prompt(line) or _COMMAND.match(line) or _PROMPTED_COMMAND.search(line))
         redacted = _REDACTED.match(line)
-        if diagnostic is not None and (pasted or redacted or _indent(raw) > diagnostic_indent or line.startswith("==> ")):
-            # A prompt, a redaction mark, a line indented deeper than the message (dkms never indents the rest
-            # of one; another tool's output run in the same command, such as lshw's device tree, does) or a
-            # pacman hook's "==> " line ends the message.
+        if diagnostic is not None and (pasted or redacted or summary or _indent(raw) > diagnostic_indent or line.startswith("==> ")):
+            # A prompt, a redaction mark, dkms's autoinstall summary, a line indented deeper than the message (dkms
+            # never indents the rest of one; another tool's output run in the same command, such as lshw's device
+            # tree, does) or a pacman hook's "==> " line ends the message.
             yield diagnostic
             diagnostic = None
         if diagnostic is not None:
             diagnostic[1]["message"] = (diagnostic[1]["message"] + " " + line).strip()
             if _LAST_LINE_OF_MESSAGE.search(line):
-                # dkms ends a failed build's message by pointing at its log: what follows is another program's.
+                # dkms's own last line of the message: what follows is another program's, or a message of its own.
                 yield diagnostic
                 diagnostic = None
             continue
@@ -280,7 +315,8 @@ def parse_dkms_status(text, strict=False):
     Returns ``{"modules": [...], "errors": [...], "warnings": [...], "notes": [...]}``:
     ``modules`` holds the status lines as items (see ``iter_status``), nothing else; ``errors``
     and ``warnings`` hold dkms's ``Error!`` and ``Warning:``/``Deprecated feature:`` messages as
-    ``{"line": N, "message": ...}`` with their continuation lines joined; ``notes`` holds every
+    ``{"line": N, "message": ...}`` with their continuation lines joined (up to dkms's own last line of the
+    message); ``notes`` holds every
     line that could not be placed as ``{"line": N, "text": ..., "reason": ...}`` (1-based line
     numbers). Output that holds only errors gives the errors and no module.
 
@@ -295,7 +331,7 @@ def parse_dkms_status(text, strict=False):
     first_unplaced = None
     runs = []
     for number, raw in enumerate((text or "").splitlines(), start=1):
-        line = MAIL_QUOTE_MARKS.sub("", raw.strip()) if len(raw) <= MAX_LINE else ""
+        line = _line(raw) if len(raw) <= MAX_LINE else ""
         run = _STATUS_RUN.search(line)
         if run:
             runs.append((number, line, _run_scope(run)))

@@ -649,7 +649,8 @@ def _grub_selector(cfg_defaults, env, etc_default):
 
 # grub-mkconfig's 41_custom ends grub.cfg with "source ${config_directory}/custom.cfg" (or "$prefix/custom.cfg"): GRUB
 # runs custom.cfg beside grub.cfg at every boot, after the menu, so that it can change the default without update-grub.
-_SOURCES_CUSTOM_CFG = re.compile(r"^\s*source\s+\S*/custom\.cfg\s*$", re.MULTILINE)
+# GRUB 1.98 to 2.00 wrote the line with a semicolon after it ("source $prefix/custom.cfg;"), which ends the command.
+_SOURCES_CUSTOM_CFG = re.compile(r"^\s*source\s+\S*/custom\.cfg\s*;?\s*$", re.MULTILINE)
 
 
 def _grub_script_defaults(text):

@@ -9,6 +9,7 @@ from ansible_collections.rdma.node.plugins.module_utils._dkms import (
     parse_dkms_status,
     parse_dkms_version,
     parse_status,
+    status_of_node,
     summarize,
 )
 from testpaths import FIXTURES
@@ -134,9 +135,9 @@ EXPECTED_WITH_DIAGNOSTICS = {
         warnings=[],
         notes=[],
     ),
-    # A Markdown quote ("> " before every line): dkms's error with an empty path, then the modules.
     # pacman's dkms hook: two failed builds, each message ending at its "Consult ... make.log" line; the hook's own
-    # "==> WARNING" and "==> ERROR" lines are notes, never part of dkms's message.
+    # "==> WARNING" and "==> ERROR" lines are notes, never part of dkms's message, and so are its "==> dkms install ..."
+    # lines (1, 6, 7): the hook's account of what it runs, no prompt.
     "dkms3_pacman_hook_two_build_errors_then_hook_warning_and_error_lines_nvidia_all379.txt": dict(
         modules=[],
         errors=[(3, "Bad return status for module build on kernel: 7.0.9-1-cachyos (x86_64) "
@@ -144,7 +145,72 @@ EXPECTED_WITH_DIAGNOSTICS = {
                 (9, "Bad return status for module build on kernel: 7.1.0-rc3-2-cachyos-rc (x86_64) "
                     "Consult /var/lib/dkms/nvidia/580.119.02/build/make.log for more information.")],
         warnings=[],
-        notes=[5, 11, 12, 13],
+        notes=[1, 5, 6, 7, 11, 12, 13],
+    ),
+    # The same hook's lines as /var/log/pacman.log keeps them, each after "[2021-09-21T00:12:44+0200] [ALPM-SCRIPTLET] ".
+    "dkms_pacman_log_alpm_scriptlet_timestamp_prefix_two_build_errors_hook_lines_hid_tmff2_issue27.txt": dict(
+        modules=[],
+        errors=[(2, "Bad return status for module build on kernel: 5.14.6-2-MANJARO (x86_64) "
+                    "Consult /var/lib/dkms/hid-tmff2/0.8/build/make.log for more information."),
+                (6, "Bad return status for module build on kernel: 5.10.67-1-MANJARO (x86_64) "
+                    "Consult /var/lib/dkms/hid-tmff2/0.8/build/make.log for more information.")],
+        warnings=[],
+        notes=[1, 4, 5, 8, 9],
+    ),
+    # dkms 3 autoinstall on Fedora: each message ends at dkms's own last line ("Manual intervention is required!",
+    # "Consult ...", "Refer to previous errors for more information."); the signing lines, autoinstall's summary
+    # "dkms autoinstall on ... failed for 8192eu(10)" (15) and the service's "dkms: ..." lines after them are notes.
+    "dkms3_fedora_autoinstall_broken_error_then_sign_lines_build_fail_summary_refer_line_rtl8192eu100_PARTIAL.txt": dict(
+        modules=[],
+        errors=[(2, "rtl8192eu/1.0 is broken! Missing the source directory or the symbolic link pointing to it. "
+                    "Manual intervention is required!"),
+                (13, "Bad return status for module build on kernel: 6.9.0-0.rc1.20240326git928a87efa423.17.fc41.x86_64 (x86_64) "
+                     "Consult /var/lib/dkms/8192eu/5.11.2.1-5.git20240210.fc40/build/make.log for more information."),
+                (16, "One or more modules failed to install during autoinstall. Refer to previous errors for more information."),
+                (20, "rtl8192eu/1.0 is broken! Missing the source directory or the symbolic link pointing to it. "
+                     "Manual intervention is required!")],
+        warnings=[],
+        notes=[1, 4, 5, 6, 8, 9, 10, 11, 12, 15, 18, 19, 22],
+    ),
+    # dnf5's ">>> " before every line of the scriptlet's output: five "is broken!" errors, the signing lines after the
+    # last one are no part of it.
+    "dkms3_dnf5_scriptlet_output_triple_gt_prefix_five_broken_errors_then_sign_lines_rtl8192eu125_PARTIAL.txt": dict(
+        modules=[],
+        errors=[(line, "%s is broken! Missing the source directory or the symbolic link pointing to it. "
+                       "Manual intervention is required!" % module)
+                for line, module in ((5, "8192eu/5.11.2.1-5.git20240210.fc40"), (8, "8192eu/5.11.2.1-5.git20240329.fc41"),
+                                     (11, "8192eu/5.11.2.1-5.git20240529.fc41"), (14, "8192eu/5.11.2.1-5.git20241027.fc42"),
+                                     (17, "rtl8192eu/1.0"))],
+        warnings=[],
+        notes=[1, 2, 3, 19, 20, 21],
+    ),
+    # "dkms autoinstall -k ... ; echo $?": the BUILD_EXCLUSIVE error ends at "This indicates that it should not be built.",
+    # the closing one at "Refer to previous errors ..."; the shell's "11" after it is a note, never dkms's text.
+    "dkms3_debian_autoinstall_build_exclusive_error_refer_line_then_echo_status_11_dkms_issue302.txt": dict(
+        modules=[],
+        errors=[(5, "The /var/lib/dkms/bbswitch/0.8/6.1.0-3-amd64/x86_64/dkms.conf for module bbswitch includes a "
+                    "BUILD_EXCLUSIVE directive which does not match this kernel/arch/config. This indicates that it should not be built."),
+                (7, "One or more modules failed to install during autoinstall. Refer to previous errors for more information.")],
+        warnings=[],
+        notes=[2, 3, 4, 9],
+    ),
+    # An install script: dkms's one-line "Deprecated feature: REMAKE_INITRD" is a warning of its own, "Creating symlink ..."
+    # after it a note.
+    "dkms3_fedora_install_script_deprecated_remake_initrd_then_creating_symlink_build_error_rtl8192eu45_PARTIAL.txt": dict(
+        modules=[],
+        errors=[(13, "Bad return status for module build on kernel: 5.17.0-0.rc2.83.fc36.x86_64 (x86_64) "
+                     "Consult /var/lib/dkms/rtl8192eu/1.0/build/make.log for more information.")],
+        warnings=[(6, "Deprecated feature: REMAKE_INITRD"), (8, "Deprecated feature: REMAKE_INITRD")],
+        notes=[1, 2, 3, 4, 5, 7, 10, 11, 12],
+    ),
+    # dnf's scriptlet lines around dkms 3.0.12 autoinstall: its summary line (15) is a note, not a skipped command line.
+    "dkms3_dnf_scriptlet_build_fail_then_autoinstall_failed_for_summary_line_rtl8192eu92_PARTIAL.txt": dict(
+        modules=[],
+        errors=[(13, "Bad return status for module build on kernel: 6.7.0-0.rc3.20231128gitdf60cee26a2e.29.fc40.x86_64 (x86_64) "
+                     "Consult /var/lib/dkms/rtl8192eu/1.0/build/make.log for more information."),
+                (16, "One or more modules failed to install during autoinstall.")],
+        warnings=[],
+        notes=[1, 2, 4, 5, 6, 7, 8, 10, 11, 12, 15],
     ),
     # The XRT package's postinst running dkms 2.8 (Xilinx/video-sdk#94): the "Build of xocl.ko failed" message ends at its
     # fourth line, "/var/lib/dkms/xrt/2.11.722/build for more information."; the package's banner after it is no part of it.
@@ -174,6 +240,7 @@ EXPECTED_WITH_DIAGNOSTICS = {
                   (37, "output may be incomplete or inaccurate, you should run this program as super-user.")],
         notes=list(range(7, 37)),
     ),
+    # A Markdown quote ("> " before every line): dkms's error with an empty path, then the modules.
     "dkms2_blockquote_error_empty_file_path_installed_weak_zfs_issue4596.txt": dict(
         modules=[(name, "0.6.5.6", kernel, "x86_64", "installed-weak")
                  for kernel in ("2.6.32-504.23.4.el6.x86_64", "2.6.32-504.el6.x86_64", "2.6.32-573.18.1.el6.x86_64")
@@ -254,6 +321,68 @@ def test_build_output_in_strict_mode_names_its_first_foreign_line():
     with pytest.raises(DkmsParseError) as caught:
         parse_dkms_status(text, strict=True)
     assert str(caught.value) == "line 1 is not dkms status output: 'Sign command: /usr/lib/linux-kbuild-6.1/scripts/sign-file'"
+
+
+def test_a_pacman_log_reads_as_the_hooks_own_output():
+    # pacman.log's time and caller before each line hide nothing: the same lines without them give the same result.
+    text = (DKMS_FIXTURES / "dkms_pacman_log_alpm_scriptlet_timestamp_prefix_two_build_errors_hook_lines_hid_tmff2_issue27.txt").read_text()
+    bare = "".join(line.split("] [ALPM-SCRIPTLET] ", 1)[1] for line in text.splitlines(True))
+    assert not bare.startswith("[") and parse_dkms_status(text) == parse_dkms_status(bare)
+    node = status_of_node(text)
+    assert [error.split(" (x86_64)")[0] for error in node["errors"]] == [
+        "Bad return status for module build on kernel: 5.14.6-2-MANJARO", "Bad return status for module build on kernel: 5.10.67-1-MANJARO"]
+    assert node["unplaced"][0] == "==> dkms install --no-depmod -m hid-tmff2 -v 0.8 -k 5.14.6-2-MANJARO"
+    # pacman before 5.1 wrote the time without seconds and zone; a dkms line there is read the same way.
+    old = "[2019-10-07 08:51] [ALPM-SCRIPTLET] Error! Bad return status for module build on kernel: 4.19.77-1-lts (x86_64)\n"
+    assert parse_dkms_status(old)["errors"] == [{"line": 1, "message": "Bad return status for module build on kernel: 4.19.77-1-lts (x86_64)"}]
+    # A prompt's ">" still reads as one: the arrow "==>" alone is the hook's.
+    assert parse_dkms_status("user@host:~> dkms status\nfoo/1.0: added\n")["notes"] == []
+
+
+def test_autoinstalls_summary_lines_are_notes_that_end_a_message():
+    notes = parse_dkms_status((DKMS_FIXTURES / "dkms3_dnf_scriptlet_build_fail_then_autoinstall_failed_for_summary_line_rtl8192eu92_PARTIAL.txt")
+                              .read_text())["notes"]
+    assert notes[-1] == {"line": 15, "reason": "not dkms status output",
+                         "text": "dkms autoinstall on 6.7.0-0.rc3.20231128gitdf60cee26a2e.29.fc40.x86_64/x86_64 failed for rtl8192eu(10)"}
+    # Constructed from dkms 3's autoinstall (its echo of the modules that succeeded, were skipped or failed): each
+    # summary is a note, and one after a message that has no last line of dkms's own ends it.
+    text = ("Warning: The module foo is skipped.\n"
+            "dkms autoinstall on 6.8.0-rc2/x86_64 was skipped for hid-xpadneo\n"
+            "dkms autoinstall on 6.8.0-rc2/x86_64 succeeded for nvidia mlnx-ofed-kernel\n")
+    result = parse_dkms_status(text)
+    assert result["warnings"] == [{"line": 1, "message": "The module foo is skipped."}]
+    assert [note["line"] for note in result["notes"]] == [2, 3]
+    # The command itself is still a command line of the paste, skipped.
+    assert parse_dkms_status("dkms autoinstall -k 6.8.0-rc2\nfoo/1.0: added\n")["notes"] == []
+
+
+@pytest.mark.parametrize("last", [
+    # dkms's own last lines of its messages (dkms.in of dkms 2.8 to 3.4: error() prints one line per argument).
+    "Manual intervention is required!",
+    "This indicates that it should not be built.",
+    "Refer to previous errors for more information.",
+    "You may override by specifying --force.",
+    "Consult /var/lib/dkms/foo/1.0/build/make.log for more information.",
+    "or consult /var/lib/dkms/foo/1.0/build/make.log for more information.",
+    "Check /var/lib/dkms/foo/1.0/build/ for more information.",
+    "/var/lib/dkms/foo/1.0/build for more information.",
+])
+def test_a_message_ends_at_dkms_own_last_line(last):
+    text = "Error! Something failed.\n%s\nSign command: /usr/lib/linux-kbuild-6.1/scripts/sign-file\n" % last
+    result = parse_dkms_status(text)
+    assert result["errors"] == [{"line": 1, "message": "Something failed. " + last}]
+    assert result["notes"] == [{"line": 3, "text": "Sign command: /usr/lib/linux-kbuild-6.1/scripts/sign-file",
+                                "reason": "not dkms status output"}]
+
+
+def test_a_message_without_a_last_line_of_dkms_keeps_its_lines_and_a_deprecation_is_one_line():
+    # As before: the lines after a message with no known last line are its own, up to a blank line or a status line.
+    two_lines = parse_dkms_status("Error! Could not locate dkms.conf file.\nFile: /usr/src/x-1/dkms.conf does not exist.\n")
+    assert two_lines["errors"] == [{"line": 1, "message": "Could not locate dkms.conf file. File: /usr/src/x-1/dkms.conf does not exist."}]
+    # dkms's deprecated() prints one line: what follows it is never its own.
+    deprecated = parse_dkms_status("Deprecated feature: REMAKE_INITRD\nCreating symlink /var/lib/dkms/x/1.0/source -> /usr/src/x-1.0\n")
+    assert deprecated["warnings"] == [{"line": 1, "message": "Deprecated feature: REMAKE_INITRD"}]
+    assert [note["line"] for note in deprecated["notes"]] == [2]
 
 
 def test_errors_with_continuation_lines_and_build_hints_stay_errors():

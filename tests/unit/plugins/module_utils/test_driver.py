@@ -925,6 +925,36 @@ def test_an_unconditional_default_in_grubs_custom_cfg_wins_and_grub_cfg_alone_re
     assert notes == []
 
 
+def test_grub_1_98s_source_line_with_its_semicolon_reads_custom_cfg(tmp_path):
+    """Ubuntu 10.10's grub.cfg (GRUB 1.98, Boot Info Script's results): a title default on a flat menu of 19 kernels, and
+    41_custom's "source $prefix/custom.cfg;" with the semicolon GRUB 1.98 to 2.00 wrote. Constructed: the tree (one
+    /boot/vmlinuz-RELEASE per kernel the same results list under "Location of files loaded by Grub") and each custom.cfg."""
+    cfg = (FIXTURES / "grub" / "ubuntu1010_bootinfo_grub198_set_default_title_flat_menu_41_custom_source_prefix_custom_cfg_semicolon_PARTIAL.cfg")
+    releases = ["2.6.31-21-generic", "2.6.32-25-generic", "2.6.35.4-km"] + [
+        "2.6.35-%d-generic%s" % (abi, pae) for abi in range(22, 30) for pae in ("", "-pae")]
+
+    def tree(name, custom_cfg):
+        root = tmp_path / name
+        (root / "boot" / "grub").mkdir(parents=True)
+        shutil.copy(cfg, root / "boot" / "grub" / "grub.cfg")
+        for release in releases:
+            (root / "boot" / ("vmlinuz-" + release)).write_bytes(b"")
+        if custom_cfg is not None:
+            (root / "boot" / "grub" / "custom.cfg").write_text(custom_cfg)
+        return str(root)
+
+    notes = []
+    # As before: grub.cfg's own default, a title that names neither the newest kernel nor the first entry.
+    assert _driver.grub_next_boot(tree("alone", None), notes) == (
+        "2.6.35-22-generic", "grub_default", "Ubuntu, with Linux 2.6.35-22-generic")
+    assert notes == []
+    assert _driver.grub_next_boot(tree("custom", 'set default="Ubuntu, with Linux 2.6.35-29-generic"\n'), notes) == (
+        "2.6.35-29-generic", "grub_custom_cfg", "Ubuntu, with Linux 2.6.35-29-generic")
+    assert notes == []
+    assert _driver.grub_next_boot(tree("conditional", 'if [ -f /flag ]; then set default="2"; fi\n'), notes) == (None, None, None)
+    assert notes == ["/boot/grub/custom.cfg line 1 sets default=2 under a condition GRUB tests at boot: the next kernel is not known"]
+
+
 def test_a_kernel_named_by_a_variable_of_a_load_env_file_is_read_from_that_file(tmp_path):
     """Azure Linux (CBL-Mariner): "load_env -f $bootprefix/mariner.cfg", then "linux $bootprefix/$mariner_linux".
     Constructed: mariner.cfg, in the form the kernel package's spec writes /boot/linux-RELEASE.cfg (mariner.cfg links to it)."""
