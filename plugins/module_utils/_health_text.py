@@ -55,7 +55,8 @@ _DECODED = r"(?:[a-z][a-z0-9]{1,7} *:[a-z]{3,6} *: )?"
 # dmesg -d adds the time since the message before: "[  123.456789 <    0.000123>]". Nine digits of seconds
 # are 31 years since boot: a longer number in brackets (NetworkManager's "[1703407177.2460]") is a time since 1970,
 # unless it is a clock that started below zero and wrapped at 2**64 ns ("[18446744070.569440]", early after resume).
-_SECONDS = r"\[\s*(?P<seconds>(?:[0-9]{1,9}|1844674[0-9]{4})\.[0-9]{1,9})(?:\s*<\s*[0-9]{1,9}\.[0-9]{1,9}>)?\]"
+# Amlogic's vendor kernels (TV boxes, LibreELEC/CoreELEC, RDK set-tops) print the CPU after the seconds: "[  553.066682@2]".
+_SECONDS = r"\[\s*(?P<seconds>(?:[0-9]{1,9}|1844674[0-9]{4})\.[0-9]{1,9})(?:@[0-9]{1,4}|\s*<\s*[0-9]{1,9}\.[0-9]{1,9}>)?\]"
 _RECORD_FORMS = (
     # /dev/kmsg: "prio,seq,usec,flags;message"
     ("kmsg", re.compile(r"^(?P<prio>[0-9]{1,9}),(?P<seq>[0-9]{1,20}),(?P<usec>[0-9]{1,20}),[^;]*;(?P<message>.*)$")),
@@ -84,6 +85,10 @@ _RECORD_FORMS = (
     # daemontools' multilog over the kernel's log: "2007-01-10 02:40:07.614768500 <6>e1000: eth0: ..." (the level
     # where a host would be)
     ("syslog", re.compile(r"^(?P<time>" + _ISO_TIME + r") <[0-9]{1,3}>(?P<message>.*)$")),
+    # VMware ESXi 7 and later (vmkernel.log, vobd.log) write the severity and priority where a host would be:
+    # "2026-02-10T08:30:43.149Z In(14) vobd[2097764]:  [netCorrelator] ...". No Linux host, and no Linux netdev's message.
+    ("syslog", re.compile(r"^(?P<time>" + _ISO_TIME + r") (?P<level>[A-Z][a-z]\([0-9]{1,3}\)) (?P<tag>[^\s:\[]+)(?:\[\d+\])?: "
+                          r"(?P<message>.*)$")),
     # journalctl -o short-iso / syslog with ISO time: "2024-01-08T10:11:12+0000 host tag[pid]: message"
     ("journal", re.compile(
         r"^(?P<time>" + _ISO_TIME + r") (?P<host>\S+) "
@@ -127,6 +132,10 @@ _RECORD_FORMS = (
     # The level without a time stamp: dmesg -r (or /proc/kmsg, a 2.4 or 2.6 console) on a kernel built without printk
     # times, "<6>e1000: eth0 NIC Link is Up 100 Mbps Full Duplex". Last, so that every form above with more fields wins.
     ("dmesg", re.compile(r"^<[0-9]{1,3}>(?P<message>.*)$")),
+    # A journal or syslog line whose clock an author replaced by dots (docs, tickets) keeps its date, host and tag:
+    # "Sep 04 ... colima systemd-networkd[416]: docker0: Lost carrier". A record without a time: the date alone gives none.
+    ("syslog", re.compile(r"^" + _MONTH + r" [ \d]?\d (?:\.{2,}|\u2026) (?P<host>[^\s:\[]+) (?P<tag>[^\s:\[]+)(?:\[[0-9]+\])?: "
+                          r"(?P<message>.*)$")),
     # A journal or syslog line whose time was cut off (cut -d' ' -f4-, a paste made anonymous) keeps its host and tag:
     # "host kernel: r8169 0000:02:00.0 enp2s0: Link is Down". Only the kernel's tag or a program's "name[pid]" after
     # the one word: two words before any other colon are prose, not a host and a tag.
@@ -141,6 +150,9 @@ _IFPLUGD_TAG = re.compile(r"^ifplugd\([\w.@-]+\)$")
 # A program that writes to the kernel log (systemd-networkd, udevd) tags its message: "name[pid]: "; a
 # line cut after its host keeps the kernel's or NetworkManager's tag alone: "kernel: ", "NetworkManager: ".
 _PROGRAM_TAG = re.compile(r"^(?:[\w.-]+\[[0-9]+\]|kernel|NetworkManager|systemd-networkd): ")
+# A console that forwards journald's lines may cut the program's name and keep its colon: ": enP5p1s0f1: Lost carrier".
+# What follows is read as a bare message, as it would be without the colon.
+_CUT_TAG = re.compile(r"^: (?=\S)")
 # journalctl's own lines between the entries: "-- No entries --", "-- Boot 0f2e... --", "-- Logs begin at ... --".
 _JOURNAL_MARKER = re.compile(r"^\s*-- .* --\s*$")
 # A console that dropped messages prefixes the next one: "11 printk messages dropped ** "
@@ -177,6 +189,10 @@ _EVENT_FORMS = (
     # "... link is up" is taken for a netdev's)
     ("driver", re.compile(r"^(?P<driver>[\w-]+) (?P<bus_id>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): "
                           r"(?P<netdev>[\w.@-]+) link is (?P<state>up|down)\b")),
+    # Cavium Octeon's octeon_ethernet (cvm_oct_note_carrier) says its carrier coming up without the word link, then the
+    # port and queue: "eth1: 1000 Mbps Full duplex, port  1, queue  1" (and going down as the others do: "eth1: Link down").
+    # Only that whole line, port and queue included, is read: speed and duplex alone are many drivers' words.
+    ("driver", re.compile(r"^(?P<netdev>[\w.@-]+): [0-9]+ Mbps (?:Full|Half) duplex, port +[0-9]+, queue +[0-9]+\s*$")),
     # sis900: "eth0: Media Link On 100mbps full-duplex", "eth0: Media Link Off"
     ("driver", re.compile(r"^(?P<netdev>[\w.@-]+): Media Link (?P<state>On|Off)\b")),
     # alx (Qualcomm Atheros AR81xx) says its carrier coming up its own way: "alx 0000:05:00.0 enp5s0: NIC Up: 1 Gbps Full"
@@ -199,11 +215,12 @@ _EVENT_FORMS = (
     # before systemd 220 the name padded to 16 columns: "eth0            : gained carrier"
     ("networkd", re.compile(r"^(?P<netdev>[\w.@-]+) {0,15}: (?P<state>Lost|Gained) carrier\b", re.IGNORECASE)),
     # NetworkManager, in a syslog: "<info>  (eth0): carrier now OFF (device state 3)" (before 1.0),
-    # "<info>  [1526537213.5872] device (eth0): carrier: link connected" (1.x), "device (eth0): carrier: ..."
-    # where a document cut its level and time
+    # "<info>  (enp0s3): link disconnected (deferring action for 4 seconds)" and "<info>  [1519094631.2781] device (eno1):
+    # link connected" (1.0 to 1.10, without the word carrier), "<info>  [1526537213.5872] device (eth0): carrier: link
+    # connected" (later), "device (eth0): carrier: ..." where a document cut its level and time
     ("networkmanager", re.compile(r"^(?:<?(?:info|debug|warn|notice)>\s+(?:\[[0-9.]+\]\s+)?(?:device )?|device )"
                                   r"\((?P<netdev>[\w.@-]+)\): "
-                                  r"carrier(?: now (?P<now>ON|OFF)\b|: link (?P<link>connected|disconnected)\b)")),
+                                  r"(?:carrier now (?P<now>ON|OFF)\b|(?:carrier: )?link (?P<link>connected|disconnected)\b)")),
     ("driver", re.compile(r"^(?P<driver>r8152|r8153_ecm|cdc_ncm|ax88179_178a)(?: (?P<bus_id>[\w:.@-]*[\w.]))? (?P<netdev>[\w.@-]+): "
                           r"carrier (?P<state>on|off)\s*$")),
     ("dhcpcd", re.compile(r"^(?P<netdev>[\w.@-]+): carrier (?P<state>lost|acquired)\s*$")),
@@ -211,6 +228,10 @@ _EVENT_FORMS = (
     # which sets the netdev's carrier (usbnet_link_change): "cdc_ncm 1-1:2.0 enx002427880815: network connection: disconnected"
     ("driver", re.compile(r"^(?P<driver>[\w-]+) (?P<bus_id>[\w:.@-]*[\w.]) (?P<netdev>[\w.@-]+): "
                           r"network connection: (?P<state>connected|disconnected)\s*$")),
+    # NXP's dpaa2-eth says the carrier it has just set from the firmware's link state: "fsl_dpaa2_eth dpni.0 eth1: Link Event:
+    # state up" (and "... state down")
+    ("driver", re.compile(r"^(?:(?P<driver>[\w-]+) (?P<bus_id>[\w:.@-]*[\w.]) )?(?P<netdev>[\w.@-]+): "
+                          r"Link Event: state (?P<state>up|down)\s*$")),
     # HPE Slingshot's cxi driver, whose Ethernet side follows the link: "cxi_core 0000:c3:00.0: cxi3[hsn3] CXI_EVENT_LINK_DOWN"
     ("driver", re.compile(r"^(?P<driver>cxi_core|cxi_ss1) (?P<bus_id>[\w:.]*[\w.]): cxi[0-9]+\[(?P<netdev>[\w.@-]+)\] "
                           r"CXI_EVENT_LINK_(?P<state>UP|DOWN)\b")),
@@ -244,10 +265,11 @@ _EMBEDDED_STAMP = re.compile(r"\[\s*[0-9]{1,12}\.[0-9]{1,9}\] ")
 _LINK_WORD = re.compile(r"link|carrier", re.IGNORECASE)
 # Words that make an unmatched record worth a note: it may be a carrier change in a form not known here.
 # Messages about a link this parser does not count, noted: mlx5's cable module events ("Port module event:
-# module 1, Cable unplugged", "Port module event[error]: ...") say why a link went down, not that it did.
+# module 1, Cable unplugged", "Port module event[error]: ...") say why a link went down, not that it did; ESXi's vobd says a
+# vmnic's ("[vob.net.vmnic.linkstate.down] vmnic vmnic4 linkstate down"), which is no Linux netdev's.
 _LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\b(?:lost|gained) carrier\b|\bcarrier-changed\b"
                       r"|\blink status is\b|\bport module event\b|\bcable (?:unplugged|error)\b|\bmodule is not present\b"
-                      r"|\bnetwork connection: (?:dis)?connected\b", re.IGNORECASE)
+                      r"|\bnetwork connection: (?:dis)?connected\b|\blinkstate (?:down|up)\b", re.IGNORECASE)
 # A shell prompt ("$ ", "root@node:~# ", "[user@host ~]$ ", "mysql> "); a kernel tag such as "<mlx4_ib>"
 # before a message, or an arrow ("-> cpu: 4"), is not one.
 # The match is the prompt itself: what follows it on its line is the command, or a record a console printed there.
@@ -320,7 +342,9 @@ def _record_of(text):
 # Links that are no network device's, in the driver form's shape: a PCIe controller's, named by its device-tree
 # node ("imx6q-pcie 33c00000.pcie: Link up", "brcm-pcie fd500000.pcie: link up, 5.0 GT/s PCIe x1"), and a SCSI
 # host's Fibre Channel link ("host2: libfc: Link down on port (7500a1)").
-_NODE_ADDRESS_NAME = re.compile(r"^(?:[0-9a-fA-F]{4,16}\.[\w-]+|spi[0-9]+\.[0-9]+)$")  # phylink names an SPI switch's port by it
+# phylink names a MAC that is a device of its own by that device, not by a netdev: an SPI switch's port ("spi0.1"), and an
+# NXP DPAA2 MAC, an object of the fsl-mc bus ("fsl_dpaa2_mac dpmac.17: Link is Up - 1Gbps/Full"; the netdev is a dpni's).
+_NODE_ADDRESS_NAME = re.compile(r"^(?:[0-9a-fA-F]{4,16}\.[\w-]+|spi[0-9]+\.[0-9]+|dp[a-z]{2,6}\.[0-9]+)$")
 _SCSI_HOST = re.compile(r"^host[0-9]+$")
 
 
@@ -355,6 +379,8 @@ def _event(message):
             if (fields["old"] == "0") == (fields["new"] == "0"):
                 return None  # from one speed to another (or 0 to 0): the carrier stayed as it was
             return source, fields["netdev"], "down" if fields["new"] == "0" else "up", None, fields.get("bus_id")
+        if fields.get("state") is None:  # Octeon's line with the speed, port and queue, printed only as its link comes up
+            return source, fields["netdev"], "up", None, fields.get("bus_id")
         state = {"on": "up", "off": "down", "1": "up", "0": "down", "connected": "up", "disconnected": "down"}.get(
             fields["state"].lower(), fields["state"].lower())
         return source, fields["netdev"], state, None, fields.get("bus_id")
@@ -458,6 +484,7 @@ def iter_carrier_events(lines, tally, notes=None):
             found = _event(bare)
             if found is None:  # a program's line pasted without its time and host: "systemd-networkd[525]: usb0: Gained carrier"
                 untagged = _PROGRAM_TAG.sub("", bare, count=1)
+                untagged = _CUT_TAG.sub("", untagged, count=1) if untagged == bare else untagged
                 found = _event(untagged) if untagged != bare else None
                 bare = untagged if found is not None else bare
             prompt = _PROMPT.match(bare) if found is None else None
@@ -625,6 +652,7 @@ _LEAP_YEAR = 2000  # a year with 29 February, for syslog times that carry none
 _YEAR_FIRST_TIME = re.compile(r"^(?P<year>\d{4}) (?P<month>[^\W\d_]{3,5})\.? +(?P<day>\d{1,2}) (?P<clock>\d\d:\d\d:\d\d)"
                               r"(?:\.(?P<fraction>\d+))?$")
 _DAY = 86400.0
+_SYSLOG_TIME_STEP = 1.0  # a classic syslog time has whole seconds: two of them may be up to this much off the real gap
 
 
 _FRACTION = re.compile(r"\.([0-9]+)")
@@ -739,8 +767,10 @@ def carrier_down_periods(events, until=None, log_end=None):
     start another) and ends at the next gain; one still open at the end of the log is ``ongoing``, its
     ``seconds`` counted to ``until`` (seconds in the netdev's clock) or else to ``log_end`` (the time of
     the log's last record, as :func:`parse_carrier_events` returns it, where it reads in the netdev's
-    clock), else to the last carrier change of the log. A period with no gain after it that is open where the
-    kernel's clock goes back (a reboot: ``log_end["boot_ends"]``, or the events' own kernel seconds) is ``ongoing``
+    clock: a wall-clock time only, such as a daemon's syslog line, reads in the kernel's clock through an event that
+    carries both), else to the last carrier change of the log (where ``log_end`` is a wall-clock time that does not read
+    in the kernel's clock, the period's ``note``, present only then, says so). A period with no gain after it that is
+    open where the kernel's clock goes back (a reboot: ``log_end["boot_ends"]``, or the events' own kernel seconds) is ``ongoing``
     only to the end of its boot, the last time the log shows before the reboot, not through it (a loss in a later
     boot starts a period of its own; a gain in a later boot ends the period, as the events give it).
     ``reason`` says why a netdev gets no periods (no usable time stamps).
@@ -763,7 +793,9 @@ def carrier_down_periods(events, until=None, log_end=None):
             last = _end_of_its_boot(events, own[-1])
         if last is None:
             last = _log_end_seconds(own, clock, log_end)
+        short = None
         if last is None:
+            short = _unrelated_end(clock, log_end)
             last = end_of_log if clock == clock_all else max(seconds)
         boot_ends = _boot_ends(own, clock, seconds, log_end)
         open_at = None
@@ -780,6 +812,8 @@ def carrier_down_periods(events, until=None, log_end=None):
         if open_at is not None:
             cut = _boot_end_after(boot_ends, open_at, None)
             entry["periods"].append(_period(open_at, None, max(last if cut is None else cut, open_at[1]), True))
+            if cut is None and short:
+                entry["periods"][-1]["note"] = short
     return result
 
 
@@ -822,7 +856,16 @@ def _moment_in(clock, before, moment):
     it, or None where it does not read in that clock."""
     if clock == "monotonic":
         latest = moment.get("monotonic_seconds")
-        return latest if latest is not None and latest >= before[-1]["monotonic_seconds"] else None
+        if latest is not None and latest < before[-1]["monotonic_seconds"]:
+            return None  # the kernel's clock went back: a later boot
+        # A syslog's last records before its end (or a reboot) are mostly daemons' (NetworkManager, dhclient, systemd),
+        # with a wall-clock time only: where that time is later than the kernel's seconds say, it is read in the kernel's
+        # clock through an event that carries both. A classic syslog time is cut to the second, so only a wall clock
+        # ahead by more than that says more than the kernel's own seconds.
+        related = _kernel_seconds_at(before, moment.get("time"))
+        if latest is None or (related is not None and related > latest + _SYSLOG_TIME_STEP):
+            return related
+        return latest
     timed = [dict(event, monotonic_seconds=None) for event in before]
     found, seconds = event_clock(timed + [{"time": moment.get("time"), "monotonic_seconds": None, "line": "end"}])
     return seconds[-1] if found == clock else None
@@ -845,10 +888,32 @@ def _end_of_its_boot(events, last):
     return None
 
 
+def _kernel_seconds_at(before, time_text):
+    """The kernel's seconds at the wall-clock ``time_text``, reckoned from the latest of the events ``before`` it that
+    carries both clocks (a syslog line with the kernel's ``[seconds]``); None where none does, or where the two wall-clock
+    times do not compare (one with a year and one without, or ``time_text`` earlier)."""
+    anchor = next((event for event in reversed(before) if event.get("time") and event.get("monotonic_seconds") is not None), None)
+    if anchor is None or not time_text or _wall_seconds(anchor["time"])[1] != _wall_seconds(time_text)[1]:
+        return None
+    found, seconds = event_clock([{"time": anchor["time"], "line": anchor.get("line")}, {"time": time_text, "line": "end"}])
+    return anchor["monotonic_seconds"] + seconds[1] - seconds[0] if found is not None else None
+
+
+def _unrelated_end(clock, log_end):
+    """Why an outage still open at the end is counted short of the log's end, where it is (else None): the end has a
+    wall-clock time only, and no event of the netdev relates it to the kernel's clock (see :func:`_moment_in`)."""
+    if clock != "monotonic" or not isinstance(log_end, dict) or not log_end.get("time") or log_end.get("monotonic_seconds") is not None:
+        return None
+    return ("counted to the last kernel time stamp of these carrier changes, not to the log's end (%s): that record has a "
+            "wall-clock time only, and none of these changes carries both clocks in a form that compares with it" % log_end["time"])
+
+
 def _log_end_seconds(own, clock, log_end):
     """The log's last record time in the clock of ``own`` events, or None where it does not read in it."""
     if not isinstance(log_end, dict):
         return None
+    if clock == "monotonic" and log_end.get("monotonic_seconds") is None:
+        return _moment_in(clock, own, log_end)  # a wall-clock time only: read through an event with both clocks
     end_clock, seconds = event_clock(list(own) + [dict(log_end, line="end")])
     if end_clock != clock or not isinstance(seconds, list):
         return None

@@ -64,7 +64,8 @@ def test_networkmanagers_carrier_lines_and_its_bracketed_epoch_time():
     assert [(e["netdev"], e["carrier"], e["source"]) for e in parsed["events"] if e["source"] == "networkmanager"] == [
         ("enP5p1s0f1", "up", "networkmanager"), ("enP5p1s0f0", "up", "networkmanager")]
     assert parsed["end"] is None
-    assert parsed["netdevs"]["enP5p1s0f0"] == {"down": 1, "up": 2, "losses": 1, "last": "up"}
+    # networkd's lines whose program name a console cut (": enP5p1s0f0: Lost carrier", ": ...: Gained carrier") count too.
+    assert parsed["netdevs"]["enP5p1s0f0"] == {"down": 2, "up": 3, "losses": 1, "last": "up"}
 
 
 def test_a_journal_printed_newest_first_is_read_oldest_first():
@@ -392,3 +393,91 @@ def test_only_a_hosts_own_kernel_clock_going_back_with_the_wall_clock_on_is_a_re
     for quiet in (hosts, late):
         parsed = parse_carrier_events(quiet)
         assert "boot_ends" not in parsed["end"] and parsed["notes"] == []
+
+
+def test_an_outage_open_at_a_syslogs_end_is_measured_to_its_last_daemons_line(tmp_path):
+    """A syslog's last records are mostly daemons', with a wall-clock time only: SONiC's igb "NIC Link is Down" at
+    21:05:38.106121 [10601.214044], then orchagent's lines to 21:05:38.126648. The kernel's clock is related to the wall
+    clock through the event, which carries both, so the outage lasts to the last line, not 0 s."""
+    sonic = (LOGS / "sonic_7310_syslog_igb_link_down_among_daemons.txt").read_text()
+    parsed = parse_carrier_events(sonic)
+    assert parsed["end"] == {"time": "Apr  9 21:05:38.126648", "monotonic_seconds": None}
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])["eth0"]
+    assert periods["clock"] == "monotonic"
+    assert [(p["down_at"], p["up_at"], p["seconds"], p["ongoing"]) for p in periods["periods"]] == [(10601.214, 10601.235, 0.021, True)]
+    assert "note" not in periods["periods"][0]
+    facts = kernel_log_facts(sonic, {"eth0": {"device": "mlx5_0", "port": 1}}, str(tmp_path), 24, "saved", False)
+    assert [(p["seconds"], p["ongoing"]) for p in facts["down_periods"]["eth0"]["periods"]] == [(0.021, True)]
+    # An ASUS laptop's r8169 "link down" at 18:04:52 [750.913832], NetworkManager's deferred action at 18:04:56. The kernel's
+    # own event alone (a reader of kernel lines only) is measured to that line as well: 4 s.
+    asus = parse_carrier_events((LOGS / "ubuntuforums_2017_syslog_nm_1_4_deferring_before_r8169_link_down_PARTIAL.txt").read_text())
+    kernel_only = [e for e in asus["events"] if e["source"] == "driver"]
+    assert [(e["line"], e["time"], e["monotonic_seconds"]) for e in kernel_only] == [(2, "Apr 28 18:04:52", 750.913832)]
+    periods = carrier_down_periods(kernel_only, log_end=asus["end"])["enp2s0"]
+    assert (periods["clock"], [(p["down_at"], p["seconds"], p["ongoing"]) for p in periods["periods"]]) == (
+        "monotonic", [(750.914, 4.0, True)])
+    # With NetworkManager's own lines (1.4: "device (enp2s0): link disconnected (deferring action for 4 seconds)"), the wall clock.
+    periods = carrier_down_periods(asus["events"], log_end=asus["end"])["enp2s0"]
+    assert [(p["down_line"], p["down_time"], p["seconds"], p["ongoing"]) for p in periods["periods"]] == [(1, "Apr 28 18:04:52", 4.0, True)]
+    # A Satellite's atl1c down at 22:00:19 [483.916481], NetworkManager's lines to 22:00:23, the next boot at 22:10:56 [4.68]:
+    # 4 s to the boot's last line, in either clock.
+    satellite = parse_carrier_events(
+        (LOGS / "ubuntuforums_2017_syslog_atl1c_down_nm_1_8_deferring_then_reboot_renamed_PARTIAL.txt").read_text())
+    assert satellite["end"]["boot_ends"] == [
+        {"line": 6, "time": "Dec 10 22:00:23", "monotonic_seconds": 483.916481, "host": "jerrod-Satellite-C655D"}]
+    for events, clock in ((satellite["events"], "syslog (no year)"), ([e for e in satellite["events"] if e["source"] == "driver"], "monotonic")):
+        periods = carrier_down_periods(events, log_end=satellite["end"])["enp6s0"]
+        assert (periods["clock"], [(p["down_line"], p["seconds"], p["ongoing"]) for p in periods["periods"]]) == (clock, [(2, 4.0, True)])
+
+
+def test_an_end_the_kernels_clock_cannot_be_related_to_is_said_and_the_kernels_own_end_wins():
+    # Constructed: a dmesg record (kernel seconds only), then a daemon's syslog line (a wall-clock time only): nothing relates
+    # the two clocks, so the outage is counted to the kernel's last time, and the period says why.
+    text = ("[  750.913832] r8169 0000:02:00.0 enp2s0: link down\n"
+            "Apr 28 18:04:56 h NetworkManager[810]: <info>  [1493373896.1299] policy: set 'Sharon' (wlp3s0) as default\n")
+    parsed = parse_carrier_events(text)
+    period = carrier_down_periods(parsed["events"], log_end=parsed["end"])["enp2s0"]["periods"][0]
+    assert (period["seconds"], period["ongoing"]) == (0.0, True)
+    assert period["note"] == ("counted to the last kernel time stamp of these carrier changes, not to the log's end (Apr 28 18:04:56): "
+                              "that record has a wall-clock time only, and none of these changes carries both clocks in a form that compares with it")
+    # Constructed: a syslog time has no year, an ISO one has: they do not compare, so they relate no clocks either.
+    mixed = ("Apr 28 18:04:52 h kernel: [  750.913832] r8169 0000:02:00.0 enp2s0: link down\n"
+             "2017-04-28T18:04:56+0000 h NetworkManager[810]: <info>  [1493373896.1299] policy: set 'Sharon' (wlp3s0) as default\n")
+    parsed = parse_carrier_events(mixed)
+    period = carrier_down_periods(parsed["events"], log_end=parsed["end"])["enp2s0"]["periods"][0]
+    assert period["seconds"] == 0.0 and period["note"].startswith(
+        "counted to the last kernel time stamp of these carrier changes, not to the log's end (2017-04-28T18:04:56+0000): ")
+    # Constructed: where the log's last record has the kernel's seconds, they are its end, not its whole-second wall time.
+    text = ("Apr 28 18:04:52 h kernel: [  750.913832] r8169 0000:02:00.0 enp2s0: link down\n"
+            "Apr 28 18:04:53 h kernel: [  751.100000] proc_thermal 0000:00:04.0: Unsupported event [0x84]\n")
+    parsed = parse_carrier_events(text)
+    period = carrier_down_periods(parsed["events"], log_end=parsed["end"])["enp2s0"]["periods"][0]
+    assert (period["seconds"], period["ongoing"], "note" in period) == (0.186, True, False)
+
+
+def test_octeons_up_line_without_the_word_link_ends_each_outage():
+    """An EdgeRouter Lite (octeon_ethernet): "eth1: Link down", then "eth1: 1000 Mbps Full duplex, port  1, queue  1" as the
+    link comes back, the driver's only up line. Twelve outages of eth1 and two of eth0, up at the end."""
+    parsed = parse_carrier_events((LOGS / "linux_mips_2013_donenfeld_edgerouter_octeon_link_down_then_mbps_full_duplex_port_queue_up_PARTIAL.txt")
+                                  .read_text())
+    assert parsed["netdevs"] == {"eth1": {"down": 12, "up": 12, "losses": 12, "last": "up"},
+                                 "eth0": {"down": 2, "up": 2, "losses": 2, "last": "up"}}
+    assert parsed["events"][1] == {"line": 2, "netdev": "eth1", "carrier": "up", "source": "driver", "bond": None, "pci_address": None,
+                                   "time": None, "monotonic_seconds": 23458.40367, "host": None, "log_format": "dmesg",
+                                   "message": "eth1: 1000 Mbps Full duplex, port  1, queue  1"}
+    assert parsed["notes"] == []  # "Port 1 receive error code 13, packet dropped" is a record, no link message
+    assert seconds_of_log(parsed) == {
+        "eth1": [(13.0, False), (51.05, False), (9.01, False), (4455.058, False), (8.0, False), (24880.68, False), (8.0, False),
+                 (3.0, False), (8.0, False), (3.0, False), (1.0, False), (9.0, False)],
+        "eth0": [(2.0, False), (2.0, False)]}
+    patch = parse_carrier_events((LOGS / "linux_mips_2013_koskinen_patch_edgerouter_lite_octeon_link_down_then_1000_mbps_full_duplex_PARTIAL.txt")
+                                 .read_text())
+    assert seconds_of_log(patch) == {"eth0": [(3.0, False)]}
+    # Constructed: speed and duplex without the port and queue, or with words after them, are not Octeon's line.
+    other = parse_carrier_events("[ 5.0] eth0: 1000 Mbps Full duplex\n[ 6.0] eth0: 1000 Mbps Full duplex, port 0, queue 0 (SFP+ up)\n")
+    assert other["events"] == []
+
+
+def seconds_of_log(parsed):
+    return {netdev: [(p["seconds"], p["ongoing"]) for p in entry["periods"]]
+            for netdev, entry in carrier_down_periods(parsed["events"], log_end=parsed["end"]).items()}

@@ -579,6 +579,96 @@ def test_a_level_without_a_time_stamp_is_a_record():
     assert parse_carrier_events("<6>[   14.952018] e1000e 0000:00:19.0 eth0: NIC Link is Down\n")["events"][0]["monotonic_seconds"] == 14.952018
 
 
+LINK_NOTE = "a link message this filter does not read"
+
+
+def test_networkmanager_1_0_to_1_10_says_link_disconnected_without_the_word_carrier():
+    """Linux Mint 18.3 (NetworkManager 1.10) on resume: "device (eno1): link disconnected (deferring action for 4
+    seconds)", then "device (eno1): link connected"; the kernel printed no down line, so NetworkManager is the only witness."""
+    parsed = parse_carrier_events(
+        read("ubuntuforums_2018_mint_syslog_nm_1_10_device_link_disconnected_deferring_without_carrier_word_resume_e1000e_PARTIAL.txt"))
+    assert [(e["line"], e["netdev"], e["carrier"], e["source"], e["time"]) for e in parsed["events"]] == [
+        (2, "eno1", "down", "networkmanager", "Feb 19 17:43:51"), (6, "eno1", "up", "networkmanager", "Feb 19 17:43:51"),
+        (7, "eno1", "up", "driver", "Feb 19 17:43:51")]
+    assert parsed["netdevs"] == {"eno1": {"down": 1, "up": 2, "losses": 1, "last": "up"}}
+    assert (parsed["records"], parsed["notes"]) == (8, [])
+    # NetworkManager 1.0 (CentOS 7) without "device": "<info> (enp0s3): link disconnected (deferring action for 4 seconds)",
+    # then "(calling deferred action)" 4 s later (the same loss, repeated), beside e1000's own lines.
+    book = parse_carrier_events(read("cn_rhel7_troubleshooting_book_messages_e1000_two_ports_nm_1_0_paren_link_disconnected_connected_PARTIAL.txt"))
+    assert [(e["line"], e["carrier"], e["source"]) for e in book["events"] if e["netdev"] == "enp0s3"] == [
+        (1, "down", "driver"), (3, "down", "networkmanager"), (5, "down", "networkmanager"), (7, "up", "driver"),
+        (9, "up", "networkmanager")]
+    assert book["netdevs"]["enp0s8"] == {"down": 3, "up": 2, "losses": 1, "last": "up"}
+    periods = carrier_down_periods(book["events"], log_end=book["end"])
+    assert {netdev: [(p["down_line"], p["up_line"], p["seconds"]) for p in entry["periods"]] for netdev, entry in periods.items()} == {
+        "enp0s3": [(1, 7, 6.0)], "enp0s8": [(2, 8, 6.0)]}
+    # Constructed: the forms before and after still read the same.
+    assert brief(parse_carrier_events(["<info>  (eth0): carrier now OFF (device state 30)",
+                                       "<info>  [1526537213.5872] device (eth0): carrier: link connected"])) == [
+        (1, "eth0", "down", "networkmanager"), (2, "eth0", "up", "networkmanager")]
+
+
+def test_amlogic_kernels_stamp_the_cpu_after_the_seconds():
+    """Amlogic's vendor kernels print "[  553.066682@2]": the record counts, with its seconds, in a quoted README."""
+    parsed = parse_carrier_events(read("rdk_thunder_testclient_readme_quoted_amlogic_cpu_at_stamp_meson6_dwmac_link_up.txt"))
+    assert [(e["line"], e["netdev"], e["carrier"], e["monotonic_seconds"], e["pci_address"]) for e in parsed["events"]] == [
+        (12, "eth0", "up", 553.066682, None)]  # meson6-dwmac at ff3f0000.ethernet, no PCI function
+    assert parsed["events"][0]["message"] == "meson6-dwmac ff3f0000.ethernet eth0: Link is Up - 100Mbps/Full - flow control rx/tx"
+    assert (parsed["records"], parsed["end"]) == (1, {"time": None, "monotonic_seconds": 553.066682})
+    # A Le Potato's boot: every line is a record; libphy's line names a PHY, no netdev, and is noted, as without "@0".
+    potato = parse_carrier_events(read("linux_media_2018_le_potato_amlogic_cpu_at_stamps_libphy_stmmac_phy_id_link_up_PARTIAL.txt"))
+    assert (potato["events"], potato["records"], potato["end"]) == ([], 7, {"time": None, "monotonic_seconds": 15.626389})
+    assert [(n["line"], n["reason"]) for n in potato["notes"]] == [(3, "not a log record"), (6, LINK_NOTE), (8, "not a log record")]
+
+
+def test_dpaa2_a_dpmac_is_no_netdev_and_the_dpnis_link_event_is_its_carrier():
+    """The kernel's DPAA2 documentation: phylink's "fsl_dpaa2_mac dpmac.17: Link is Up" names an fsl-mc object, not an
+    interface; "fsl_dpaa2_eth dpni.0 eth1: Link Event: state up" follows eth1's netif_carrier_on."""
+    parsed = parse_carrier_events(read("kernel_doc_dpaa2_mac_phy_support_console_dpmac_phylink_up_dpni_link_event_state_up.txt"))
+    assert [(e["line"], e["netdev"], e["carrier"], e["monotonic_seconds"]) for e in parsed["events"]] == [(4, "eth1", "up", 14896.897478)]
+    assert parsed["netdevs"] == {"eth1": {"down": 0, "up": 1, "losses": 0, "last": "up"}}
+    assert [(n["line"], n["reason"]) for n in parsed["notes"]] == [(1, "a shell prompt"), (3, LINK_NOTE)]
+    # Constructed: the driver's down line.
+    assert brief(parse_carrier_events("[  9.1] fsl_dpaa2_eth dpni.2 eth3: Link Event: state down\n")) == [(1, "eth3", "down", "driver")]
+
+
+def test_a_journal_line_whose_clock_was_replaced_by_dots_is_a_record_without_time():
+    """A how-to's journal with "Sep 04 ... colima systemd-networkd[416]: docker0: Lost carrier": host and tag kept."""
+    parsed = parse_carrier_events(read("devops_homework_journalctl_ubuntu2404_time_elided_dots_networkd_docker0_lost_carrier.txt"))
+    assert [(e["line"], e["netdev"], e["carrier"], e["source"], e["host"], e["time"]) for e in parsed["events"]] == [
+        (5, "docker0", "down", "networkd", "colima", None)]
+    assert (parsed["records"], parsed["end"], [n["reason"] for n in parsed["notes"]]) == (4, None, ["a shell prompt"])
+    # Constructed: prose after a date and dots is no record.
+    prose = parse_carrier_events("Sep 04 ... and then it broke: eth0 Lost carrier\n")
+    assert (prose["records"], prose["events"]) == (0, [])
+
+
+def test_a_consoles_journal_line_whose_program_name_was_cut_keeps_networkds_message():
+    """A console's copy of journald's lines with the identifier cut, ": enP5p1s0f1: Lost carrier" (tg3 ports during an
+    EEH reset): read as the bare message after the colon, with nothing added."""
+    parsed = parse_carrier_events((FIXTURES / "link_down/netdev_2020_tg3_eeh_bare_messages_networkmanager_epoch_brackets.txt").read_text())
+    assert [(e["line"], e["carrier"], e["source"]) for e in parsed["events"] if e["netdev"] == "enP5p1s0f0"] == [
+        (27, "down", "networkd"), (34, "down", "driver"), (41, "up", "driver"), (44, "up", "networkd"), (45, "up", "networkmanager")]
+    assert [(e["line"], e["carrier"]) for e in parsed["events"] if e["netdev"] == "enP5p1s0f1"] == [
+        (1, "down"), (28, "down"), (35, "up"), (38, "up"), (39, "up")]
+    assert {(e["host"], e["time"]) for e in parsed["events"] if e["source"] == "networkd"} == {(None, None)}
+    # timesyncd's cut line and networkd's "Configured" are no carrier change: still noted as before.
+    assert {n["line"]: n["reason"] for n in parsed["notes"] if n["line"] in (29, 40, 46)} == {
+        29: "not a log record", 40: "not a log record", 46: "not a log record"}
+
+
+def test_esxi_vobd_lines_are_noted_without_a_host():
+    """ESXi's vobd.log: "2026-02-10T08:30:43.149Z In(14) vobd[2097764]: ... vmnic vmnic4 linkstate down". Records with
+    no Linux netdev's carrier, each noted; the severity "In(14)" is no host."""
+    parsed = parse_carrier_events(read("broadcom_kb431016_esxi_vobd_vmnic_linkstate_down_iso_In14_PARTIAL.txt"))
+    assert (parsed["events"], parsed["netdevs"], parsed["records"]) == ([], {}, 4)
+    assert [(n["line"], n["reason"]) for n in parsed["notes"]] == [(line, LINK_NOTE) for line in (1, 2, 3, 4)]
+    assert parsed["end"] == {"time": "2026-02-10T08:30:43.149Z", "monotonic_seconds": None}
+    # Constructed: a Linux host's ISO journal line keeps its host.
+    linux = parse_carrier_events("2026-02-10T08:30:43.149Z node1 kernel: mlx5_core 0000:3b:00.0 ib0: Link down\n")
+    assert [(e["netdev"], e["carrier"], e["host"]) for e in linux["events"]] == [("ib0", "down", "node1")]
+
+
 # --------------------------------------------------------------------------- rdma system
 
 
