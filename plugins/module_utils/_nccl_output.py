@@ -40,6 +40,9 @@ _NCCL_LINE = re.compile(
 # A line of documentation or a bare paste: ``NCCL INFO Channel 00/0 : ...`` without the prefix.
 _BARE_LINE = re.compile(r"(?:^|\s)NCCL (?P<level>INFO|WARN) (?P<message>.*)$")
 _VERSION = re.compile(r"\bNCCL version:? (?P<version>[0-9][0-9A-Za-z.+_-]*)")
+# NCCL prints its version as major.minor.patch ("2.23.4+cuda12.2"): a figure without its dot is part of one
+# ("NCCL version 2 .23.4+cuda12.2", a web page's text that put a blank inside it), not a version.
+_WHOLE_VERSION = re.compile(r"^[0-9]+\.[0-9]")
 # "RCCL version : 2.26.6-..." (2.26 and later), "RCCL version 2.18.3+hip5.7 HEAD:b502725" (before).
 _RCCL_VERSION = re.compile(r"\bRCCL version(?: :)? (?P<version>[0-9][0-9A-Za-z.+:_-]*)")
 # "Using network IB"; before 2.4, "Using internal Network IB".
@@ -99,11 +102,21 @@ _RING_ORDER = re.compile(r"^Ring\s+\d+\s*:\s*\d+(?:\s*->\s*\d+){2,}\s*$")
 # A channel line whose tail another process's output replaced before its "via" (mpirun, Slurm and Ray
 # interleave the ranks' writes): ``Channel 15/0 : 4[4] -> 12[4] [seSetting up ...``.
 _CHANNEL_TORN_BEFORE_VIA = re.compile(r"^(?:Channel|Ring)\s+\d+(?:/\d+)?\s*:\s*\d+(?:\[[0-9a-fA-Fx]+\])?\s*->")
-# What newer NCCL appends to a channel line, and Ray's note on repeated lines.
-_CHANNEL_TAIL = re.compile(r"\s+(?:comm 0x[0-9a-fA-F]+.*|\[repeated \d+x across cluster\].*)$")
+# What newer NCCL appends to a channel line.
+_CHANNEL_TAIL = re.compile(r"\s+comm 0x[0-9a-fA-F]+.*$")
+# Ray's note on a line its log deduplication stands for ("... Using network IB [repeated 14x across cluster]"), with what it
+# may add after it: Ray's, not NCCL's, on any message.
+_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
+# What an author wrote after a message: a comment ("via NET/IB/3/GDRDMA  # cross-node RDMA"), a generated page's citation
+# mark ("via NET/gIB/2/GDRDMA [cite: 1734]", "to PIX [cite: 59]"). NCCL's own messages hold neither " # " nor "[cite".
+_AUTHOR_REMARK = re.compile(r"\s+(?P<remark>#(?:\s.*)?|\[cite(?::[^\]]*)?\].*)$")
+# A channel line that ends at its "via": a wrapped line, whose transport may start the next line.
+_CHANNEL_CUT_AT_VIA = re.compile(r"^(?:Channel|Ring|CollNet|Coll)\s+\d+(?:/\d+)?\s*:.*\svia$")
 # NET/IB/0/GDRDMA, NET/IB/5(2)/GDRDMA/Shared (the (2): PXN's proxy rank, whose NIC relays the send),
 # NET/IB/0/GDRDMA(PCI) (2.27's mode of GPUDirect RDMA on C2C systems).
 _NET_TRANSPORT = re.compile(r"^NET/(?P<name>[^/]+)/(?P<device>\d+)(?:\((?P<proxy>\d+)\))?(?P<flags>(?:/[A-Za-z]+(?:\([A-Za-z]+\))?)*)$")
+# "NET/Socket" alone: a network's name without the device NCCL always prints after it.
+_NET_WITHOUT_DEVICE = re.compile(r"^NET/[^/\s]+$")
 _COLLNET_TRANSPORT = re.compile(r"^COLLNET/(?P<name>[^/]+)/(?P<device>\d+)(?P<flags>(?:/[A-Za-z]+)*)$", re.IGNORECASE)
 
 # NCCL's warning when the collective network it connected could not be used after all.
@@ -176,7 +189,8 @@ def _untorn_host(line, match):
 def _records(line):
     """Every NCCL record of a line, ``[(host, level, message)]``: one, or several where a terminal copy joined them
     with blanks or two processes' writes interleaved (the earlier record's message then ends where the next
-    begins, cut short or whole); a bare ``NCCL INFO ...`` of documentation is one record without a host."""
+    begins, cut short or whole); a bare ``NCCL INFO ...`` of documentation is one record without a host, and so is one
+    that stands before a line's first whole record (a copy that starts inside its prefix)."""
     matches, position = [], 0
     while True:
         match = _NCCL_LINE.search(line, position)
@@ -187,10 +201,15 @@ def _records(line):
         # so another process's whole record can follow a prefix at once): the search takes in the blank before it.
         position = max(match.start("message") - 1, match.end("level"))
     records = []
+    leading = _BARE_LINE.search(line, 0, matches[0].start("host")) if matches else None
+    if leading:
+        # A record whose prefix the text lost (a copy that starts inside it) before the first whole one: "NCCL INFO Channel
+        # 12/0 : 13[5] -> 5[5] [receive] via NET/IBext/5/GDRDMA      host:1:2 [2] NCCL INFO ...": its host is not known.
+        records.append((None, leading.group("level"), leading.group("message").strip()))
     for number, (match, following) in enumerate(zip(matches, matches[1:] + [None])):
         message = line[match.start("message"):following.start("host") if following else len(line)]
         host = _untorn_host(line, match)
-        if number and host != records[0][0] and not line[:match.start("host")].endswith("  "):
+        if number and host != records[bool(leading)][0] and not line[:match.start("host")].endswith("  "):
             # A record glued into another's message without the padding of a joined copy: its host may have taken in
             # the torn text before it ("... ncclPollProxyResponse Recei00:1622687:..."), so it is not named.
             host = None
@@ -258,10 +277,17 @@ def parse_nccl_log(text, strict=False):
     pending_interfaces = {}  # host -> the "NET : Using interface" lines (before 2.4) that no later line placed yet
     orphans = []  # (number, message) of the channel lines without NCCL's prefix
     emptied = []  # the lines of a record whose prefix another record follows at once: its message stands apart
+    remarks = []  # (number, remark) of the lines where an author wrote after NCCL's message
+    wrapped = None  # (number, host, message) of a channel line that ended at its "via": the next line may start with its transport
     for number, raw in enumerate(_lines(text), start=1):
         line = raw.rstrip(_FRAME)
         if not line.strip():
             continue
+        held, wrapped = wrapped, None
+        if held is not None:
+            line = _join_wrapped_transport(result, held, line, number, seen_channels, pending_interfaces)
+            if not line.strip():
+                continue
         cut, last_warning = last_warning, None
         if cut is not None and _message(line) is None and _COMPLETION_WARN.search(cut + " " + line.strip()):
             result["warnings"][result["warnings"].index(cut)] = cut + " " + line.strip()
@@ -270,8 +296,11 @@ def parse_nccl_log(text, strict=False):
             _note(notes, "a line longer than %d characters, not read" % MAX_LINE, number, line)
             continue
         version = _VERSION.search(line) or _RCCL_VERSION.search(line)
-        if version and result["version"] is None:
+        if version and result["version"] is None and _WHOLE_VERSION.match(version.group("version")):
             result["version"] = version.group("version")
+        elif version and result["version"] is None:
+            _note(notes, "the version line holds no whole version (%r, where NCCL prints major.minor.patch): the version is "
+                         "not known" % version.group("version"), number, line)
         records = _records(line)
         parsed = records[0] if records else None
         if parsed is None and ib_using_open and _IB_USING_WRAPPED.match(line):
@@ -291,7 +320,10 @@ def parse_nccl_log(text, strict=False):
                 # A channel message without its prefix: NCCL 2.3 wrote the two apart, and another process's record came
                 # between them ("host:1:2 [7] NCCL INFO host:3:4 [6] NCCL INFO Ring 04 : ...", then "Ring 04 : 7[7] -> 3[3]
                 # via P2P/IPC" later). Read once the text shows it is an NCCL log; counted among the other lines until then.
-                orphans.append((number, line.strip()))
+                message, remark = _own_message(line.strip())
+                if remark:
+                    remarks.append((number, remark))
+                orphans.append((number, message))
                 result["other_lines"] += 1
                 continue
             result["other_lines"] += 1
@@ -303,7 +335,13 @@ def parse_nccl_log(text, strict=False):
         result["lines"] += 1
         if any(not message for dummy, dummy, message in records[:-1]):
             emptied.append(number)
-        for host, level, message in records:
+        if records[0][0] is None and len(records) > 1:
+            _note(notes, "the line starts inside a record, before its prefix (a copy cut there): that record is read without "
+                         "its host", number, line)
+        for place, (host, level, message) in enumerate(records, start=1):
+            message, remark = _own_message(message)
+            if remark:
+                remarks.append((number, remark))
             if host and host not in result["hosts"] and not host.startswith("<"):
                 result["hosts"].append(host)
             if level == "WARN":
@@ -314,7 +352,16 @@ def parse_nccl_log(text, strict=False):
                     result["verbs_missing"] = True
                 ib_using_open = False
                 continue
+            if place == len(records) and _CHANNEL_CUT_AT_VIA.match(message):
+                wrapped = (number, host, message)  # read with the next line, which may start with its transport
+                continue
             ib_using_open = _read_message(result, message, number, seen_channels, host, pending_interfaces) == "ib_using"
+    if wrapped is not None:
+        _read_message(result, wrapped[2], wrapped[0], seen_channels, wrapped[1], pending_interfaces)
+    if remarks:
+        (first, remark), where = remarks[0], _shown_lines([n for n, dummy in remarks])
+        _note(notes, "line(s) %s carry an author's remark after NCCL's message (%r on line %d), no part of NCCL's output: "
+                     "the messages are read without it" % (where, remark[:40], first))
     if not result["lines"]:
         tagged = _tag_bare_messages(text)
         if tagged is not None:
@@ -327,6 +374,34 @@ def parse_nccl_log(text, strict=False):
     _read_orphans(result, orphans, emptied, seen_channels)
     _settle(result)
     return result
+
+
+def _own_message(message):
+    """``(message, remark)``: a record's message without Ray's note on repeated lines, and without the remark an author wrote
+    after it (None when there is none)."""
+    message = _RAY_REPEATED.sub("", message)
+    remark = _AUTHOR_REMARK.search(message)
+    if remark is None:
+        return message, None
+    return message[:remark.start()], remark.group("remark")
+
+
+def _join_wrapped_transport(result, held, line, number, seen_channels, pending_interfaces):
+    """Read the channel line ``held`` (number, host, message) that ended at its "via", with the transport ``line`` starts with
+    where it does (a terminal or a page wrapped the line there: "... [receive] via", then " NET/IBext/4/GDRDMA   host:..."), or
+    without (then it is noted as cut before its transport); returns what of ``line`` is left to read."""
+    number_held, host, message = held
+    words = line.split(None, 1)
+    word = words[0] if words else ""
+    # Every transport NCCL prints names its kind and more after a slash (NET/IB/0, P2P/IPC, SHM/direct/direct).
+    if "/" not in word or transport_kind(word)[0] == "other":
+        _read_message(result, message, number_held, seen_channels, host, pending_interfaces)
+        return line
+    _read_message(result, message + " " + word, number_held, seen_channels, host, pending_interfaces)
+    _note(result["notes"], "the channel line %d ends at its \"via\" (the line was wrapped there): its transport %s is read from the "
+                           "start of line %d" % (number_held, word, number), number_held, message)
+    start = line.index(word)
+    return line[:start] + " " * len(word) + line[start + len(word):]
 
 
 def _shown_lines(numbers):
@@ -398,6 +473,12 @@ def _read_message(result, message, number, seen_channels, host=None, pending_int
             # "... via P" whose "2P/IPC/read" another process's output tore off, or "via NET/IBext/6/GD"
             # with that output glued on where "RDMA" was (Ray, mpirun and Slurm interleave the ranks' writes).
             shown = transport if len(transport) <= 24 else transport[:24] + "..."
+            if _NET_WITHOUT_DEVICE.match(transport):
+                # "via NET/Socket" of a guide's made-up line, or a line that ends there: which device, and whether GPUDirect
+                # RDMA was on, is not in the text.
+                _note(result["notes"], "a channel line whose transport names no device (%r, where NCCL prints NET/<network>/"
+                                       "<device>): not counted" % shown, number, message)
+                return
             _note(result["notes"], "a channel line cut short (%r after via): not counted" % shown, number, message)
             return
         entry = {

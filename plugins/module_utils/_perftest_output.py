@@ -56,6 +56,8 @@ _INFO = re.compile(
     r"If device exists, check if driver is up|"
     # An rdma_cm server waiting (-R): no GPU in it.
     r"Waiting for client rdma_cm QP to connect|Please run the same command with the IB/RoCE interface IP|"
+    # The buffer of a run in a mapped file (--mmap, src/mmap_memory.c): host memory, no GPU.
+    r"allocated mmap buffer of size \d+ at \S+|"
     # raw_ethernet's box around the Ethernet header it sends (raw_ethernet_resources.c).
     r"\*+raw ethernet header\**|\|[-| ]*\||\|[\w .:|-]*\|)\s*$"
 )
@@ -390,6 +392,27 @@ class _Table:
 
 
 _TABLE_KINDS = {"bw": "bandwidth", "lat": "latency"}
+# perftest's bandwidth table (print_report_bw(), src/perftest_parameters.c), for its rows pasted without their header: a
+# --run_infinitely run prints the header once and then a row every interval, so a paste of a while of it is rows only.
+_BW_COLUMNS = ("#bytes", "#iterations", "BW peak[%s]", "BW average[%s]", "MsgRate[Mpps]")
+
+
+def _headerless_unit(values):
+    """The unit of a row of five figures pasted without its table header, where it is perftest's bandwidth row: the unit
+    (MB/sec or Gb/sec) in which its average is its bytes x message rate, within the rounding of the printed rate (six
+    decimals) and of the average (two) and 1 %; None where it is not (a latency row, another tool's figures)."""
+    if len(values) != 5 or not isinstance(values[0], int) or not isinstance(values[1], int) or values[0] <= 0:
+        return None
+    size, dummy, dummy, average, rate = values
+    if average <= 0 or rate <= 0:
+        return None
+    implied = size * rate * 8 / 1000.0  # Gb/s
+    for unit in ("MB/sec", "Gb/sec"):
+        factor = _GBPS_PER_UNIT[unit.lower()]
+        slack = size * 0.0000005 * 8 / 1000.0 + 0.005 * factor + implied * 0.01
+        if abs(average * factor - implied) <= slack:
+            return unit
+    return None
 
 
 # At most this many notes are kept (then one more says how many were left out): pasted output with
@@ -430,6 +453,12 @@ class _Notes(list):
 def _note(notes, reason, line=None, text=None):
     """Add ``{line, text, reason}`` once: ``line`` and ``text`` name the input line when there is one."""
     notes.add(line, _shown(text) if text is not None else None, reason)
+
+
+def _shown_lines(numbers):
+    """Line numbers as a note gives them: the first ten, then how many more."""
+    shown = ", ".join(str(number) for number in numbers[:10])
+    return shown + (" and %d more" % (len(numbers) - 10) if len(numbers) > 10 else "")
 
 
 def _shown(line):
@@ -555,22 +584,25 @@ def _merge_sides(rows, sides, notes):
 
 
 def _header_facts(header):
+    # Keys are read in any letter case: older perftest printed "Gid index" where newer prints "GID index".
+    header = {key.lower(): value for key, value in header.items()}
+
     def integer(key):
-        value = header.get(key)
+        value = header.get(key.lower())
         if value is None:
             return None
         match = re.match(r"^([0-9]{1,9})", value)
         return int(match.group(1)) if match else None
 
     return {
-        "device": header.get("Device"),
-        "link_type": header.get("Link type"),
-        "transport_type": header.get("Transport type"),
-        "connection_type": header.get("Connection type"),
+        "device": header.get("device"),
+        "link_type": header.get("link type"),
+        "transport_type": header.get("transport type"),
+        "connection_type": header.get("connection type"),
         "qps": integer("Number of qps"),
         "mtu": integer("Mtu"),
         "gid_index": integer("GID index"),
-        "exchange_method": header.get("Data ex. method"),
+        "exchange_method": header.get("data ex. method"),
     }
 
 
@@ -663,6 +695,9 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
     gpu_lines = []
     figure_run = None  # the last command line that asked for a bare figure (--output=...)
     figures = []  # (run, row) of the bare figures it printed
+    headerless = {}  # unit -> the bandwidth table that rows pasted without their header were read in
+    headerless_lines = []  # the numbers of those rows' lines
+    unread_rows = False  # a numeric row without a table header that could not be read
     # Where each title's block starts: in local_addresses and remote_addresses, and the header read before it.
     blocks = []
 
@@ -780,7 +815,17 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
             one_way_server_then_client = (
                 len(tables) == 2 and table is tables[1] and table.first_bytes is None and tables[0].rows == 1
                 and titles and _ONE_WAY_RDMA_TITLE.match(" ".join(titles[0].split())))
-            if table is None:
+            headerless_unit = _headerless_unit(values) if table is None and not tables else None
+            if headerless_unit is not None:
+                # Rows pasted without their header whose figures prove perftest's bandwidth columns (their unit too).
+                if headerless_unit not in headerless:
+                    headerless[headerless_unit] = _Table([column.replace("%s", headerless_unit) for column in _BW_COLUMNS])
+                raw_rows.append(_row(headerless[headerless_unit], values, notes)[0])
+                headerless_lines.append(number)
+                if headerless_unit not in units:
+                    units.append(headerless_unit)
+            elif table is None:
+                unread_rows = True
                 _note(notes, "a numeric row without a table header%s, ignored" % stream, number, line)
             elif len(values) < len(table.columns):
                 _note(notes, "a row with %d of %d columns%s, ignored" % (len(values), len(table.columns), stream),
@@ -860,6 +905,10 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
         raise PerftestOutputError("nothing in the text is perftest output (line %d%s: %r)" % (number, stream, _shown(line)))
 
     sides = max(len(titles), len(tables))
+    if headerless_lines:
+        where = _shown_lines(headerless_lines)
+        _note(notes, "rows without their table header on line(s) %s: read in perftest's bandwidth columns (#bytes #iterations "
+                     "BW peak BW average MsgRate) in %s, which each row's bytes x message rate confirms" % (where, " and ".join(headerless)))
     if server_row_first:  # keep the client's order of sizes: the server's row is its last
         raw_rows = raw_rows[1:] + raw_rows[:1]
     rows, sides_agree = _merge_sides(raw_rows, sides, notes)
@@ -887,6 +936,8 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
         kind = "lat" if re.search(r"Lat(ency)? Test$", titles[0]) else "bw"
     elif tables:
         kind = tables[-1].kind
+    elif headerless:
+        kind = "bw"
     elif figures:
         kind = figures[0][0]["kind"]
     averages = [row["bw_average_gbps"] for row in rows if row.get("bw_average_gbps") is not None]
@@ -912,7 +963,7 @@ def parse_perftest(stdout, stderr="", rc=None, timed_out=False, timeout=None, ro
     }
     result.update(_header_facts(header))
     result["failure"] = classify_failure(
-        stdout, stderr, rc=rc, timed_out=timed_out, has_results=bool(rows), timeout=timeout, role=role
+        stdout, stderr, rc=rc, timed_out=timed_out, has_results=bool(rows) or unread_rows, timeout=timeout, role=role
     )
     return result
 

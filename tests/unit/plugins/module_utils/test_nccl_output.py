@@ -526,3 +526,70 @@ def test_nccl_2_3s_socket_list_then_ib_sideband_pick_and_a_count_above_the_lines
     assert cut["socket_interfaces"] == [{"index": None, "name": "eth0", "address": "10.0.0.1"}]
     assert cut["notes"][0] == {"line": 2, "text": "NET/Socket : 2 interfaces found",
                                "reason": "NET/Socket found 2 interface(s) but the text names 1 before it: only those are known, not their index"}
+
+
+def test_rays_note_on_a_repeated_using_network_line_is_no_part_of_the_network():
+    # vLLM on Ray, NCCL 2.21.5: every init line deduplicated, "NCCL INFO Using network IB [repeated 14x across cluster]".
+    parsed = log("nccl_info_2.21.5_vllm_ray_dedup_note_repeated_across_cluster_on_using_network_and_init_lines_deepseek_v2_5_PARTIAL.log")
+    assert (parsed["network"], parsed["networks"], parsed["notes"]) == ("IB", ["IB"], [])
+    assert parsed["env"] == {"NCCL_IB_DISABLE": "0", "NCCL_CUMEM_ENABLE": "0"}
+    assert [device["device"] for device in parsed["ib_devices"]] == ["mlx5_%d" % n for n in range(8)]
+    assert [(c["channel"], c["src_rank"], c["dst_rank"], c["transport"]) for c in parsed["channels"]] == [(23, 6, 7, "P2P/IPC/read")]
+    # Constructed in the fixture's form: a socket fallback Ray deduplicated is still the network "Socket".
+    socket = parse_nccl_log("(RayWorkerWrapper pid=660) host:660:660 [6] NCCL INFO Using network Socket [repeated 7x across cluster]\n")
+    assert socket["network"] == "Socket"
+
+
+def test_an_authors_remark_after_a_channels_transport_or_a_value_is_left_out_and_the_line_read():
+    # A generated page's "[cite: N]" after every line (Ray on GKE, gIB on B200): both GPUDirect RDMA channels are read.
+    cited = log("nccl_info_gib_ray_b200_ansi_remnant_cite_marks_after_channel_and_env_lines_dranet_ray_doc_PARTIAL.log")
+    assert cited["transports"] == {"net_plugin": 2} and (cited["net_channels"], cited["gdrdma_channels"]) == (2, 2)
+    assert [(c["channel"], c["src_rank"], c["dst_rank"], c["direction"], c["transport"], c["net"], c["net_device"], c["line"])
+            for c in cited["channels"]] == [(2, 10, 2, "receive", "NET/gIB/2/GDRDMA", "gIB", 2, 14),
+                                            (2, 2, 10, "send", "NET/gIB/2/GDRDMA", "gIB", 2, 15)]
+    assert cited["env"] == {"NCCL_NET_GDR_LEVEL": "PIX"} and cited["gdr"]["enabled"] == ["mlx5_0"]
+    assert cited["notes"] == [{"line": None, "text": None, "reason": (
+        "line(s) 3, 4, 7, 10, 11, 14, 15 carry an author's remark after NCCL's message ('[cite: 1887]' on line 3), no part of "
+        "NCCL's output: the messages are read without it")}]
+    # A guide's "# comment" after each bare line: the IB channel is read, and P2P and SHM keep only their transport.
+    annotated = log("nccl_info_bare_lines_author_hash_comments_after_transport_and_network_guide_PARTIAL.log")
+    assert annotated["transports"] == {"net_ib": 1, "p2p": 1, "shm": 1} and annotated["gdrdma_channels"] == 1
+    assert [c["transport"] for c in annotated["channels"]] == ["P2P/CUMEM", "SHM/direct", "NET/IB/3/GDRDMA"]
+    assert (annotated["network"], annotated["networks"]) == ("IBext", ["IBext"])
+    # The guide's "via NET/Socket" names no device, which NCCL always prints: said so, not taken for a cut line.
+    assert [(n["line"], n["reason"]) for n in annotated["notes"] if n["line"] is not None] == [
+        (5, "a channel line whose transport names no device ('NET/Socket', where NCCL prints NET/<network>/<device>): not counted")]
+    # Constructed: a channel line whose transport glued another program's words is still cut, whatever follows it.
+    torn = parse_nccl_log("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDSetting up # x\n")
+    assert torn["channels"] == []
+    assert torn["notes"][0]["reason"] == "a channel line cut short ('NET/IB/0/GDSetting up' after via): not counted"
+
+
+def test_a_channel_line_wrapped_right_after_via_takes_its_transport_from_the_next_line():
+    # A terminal copy of joined records (DeepEP issue 106), wrapped at "... [receive] via" with " NET/IBext/4/GDRDMA" on line 2,
+    # and a first record whose prefix the copy lost.
+    parsed = log("nccl_terminal_copy_channel_wrapped_after_via_leading_record_without_prefix_deepep_issue106_turn6_PARTIAL.log")
+    assert parsed["transports"] == {"net_ib": 9} and parsed["gdrdma_channels"] == 9
+    connections = [(c["channel"], c["src_rank"], c["dst_rank"], c["transport"], c["line"]) for c in parsed["channels"]]
+    assert (12, 13, 5, "NET/IBext/5/GDRDMA", 1) in connections and (15, 12, 4, "NET/IBext/4/GDRDMA", 1) in connections
+    assert (parsed["hosts"], parsed["lines"], parsed["other_lines"]) == (["VM-17-82-centos"], 2, 0)
+    assert [(n["line"], n["reason"]) for n in parsed["notes"]] == [
+        (1, "the line starts inside a record, before its prefix (a copy cut there): that record is read without its host"),
+        (1, "the channel line 1 ends at its \"via\" (the line was wrapped there): its transport NET/IBext/4/GDRDMA is read from "
+            "the start of line 2")]
+    # Constructed: a line after "via" that does not start with a transport is read as it is, and the channel is still cut.
+    cut = parse_nccl_log("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via\nh:1:2 [0] NCCL INFO Using network IB\n")
+    assert (cut["channels"], cut["network"], cut["lines"]) == ([], "IB", 2)
+    assert cut["notes"][0] == {"line": 1, "text": "Channel 00/0 : 0[0] -> 1[0] [send] via",
+                               "reason": "a channel line cut short before its transport: not counted"}
+
+
+def test_a_version_a_page_split_with_a_blank_is_not_known_not_its_first_figure():
+    # Google Cloud's gIB page as text: "NCCL INFO NCCL version 2 .23.4+cuda12.2".
+    parsed = log("nccl_gib_doc_page_text_version_split_2_space_dot_23_gcloud_doc_PARTIAL.log")
+    assert parsed["version"] is None
+    assert parsed["notes"][0] == {"line": 3, "text": "... NCCL INFO NCCL version 2 .23.4+cuda12.2", "reason": (
+        "the version line holds no whole version ('2', where NCCL prints major.minor.patch): the version is not known")}
+    # A whole version after it is read (constructed).
+    both = parse_nccl_log("h:1:2 [0] NCCL INFO NCCL version 2 .23.4\nh:1:2 [0] NCCL INFO NCCL version 2.23.4+cuda12.2\n")
+    assert both["version"] == "2.23.4+cuda12.2"

@@ -284,3 +284,43 @@ def test_stars_around_a_figure_are_read_only_in_a_row_of_figures():
                 "1024       1000             0.00               **5544.28*\t\t   5.677340"):
         parsed = parse_perftest(header + row + "\n")
         assert parsed["results"] == [] and parsed["failure"]["cause"] == "unknown"
+
+
+def test_rows_of_a_run_infinitely_pasted_without_their_header_are_read_where_their_figures_prove_the_columns():
+    # perftest issue #130: two clients' "ib_send_bw -s 4194304 -D 20 --run_infinitely" rows under "Node B output:" and
+    # "Node C output:", no header; each BW average (MB/sec) is its bytes x message rate.
+    name = "ib_send_bw_run_infinitely_commands_then_rows_without_header_node_b_node_c_issue130_with_other_lines_PARTIAL.txt"
+    parsed = parse_perftest((FIXTURES / "perftest" / name).read_text())
+    assert (parsed["failure"], parsed["kind"], parsed["unit"], parsed["units_printed"], parsed["sides"]) == (None, "bw", "MB/sec", [], 0)
+    assert [(row["bytes"], row["iterations"], row["bw_peak_gbps"], row["bw_average_gbps"], row["msg_rate_mpps"]) for row in parsed["results"]] == [
+        (4194304, iterations, None, round(average * 2 ** 20 * 8 / 1e9, 6), rate) for iterations, average, rate in (
+            (4826, 965.20, 0.000241), (7695, 1539.00, 0.000385), (2596, 519.20, 0.000130), (7186, 1437.20, 0.000359),
+            (14261, 2852.20, 0.000713), (6801, 1360.20, 0.000340), (2456, 491.19, 0.000123), (162, 32.40, 0.000008))]
+    assert [round(row["bw_average_gbps"], 2) for row in parsed["results"][:6]] == [8.10, 12.91, 4.36, 12.06, 23.93, 11.41]
+    assert {"line": None, "text": None, "reason": "rows without their table header on line(s) 16, 17, 18, 19, 20, 21, 23, 24: read in perftest's "
+            "bandwidth columns (#bytes #iterations BW peak BW average MsgRate) in MB/sec, which each row's bytes x message rate "
+            "confirms"} in parsed["notes"]
+    assert {"line": 22, "text": "Node C output:", "reason": "not perftest output"} in parsed["notes"]
+    # Constructed: five figures whose average is not bytes x rate (a latency row's) are not read, and no failure is made up.
+    latency = parse_perftest(" 2       1000          0.95           3.20         1.50\n")
+    assert (latency["results"], latency["failure"]) == ([], None)
+    assert latency["notes"] == [{"line": 1, "text": "2       1000          0.95           3.20         1.50",
+                                 "reason": "a numeric row without a table header, ignored"}]
+    # Constructed: the same row under its header reads as before, with the header's unit.
+    header = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
+    row = " 4194304    4826             0.00               965.20 \t\t   0.000241\n"
+    assert parse_perftest(header + row)["results"] == parse_perftest(row)["results"]
+    assert parse_perftest(header + row)["units_printed"] == ["MB/sec"]
+
+
+def test_perftests_own_mmap_buffer_line_is_its_output_and_an_older_gid_index_spelling_is_read():
+    # An rdma_cm server (a Go test's captured output): "allocated mmap buffer of size 131072 at 0x7f37a7356000" (src/mmap_memory.c).
+    mmap = parse_perftest((FIXTURES / "perftest" / "ib_write_bw_rdma_cm_server_allocated_mmap_buffer_line_mlx5_1_go_test_data.txt")
+                          .read_text(), strict=True)
+    assert (mmap["notes"], mmap["failure"], mmap["gpu_memory"], mmap["gid_index"]) == ([], None, False, 3)
+    assert [(row["bytes"], row["bw_average_gbps"]) for row in mmap["results"]] == [(65536, 344.5)]
+    # softiwarp issue #23: perftest of 2017 printed " Gid index       : 0".
+    name = "err_ib_send_bw_siw_iwarp_old_gid_index_spelling_couldnt_allocate_mr_segfault_fenced_softiwarp_issue23_with_other_lines_PARTIAL.txt"
+    siw = parse_perftest((FIXTURES / "perftest" / name).read_text())
+    assert (siw["gid_index"], siw["header"]["Gid index"], siw["transport_type"], siw["device"]) == (0, "0", "IW", "siw_ens33")
+    assert (siw["failure"]["cause"], siw["failure"]["line"]) == ("memlock", "Couldn't allocate MR")

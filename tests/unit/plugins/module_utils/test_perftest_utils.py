@@ -78,6 +78,14 @@ EXPECTED = {
     "ib_send_bw_a_server_mlx5_ib_mail_quoted_tabs_lost_terminal_with_prompts_qemu_devel_2024.txt": [(2 ** n, None) for n in range(1, 23)] + [
         (8388608, round(11511.01 * MIB_GBPS, 6))],
     "ib_atomic_bw_then_ib_atomic_lat_two_tests_wrapped_terminal_with_prompts_mlx4.txt": [(8, round(18.67 * MIB_GBPS, 6))],
+    # Rows of two clients' --run_infinitely runs pasted without their header (perftest issue #130), read in the bandwidth columns.
+    "ib_send_bw_run_infinitely_commands_then_rows_without_header_node_b_node_c_issue130_with_other_lines_PARTIAL.txt": [
+        (4194304, round(average * MIB_GBPS, 6)) for average in (965.20, 1539.00, 519.20, 1437.20, 2852.20, 1360.20, 491.19, 32.40)],
+    # perftest's own "allocated mmap buffer of size ... at ..." before the header of an rdma_cm server.
+    "ib_write_bw_rdma_cm_server_allocated_mmap_buffer_line_mlx5_1_go_test_data.txt": [(65536, 344.50)],
+    # perftest of 2017 on softiwarp ("Gid index"), in a Markdown fence.
+    "err_ib_send_bw_siw_iwarp_old_gid_index_spelling_couldnt_allocate_mr_segfault_fenced_softiwarp_issue23_with_other_lines_PARTIAL.txt": (
+        "memlock", "Couldn't allocate MR"),
     "ib_write_bw_bidir_use_rocm_mi355x_ionic_server_prompt.txt": [(2 ** n, None) for n in range(1, 16)] + [(65536, 687.41)] + [
         (2 ** n, None) for n in range(17, 23)] + [(8388608, 697.97)],
     # OFED 1.5-era perftest: UD, no message-rate column, commas between the address fields.
