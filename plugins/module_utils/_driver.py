@@ -20,7 +20,7 @@ import stat
 from ansible_collections.rdma.node.plugins.module_utils._dkms import status_of_node, summarize
 from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient, text_names
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import is_shell_prompt
-from ansible_collections.rdma.node.plugins.module_utils._numbers import parse_uint
+from ansible_collections.rdma.node.plugins.module_utils._numbers import parse_int, parse_uint
 
 # Names of kernel images in /boot (x86 vmlinuz, ppc64 vmlinux, arm64 Image on some distros, Gentoo's kernel- and
 # genkernel's kernel-genkernel-ARCH-, both of which GRUB's 10_linux lists), and the release in them.
@@ -88,7 +88,10 @@ def kernel_version_key(release):
     key = []
     for token in _TOKEN.findall(str(release)):
         if token.isascii() and token.isdigit():
-            key.append((2, int(token), ""))
+            # By length, then digits: the number's order without int(), which raises on a run of over 4300 digits
+            # (Python's limit on converting text to int) that a damaged or hostile boot entry's version may hold.
+            digits = token.lstrip("0")
+            key.append((2, len(digits), digits))
         elif token.lower().startswith(_PRE_RELEASE):
             key.append((0, 0, token.lower()))
         else:
@@ -532,16 +535,24 @@ def _bls_version_release(version, image):
 
 
 def _bls_order(entry):
-    """Sort key of BLS entries, first to boot first: newest version first (as blscfg and sd-boot order), and an
-    entry with no boot tries left after every other one, as systemd-boot puts it."""
-    return (entry.get("tries_left") != 0, kernel_version_key(entry["kernel"] or ""), kernel_version_key(entry["id"]))
+    """Sort key of BLS entries, first to boot first: newest version first (as blscfg and sd-boot order), then the
+    file name, and an entry with no boot tries left after every other one, as systemd-boot puts it.
+
+    An entry whose version is a bare serial (OSTree's deployment serial) is ordered by that serial, not by its
+    image's release: blscfg compares the ``version`` key as written, and OSTree gives the default deployment
+    ("(ostree:0)") the highest serial, so it is the first entry even where a rollback deployment has a newer kernel.
+    """
+    serial = entry.get("serial")
+    version = serial if serial is not None else entry["kernel"] or ""
+    return (entry.get("tries_left") != 0, kernel_version_key(version), kernel_version_key(entry["id"]))
 
 
 def read_bls_entries(root, directory):
     """BLS entries of ``directory`` under root, in the order they boot (see ``_bls_order``).
 
     Each is ``{"type": "menuentry", "id": file name without .conf and its boot counter, "title", "kernel", "image",
-    "tries_left"}`` (``tries_left``: None without boot counting).
+    "tries_left", "serial"}`` (``tries_left``: None without boot counting; ``serial``: the version where it is a bare
+    whole number, as OSTree's deployment serial, else None).
     """
     entries = []
     for name in list_dir(root, directory):
@@ -549,6 +560,7 @@ def read_bls_entries(root, directory):
             continue
         values = parse_bls_entry(read_text(root, directory + "/" + name))
         entry_id, tries_left = split_boot_counter(name[:-len(".conf")])
+        version = values.get("version") or ""
         entries.append({
             "type": "menuentry",
             "id": entry_id,
@@ -556,6 +568,7 @@ def read_bls_entries(root, directory):
             "kernel": _bls_version_release(values.get("version"), values.get("linux")),
             "image": values.get("linux") or None,
             "tries_left": tries_left,
+            "serial": version if _is_decimal(version) else None,
             "children": [],
         })
     entries.sort(key=_bls_order, reverse=True)
@@ -983,6 +996,11 @@ def _is_decimal(text):
     return text.isascii() and text.isdigit()
 
 
+# module_flags() ends the taint letters with "-" while the module is being unloaded and "+" while it is being loaded
+# ("(OE-)", or "(-)" for an untainted module): marks of its state, which the state field also says, not taint flags.
+_MODULE_STATE_MARKS = "-+"
+
+
 def parse_proc_modules(text, source="/proc/modules"):
     """Parse /proc/modules into ``{name: {size, refcount, used_by, state, taint}}``.
 
@@ -990,7 +1008,11 @@ def parse_proc_modules(text, source="/proc/modules"):
     the address and taint flags are optional, ``-`` means none. The kernel's flags among the users
     (``[permanent]``: no exit function; ``[unsafe]`` on old kernels) name no module. A kernel built
     without module unloading prints ``- -`` for the count and the users: both unknown (null), no
-    warning. A size or refcount that is not an unsigned 64-bit number is null, with a warning naming
+    warning. The count is signed, as the kernel prints it (``%i``): -1 while an unload is under way or
+    stuck (``lsw 131072 -1 - Unloading 0x0000000000000000 (OE-)``). After the taint letters the kernel
+    marks a module being unloaded with ``-`` and one being loaded with ``+``; the mark is the state
+    (``Unloading``, ``Loading``), not a taint flag, and is left out of ``taint``. A size that is not an
+    unsigned 64-bit number, or a count that is not a signed one, is null, with a warning naming
     ``source`` and the module.
     """
     modules = {}
@@ -1005,10 +1027,10 @@ def parse_proc_modules(text, source="/proc/modules"):
             used_by = [user for user in fields[3].split(",") if user and not user.startswith("[")]
         taint = None
         if fields[-1].startswith("(") and fields[-1].endswith(")"):
-            taint = fields[-1][1:-1] or None
+            taint = fields[-1][1:-1].rstrip(_MODULE_STATE_MARKS) or None
         modules[name] = {
             "size": parse_uint(fields[1], "%s (%s size)" % (source, name)),
-            "refcount": None if unload_unknown else parse_uint(fields[2], "%s (%s refcount)" % (source, name)),
+            "refcount": None if unload_unknown else parse_int(fields[2], "%s (%s refcount)" % (source, name)),
             "used_by": used_by,
             "state": fields[4] if len(fields) > 4 and not fields[4].startswith("(") else None,
             "taint": taint,

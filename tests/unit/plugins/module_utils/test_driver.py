@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 import pytest
@@ -988,3 +989,109 @@ def test_photons_quoted_prefix_and_variable_name_the_kernel_of_photon_cfg(tmp_pa
     notes = []
     assert _driver.grub_next_boot(str(tmp_path), notes) == ("4.19.15-3.ph3-esx", "grub_default", "Photon")
     assert notes == []
+
+
+def test_a_module_stuck_unloading_has_a_signed_count_and_its_state_mark_is_no_taint_flag():
+    """/proc/modules prints the count signed ("%i"): -1 while an unload is under way or stuck. module_flags() ends the
+    taint letters with "-" (being unloaded) or "+" (being loaded): the state, which the state field also says."""
+    take_read_warnings()
+    lsw = _driver.parse_proc_modules(
+        (FIXTURES / "cmd/proc_modules/lsw_notes_grep_stuck_unloading_refcount_minus1_taint_OE_dash.txt").read_text())
+    mts = _driver.parse_proc_modules(
+        (FIXTURES / "cmd/proc_modules/busybox_lsmod_telnet_console_mts_unloading_minus1_O_dash.txt").read_text())
+    assert take_read_warnings() == []
+    assert lsw == {"lsw": {"size": 131072, "refcount": -1, "used_by": [], "state": "Unloading", "taint": "OE"}}
+    assert mts == {"mts": {"size": 36864, "refcount": -1, "used_by": [], "state": "Unloading", "taint": "O"}}
+    # Constructed in the kernel's forms: an untainted module's mark alone is no taint; a loading module's "+" likewise.
+    modules = _driver.parse_proc_modules("a 16384 -1 - Unloading 0x0 (-)\nb 16384 0 - Loading 0x0 (OE+)\nc 16384 0 - Loading 0x0 (+)\n")
+    assert [(m["refcount"], m["state"], m["taint"]) for m in modules.values()] == [
+        (-1, "Unloading", None), (0, "Loading", "OE"), (0, "Loading", None)]
+    assert take_read_warnings() == []
+    # A count that is no whole number, signed or not, is still a broken line: said.
+    assert _driver.parse_proc_modules("d 16384 --1 - Live 0x0\n")["d"]["refcount"] is None
+    assert len(take_read_warnings()) == 1
+
+
+def _loader_entries(root, files):
+    entries = root / "boot" / "loader" / "entries"
+    entries.mkdir(parents=True)
+    for name, body in files.items():
+        (entries / name).write_text(body)
+
+
+def _ostree_tree(root, files, release):
+    """A node booting OSTree's BLS entries through blscfg. Constructed: grub.cfg (RHEL 9's, with blscfg and
+    "set default=${saved_entry}"; no grubenv, so nothing is saved), the module tree of the booted deployment's
+    kernel and the running release."""
+    _loader_entries(root, files)
+    (root / "boot" / "grub2").mkdir(parents=True)
+    shutil.copy(FIXTURES / "grub" / "rhel9_uefi_boot_grub2_grub.cfg", root / "boot" / "grub2" / "grub.cfg")
+    (root / "usr" / "lib" / "modules" / release / "kernel").mkdir(parents=True)
+    (root / "proc" / "sys" / "kernel").mkdir(parents=True)
+    (root / "proc" / "sys" / "kernel" / "osrelease").write_text(release + "\n")
+
+
+def test_ostree_entries_boot_the_highest_serial_even_where_the_rollback_has_the_newer_kernel(tmp_path):
+    """Fedora CoreOS before "bootc switch": ostree-1.conf ("version 1", the rollback "(ostree:1)", kernel 6.15.4) and
+    ostree-2.conf ("version 2", the default "(ostree:0)", kernel 6.14.9). blscfg orders by the version key, then the
+    file name, and makes the highest the first entry: GRUB boots ostree-2. The files are the "==> PATH <==" blocks
+    of the fixture; the rest of the tree is constructed (see _ostree_tree)."""
+    text = (FIXTURES / "grub" / "fcos42_bootc_loader_entries_ostree1_rollback_newer_kernel_ostree2_default_older_PARTIAL.txt").read_text()
+    blocks = re.split(r"^# ==> /boot/loader/entries/(\S+) <==\n", text, flags=re.MULTILINE)
+    files = dict(zip(blocks[1::2], blocks[2::2]))
+    assert sorted(files) == ["ostree-1.conf", "ostree-2.conf"]
+    _ostree_tree(tmp_path, files, "6.14.9-300.fc42.x86_64")
+    order = [(entry["id"], entry["kernel"], entry["serial"]) for entry in _driver.read_bls_entries(str(tmp_path), "/boot/loader/entries")]
+    assert order == [("ostree-2", "6.14.9-300.fc42.x86_64", "2"), ("ostree-1", "6.15.4-200.fc42.x86_64", "1")]
+    notes = []
+    assert _driver.grub_next_boot(str(tmp_path), notes) == (
+        "6.14.9-300.fc42.x86_64", "grub_default", "Fedora CoreOS 42.20250708.dev.0 (ostree:0)")
+    assert notes == []
+    facts = _driver.gather(str(tmp_path))
+    assert (facts["next_boot_kernel"], facts["next_boot_entry"]) == ("6.14.9-300.fc42.x86_64", "Fedora CoreOS 42.20250708.dev.0 (ostree:0)")
+    assert not [note for note in facts["notes"] if "is not an installed kernel" in note]
+    # RHEL's 08_fallback_counting sets default=1 ("the rollback deployment on OSTree-based systems") when the boot
+    # counter has run out: entry 1 is ostree-1. Constructed grubenv.
+    (tmp_path / "boot" / "grub2" / "grubenv").write_text("# GRUB Environment Block\nboot_counter=0\nboot_success=0\n")
+    notes = []
+    assert _driver.grub_next_boot(str(tmp_path), notes)[::2] == ("6.15.4-200.fc42.x86_64", "Fedora Linux 42 (Adams) (ostree:1)")
+    # systemd-boot (no sort-key: by id, highest first) boots ostree-2 as well. Constructed loader.conf.
+    (tmp_path / "boot" / "loader" / "loader.conf").write_text("timeout 3\n")
+    assert _driver.systemd_boot_next_boot(str(tmp_path), []) == ("6.14.9-300.fc42.x86_64", "systemd_boot_first_entry", "ostree-2")
+
+
+def test_ostree_entries_of_one_kernel_boot_the_default_deployment(tmp_path):
+    """Fedora Silverblue 32 (a blog's "cat loader/entries/*"): two deployments of kernel 5.6.6-300.fc32, the second
+    "version 2 ... (ostree:0)". Constructed: the split into two files, named as the post's own
+    "vi loader/entries/ostree-2-fedora-workstation.conf" names the second, and the tree (see _ostree_tree)."""
+    text = (FIXTURES / "grub" / "silverblue32_blog_cat_loader_entries_two_ostree_same_kernel_PARTIAL.txt").read_text()
+    lines = [line[4:] for line in text.splitlines()[1:]]
+    assert [line.split()[0] for line in lines].count("title") == 2 and lines[0].startswith("title") and lines[5].startswith("title")
+    _ostree_tree(tmp_path, {"ostree-1-fedora-workstation.conf": "\n".join(lines[:5]) + "\n",
+                            "ostree-2-fedora-workstation.conf": "\n".join(lines[5:]) + "\n"}, "5.6.6-300.fc32.x86_64")
+    order = [entry["id"] for entry in _driver.read_bls_entries(str(tmp_path), "/boot/loader/entries")]
+    assert order == ["ostree-2-fedora-workstation", "ostree-1-fedora-workstation"]
+    assert _driver.grub_next_boot(str(tmp_path), []) == (
+        "5.6.6-300.fc32.x86_64", "grub_default", "Fedora 32.20200428.0 (Silverblue) (ostree:0)")
+
+
+def test_entries_whose_version_is_a_release_keep_their_order_by_release(tmp_path):
+    """Constructed entries: a version that is a release, or no version, orders by the release (newest first) as
+    before, whatever the file names; a serial among them compares as its number, as blscfg's vercmp does."""
+    _loader_entries(tmp_path, {
+        "a-6.1.conf": "title a\nversion 6.1.0-28-amd64\nlinux /vmlinuz-6.1.0-28-amd64\n",
+        "z-5.10.conf": "title z\nversion 5.10.0-30-amd64\nlinux /vmlinuz-5.10.0-30-amd64\n",
+        "m.conf": "title m\nlinux /vmlinuz-6.1.0-9-amd64\n",
+        "s.conf": "title s\nversion 3\nlinux /ostree/x/vmlinuz-6.12.0-1-amd64\n",
+    })
+    order = [entry["id"] for entry in _driver.read_bls_entries(str(tmp_path), "/boot/loader/entries")]
+    assert order == ["a-6.1", "m", "z-5.10", "s"]
+
+
+def test_a_huge_number_in_a_version_does_not_stop_the_reader(tmp_path):
+    # Python refuses int() of over 4300 digits; numbers compare by length, then digits.
+    assert _driver.kernel_version_key("1." + "9" * 5000) > _driver.kernel_version_key("1." + "9" * 4999)
+    assert _driver.kernel_version_key("6.10") > _driver.kernel_version_key("6.9") == _driver.kernel_version_key("6.09")
+    _loader_entries(tmp_path, {"big.conf": "title big\nversion " + "7" * 5000 + "\nlinux /vmlinuz-6.1.0-1-amd64\n",
+                               "small.conf": "title small\nversion 6.1.0-2-amd64\nlinux /vmlinuz-6.1.0-2-amd64\n"})
+    assert [entry["id"] for entry in _driver.read_bls_entries(str(tmp_path), "/boot/loader/entries")] == ["big", "small"]
