@@ -47,6 +47,10 @@ _MONTH_NUMBERS = {name: number for number, names in enumerate((
 _MONTH = r"(?i:%s)\.?" % "|".join(sorted(_MONTH_NUMBERS, key=len, reverse=True))
 # A kernel built with CONFIG_PRINTK_CALLER prints the caller after the time: "[  336.527739][ T3356]".
 _CALLER = r"(?:\s?\[\s*[TC][0-9]{1,10}\])?"  # util-linux's dmesg puts a space before it: "[    7.370479] [    T179]"
+# The PREEMPT_RT patch set of 5.0 to 5.4 ("printk: add processor number to output"), and vendor kernels built on it, print
+# the CPU that printed the record after the time, three digits or more and a colon: "[   21.031793] 003: macb ff0b0000.ethernet eth0:
+# link down". It is no part of the message, as the caller is not.
+_CPU_COLUMN = r"(?: [0-9]{3,4}:(?= ))?"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
 # Each record form: (kind, pattern with the groups time/host/tag/message).
 _ISO_TIME = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
@@ -113,10 +117,10 @@ _RECORD_FORMS = (
     # dmesg -T: "[Mon Jan  8 10:11:12 2024] message"; a node's name glued before it where several nodes' logs were
     # gathered into one ("x4207c7s5b0n0:[Wed Nov  8 13:26:51 2023] message")
     ("dmesg", re.compile(
-        r"^(?:(?P<host>[A-Za-z][\w.-]*):)?\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d \d{4})\]" + _CALLER
+        r"^(?:(?P<host>[A-Za-z][\w.-]*):)?\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d \d{4})\]" + _CALLER + _CPU_COLUMN
         + r" ?(?P<message>.*)$")),
     # dmesg: "[ 1202.718785] message"; dmesg -r and pstore's dmesg put the level first: "<6>[ 14.952018] message"
-    ("dmesg", re.compile(r"^(?:<[0-9]{1,3}>)?" + _DECODED + _SECONDS + _CALLER + r" ?(?P<message>.*)$")),
+    ("dmesg", re.compile(r"^(?:<[0-9]{1,3}>)?" + _DECODED + _SECONDS + _CALLER + _CPU_COLUMN + r" ?(?P<message>.*)$")),
     # dmesg -H (--human): the minute once, "[Feb13 11:35] message", then the time since the record before,
     # "[  +0.113671] message"; no time a duration can be measured with.
     ("dmesg", re.compile(r"^\[(?P<time>" + _MONTH + r" ?[ \d]?\d \d\d:\d\d)\] ?(?P<message>.*)$")),
@@ -128,7 +132,7 @@ _RECORD_FORMS = (
     # console capture): short, without a bracket, before the kernel's own time stamp.
     # Nine digits of seconds at most: a longer number in brackets (NetworkManager's "[1526537213.5872]") is a
     # time since 1970, not since boot.
-    ("dmesg", re.compile(r"^[^\[\]]{1,60}?\s\[\s*(?P<seconds>[0-9]{1,9}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")),
+    ("dmesg", re.compile(r"^[^\[\]]{1,60}?\s\[\s*(?P<seconds>[0-9]{1,9}\.[0-9]{1,9})\]" + _CALLER + _CPU_COLUMN + r" ?(?P<message>.*)$")),
     # The level without a time stamp: dmesg -r (or /proc/kmsg, a 2.4 or 2.6 console) on a kernel built without printk
     # times, "<6>e1000: eth0 NIC Link is Up 100 Mbps Full Duplex". Last, so that every form above with more fields wins.
     ("dmesg", re.compile(r"^<[0-9]{1,3}>(?P<message>.*)$")),
@@ -144,7 +148,7 @@ _RECORD_FORMS = (
 # A capture tool's bracketed prefix before the kernel's record: "[2026-09-03 05:50:31.887 DebugInfo I] [Thu Sep ...] ..."
 _HARNESS_PREFIX = re.compile(r"^\[[^\]]{1,80}\]\s+(?=\[)")
 # Inside a syslog message the kernel's own time stamp may follow: "kernel: [10601.214044] igb ..."
-_KERNEL_SECONDS = re.compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + r" ?(?P<message>.*)$")
+_KERNEL_SECONDS = re.compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + _CPU_COLUMN + r" ?(?P<message>.*)$")
 # ifplugd's tag names the interface it watches: "ifplugd(eth0)".
 _IFPLUGD_TAG = re.compile(r"^ifplugd\([\w.@-]+\)$")
 # A program that writes to the kernel log (systemd-networkd, udevd) tags its message: "name[pid]: "; a
@@ -261,6 +265,9 @@ _NETWORKD_ADMIN_STATE = re.compile(r"^[\w.@-]+: Link (?:UP|DOWN)\s*$")
 # dhcpcd's, in a syslog: "dhcpcd[505]: wlan0: carrier lost", "wlan0: carrier acquired".
 # A console that printed one record into the middle of another ("...dhcp for interfa[  142.361359] bnxt_en ...").
 _EMBEDDED_STAMP = re.compile(r"\[\s*[0-9]{1,12}\.[0-9]{1,9}\] ")
+# A mail that wraps at a blank may wrap such a line inside that record's stamp, after its bracket or after the whole stamp:
+# "...dhcp for interfa[" / "142.361359] bnxt_en 0000:3b:00.1 eno3np1: NIC Link is Up, ...". The line then ends in the stamp.
+_STAMP_CUT_AT_END = re.compile(r"\S\[\s*(?:[0-9]{1,12}\.[0-9]{1,9}\])?$")  # on the line without its trailing blanks
 # Only a message whose halves speak of a link or a carrier is tried whole (the cheap test before the others).
 _LINK_WORD = re.compile(r"link|carrier", re.IGNORECASE)
 # Words that make an unmatched record worth a note: it may be a carrier change in a form not known here.
@@ -466,7 +473,8 @@ def iter_carrier_events(lines, tally, notes=None):
     the next boot's first record; ``notes``, when given, gets the notes
     :func:`parse_carrier_events` returns (a caller that only counts keeps memory flat by not asking).
     Two forms of pasted text are read whole: a carrier message a mail wrapped onto the next line
-    ("eth1: NIC" / "Link is Up"), and a record a console printed into the middle of another line.
+    ("eth1: NIC" / "Link is Up"), and a record a console printed into the middle of another line, also where a mail
+    wrapped that line inside the record's stamp ("...for interfa[" / "142.361359] bnxt_en ... NIC Link is Up").
     """
     numbered = enumerate(lines, 1)
     ahead = next(numbered, None)
@@ -493,6 +501,10 @@ def iter_carrier_events(lines, tally, notes=None):
                 found = _event(after)
                 bare = after if found is not None else bare
             embedded = _embedded_record(line) if found is None else None
+            if found is None and embedded is None and ahead is not None:
+                embedded = _wrapped_embedded_record(bare, ahead[1])
+                if embedded is not None:
+                    tally["lines"], ahead = ahead[0], next(numbered, None)
             if found is None and embedded is None:
                 if not _JOURNAL_MARKER.match(line):
                     tally["unread"] = tally.get("unread", 0) + 1
@@ -516,6 +528,10 @@ def iter_carrier_events(lines, tally, notes=None):
                 tally["lines"], ahead = ahead[0], next(numbered, None)
         if found is None:
             embedded = _embedded_record(message)
+            if embedded is None and ahead is not None:
+                embedded = _wrapped_embedded_record(message, ahead[1])
+                if embedded is not None:
+                    tally["lines"], ahead = ahead[0], next(numbered, None)
             if embedded is not None:
                 kind, time_text, seconds, dummy, message = embedded
                 if _follow_clocks(tally, number, time_text, seconds, host) and notes is not None:
@@ -605,6 +621,19 @@ def _embedded_record(text):
     """The dmesg record a console printed into the middle of ``text`` (after its first character), or None."""
     match = _EMBEDDED_STAMP.search(text, 1)
     return _record(text[match.start():]) if match else None
+
+
+def _wrapped_embedded_record(message, following):
+    """The record a console printed into the end of ``message`` when a mail wrapped it inside the record's stamp, whole
+    with the line after it ("...dhcp for interfa[" / "142.361359] bnxt_en ... eno3np1: NIC Link is Up"), and only where
+    that record is a carrier change; None otherwise. The line after must be no record of its own."""
+    if not _STAMP_CUT_AT_END.search(message.rstrip()):
+        return None
+    rest = _QUOTE_MARKS.sub("", following[:MAX_LOG_LINE]).strip()
+    if not rest or _record(rest) is not None:
+        return None
+    embedded = _embedded_record(message.rstrip() + " " + rest)
+    return embedded if embedded is not None and _event(embedded[4]) is not None else None
 
 
 def _wrapped_event(message, following):

@@ -669,6 +669,55 @@ def test_esxi_vobd_lines_are_noted_without_a_host():
     assert [(e["netdev"], e["carrier"], e["host"]) for e in linux["events"]] == [("ib0", "down", "node1")]
 
 
+def test_a_cpu_column_after_the_kernels_stamp_is_no_part_of_the_message():
+    """A ZynqMP board's 5.2 kernel with the PREEMPT_RT patches' CPU column, quoted in a netdev reply: "[   21.031793] 003:
+    macb ff0b0000.ethernet eth0: link down", then up 5.1 s later. The column goes as "[ T3356]" and "@2" go."""
+    parsed = parse_carrier_events(read("netdev_2019_lunn_reply_quoting_thomas_rt_printk_cpu_column_003_macb_link_down_up_PARTIAL.txt"))
+    assert [(e["line"], e["netdev"], e["carrier"], e["source"], e["monotonic_seconds"], e["message"]) for e in parsed["events"]] == [
+        (4, "eth0", "down", "driver", 21.031793, "macb ff0b0000.ethernet eth0: link down"),
+        (5, "eth0", "up", "driver", 26.142835, "macb ff0b0000.ethernet eth0: link up (1000/Full)")]
+    assert parsed["netdevs"] == {"eth0": {"down": 1, "up": 1, "losses": 1, "last": "up"}}
+    assert [(n["line"], n["reason"]) for n in parsed["notes"]] == [(line, "not a log record") for line in (1, 2, 3, 6, 7)]
+    periods = carrier_down_periods(parsed["events"], log_end=parsed["end"])["eth0"]["periods"]
+    assert [(p["down_line"], p["up_line"], p["seconds"], p["ongoing"]) for p in periods] == [(4, 5, 5.111, False)]
+    # Constructed: the column after the caller and inside a syslog line; a message that only starts with digits keeps them,
+    # and "003:" without its blank is no such column.
+    assert [(e["netdev"], e["carrier"], e["host"], e["monotonic_seconds"]) for e in parse_carrier_events([
+        "[   21.031793][ T3356] 003: macb ff0b0000.ethernet eth0: link down",
+        "Jan 10 10:54:17 zcu102 kernel: [   26.142835] 003: macb ff0b0000.ethernet eth0: link up (1000/Full)"])["events"]] == [
+        ("eth0", "down", None, 21.031793), ("eth0", "up", "zcu102", 26.142835)]
+    vlan = parse_carrier_events("[    5.000000] 8021q: adding VLAN 0 to HW filter on device eth0\n")
+    assert (vlan["records"], vlan["events"], vlan["notes"]) == (1, [], [])
+    glued = parse_carrier_events("[    5.000000] 003:macb ff0b0000.ethernet eth0: link down\n")
+    assert (glued["events"], [n["reason"] for n in glued["notes"]]) == ([], [LINK_NOTE])
+
+
+def test_a_mails_wrap_inside_the_stamp_of_a_record_printed_into_another_line():
+    """A reply on the iommu list quoting a console where bnxt_en's record landed inside dracut's line, and the mail wrapped at
+    72 columns right after its bracket: "...dhcp for interfa[" / "142.361359] bnxt_en 0000:3b:00.1 eno3np1: NIC Link is Up"."""
+    parsed = parse_carrier_events(read(
+        "iommu_2021_gao_reply_quoting_wilk_72col_wrap_inside_stamp_of_bnxt_en_record_printed_into_dracut_line_PARTIAL.txt"))
+    assert [(e["line"], e["netdev"], e["carrier"], e["monotonic_seconds"], e["pci_address"]) for e in parsed["events"]] == [
+        (4, "eno2np0", "up", 119.300502, "0000:3b:00.0"), (9, "eno3np1", "up", 142.361359, "0000:3b:00.1")]
+    assert parsed["events"][1]["message"] == "bnxt_en 0000:3b:00.1 eno3np1: NIC Link is Up, 25000 Mbps full"
+    assert parsed["netdevs"]["eno3np1"] == {"down": 0, "up": 1, "losses": 0, "last": "up"}
+    # Line 10 is the rest of line 9's record, no longer a line of its own; the mail's other wrapped halves still are.
+    assert [n["line"] for n in parsed["notes"]] == [1, 2, 3, 5, 8, 11, 13, 14, 16, 18, 20]
+    assert (parsed["lines"], parsed["records"], parsed["end"]) == (20, 8, {"time": None, "monotonic_seconds": 251.888002})
+    # Constructed: a wrap after the whole stamp, and one inside a line that is no record; a record of no carrier change, or
+    # a bracket that starts no stamp, is not joined to the line after it.
+    assert [(e["line"], e["netdev"], e["carrier"], e["monotonic_seconds"]) for e in parse_carrier_events([
+        "[  101.155295] dracut-initqueue[1477]: Warning: dhcp for interfa[  142.361359]",
+        "bnxt_en 0000:3b:00.1 eno3np1: NIC Link is Up, 25000 Mbps",
+        "Starting Network Manager...[",
+        "12.345678] igb 0000:01:00.0 eth0: NIC Link is Down"])["events"]] == [
+        (1, "eno3np1", "up", 142.361359), (3, "eth0", "down", 12.345678)]
+    for lines in (["[  101.155295] dracut-initqueue[1477]: Warning: dhcp for interfa[", "142.361359] bnxt_en 0000:3b:00.1 eno3np1: FEC autoneg"],
+                  ["[  101.155295] see the list [", "1] and the link is down"]):
+        unjoined = parse_carrier_events(lines)
+        assert (unjoined["events"], unjoined["records"], [n["line"] for n in unjoined["notes"]]) == ([], 1, [2])
+
+
 # --------------------------------------------------------------------------- rdma system
 
 
