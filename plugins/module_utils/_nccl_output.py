@@ -654,6 +654,10 @@ _TESTS_DEVICE = re.compile(
 _AVG_BUSBW = re.compile(r"Avg bus bandwidth\s*:\s*(?P<value>[0-9]+(?:\.[0-9]+)?)")
 _OUT_OF_BOUNDS = re.compile(r"Out of bounds values\s*:\s*(?P<count>\d+)\s*(?P<state>OK|FAILED)?")
 _HEADER_WORDS = ("size", "count", "type")
+# nccl-tests' bus bandwidth is algbw times a factor of the ranks (all_reduce 2(n-1)/n, all_gather and alltoall (n-1)/n,
+# broadcast 1): at least half of algbw with two ranks or more, 0 with one. An algbw of 0.02 GB/s or more whose busbw is
+# printed 0.00 was measured by one rank, where no byte crossed a link.
+_ONE_RANK_MIN_ALGBW = 0.02
 _NUMBER = re.compile(r"^-?[0-9]{1,20}(?:\.[0-9]{1,12})?$")
 _GB_TO_GBIT = 8.0
 
@@ -740,7 +744,8 @@ def parse_nccl_tests(text, strict=False):
     with ``time_us``, ``algbw``, ``busbw`` in GB/s and ``*_gbps`` in Gb/s, and ``wrong``),
     ``largest`` (the row of the largest size; of the last run where the text holds several, as the
     parameters and ``avg_busbw`` are), ``busbw_at_largest`` (its out-of-place bus bandwidth in
-    GB/s, the figure nccl-tests' users quote), ``avg_busbw`` (the ``Avg bus bandwidth`` line, GB/s),
+    GB/s, the figure nccl-tests' users quote), ``avg_busbw`` (the ``Avg bus bandwidth`` line, GB/s;
+    both None, with a note, where the processes did not form one communicator: see ``_judge_one_rank``),
     ``out_of_bounds`` (``count``, ``ok``), ``tables`` (how many table headers), ``notes``.
 
     Text with neither a table nor any line of nccl-tests raises ``NcclOutputError``; with ``strict``
@@ -815,6 +820,10 @@ def _read_tests(numbered, strict):
     run_sizes, run_start = set(), 0  # the sizes of the run being read, and where its rows start
     table_starts = [0]  # where the rows of each table header after rows start
     devices_of_an_earlier_run = False  # the devices listed are another run's: the next device line starts the list anew
+    # (rank, group) -> the (host, pid) of its first device line, and the first device line that gives a listed rank
+    # to another process: the processes did not join one job (each printed its own "Rank 0").
+    rank_holders, rank_repeated = {}, None
+    params_again = None  # the line where the parameters came again before any row: another run, or another process's header
     another_test_named = False  # a command naming another test came after the rows: what follows is not this test's run
     first = None
     for number, raw in numbered:
@@ -857,6 +866,8 @@ def _read_tests(numbered, strict):
                 # (where it lists them), parameters and figures are read, as the Avg bus bandwidth line is the last run's.
                 devices_of_an_earlier_run = True
                 run_sizes, run_start = set(), len(result["rows"])
+                if not result["rows"] and params_again is None:
+                    params_again = number
                 _note(notes, "another run of the test starts here (its parameters again): the devices, parameters and "
                              "figures read are the last run's", number, line)
             result["params"] = {"nthread": int(params.group("nthread")), "ngpus": int(params.group("ngpus")),
@@ -866,11 +877,15 @@ def _read_tests(numbered, strict):
         device = _TESTS_DEVICE.search(line)
         if device and devices_of_an_earlier_run:
             result["devices"], result["hosts"], devices_of_an_earlier_run = [], [], False
+            rank_holders, rank_repeated = {}, None
         if device:
             entry = {"rank": int(device.group("rank")), "group": int(device.group("group")) if device.group("group") else None,
                      "pid": int(device.group("pid")) if device.group("pid") else None,
                      "host": device.group("host").strip(), "device": int(device.group("device")),
                      "bus": device.group("bus"), "name": device.group("name")}
+            holder = rank_holders.setdefault((entry["rank"], entry["group"]), (entry["host"], entry["pid"]))
+            if holder != (entry["host"], entry["pid"]) and rank_repeated is None:
+                rank_repeated = (number, line, entry["rank"])
             result["devices"].append(entry)
             if entry["host"] not in result["hosts"]:
                 result["hosts"].append(entry["host"])
@@ -934,6 +949,9 @@ def _read_tests(numbered, strict):
         sizes_seen.setdefault(seen_as, number)
         result["rows"].append(row)
         recognised += 1
+    if rank_repeated is not None and params_again is not None:
+        # Each process printed its own header: the parameters again on that line were the other process's, not a run after.
+        rank_repeated += ("; the parameters printed again on line %d are the other process's header" % params_again,)
     if not recognised:
         where = (" (line %d: %r)" % (first[0], first[1][:120])) if first else " (the text is empty)"
         raise NcclOutputError("nothing in the text is nccl-tests output (no table, no Avg bus bandwidth line)%s" % where)
@@ -963,6 +981,7 @@ def _read_tests(numbered, strict):
         result["largest"] = largest
         result["busbw_at_largest"] = largest["out_of_place"]["busbw"]
         result["busbw_at_largest_gbps"] = largest["out_of_place"]["busbw_gbps"]
+        _judge_one_rank(result, rank_repeated)
     elif misfits:
         _note(notes, "no result row: %d numeric line(s) fit none of the table's columns (tables side by side, or rows cut or "
                      "joined), so no bandwidth is read" % misfits)
@@ -970,7 +989,46 @@ def _read_tests(numbered, strict):
         _note(notes, "no result row: the table is a Markdown table its author made from the output, not the output")
     else:
         _note(notes, "no result row: the test printed no table (it failed, or the paste ends before the rows)")
+    if rank_repeated is not None and not result["largest"]:
+        _note(notes, _rank_repeated(result, rank_repeated), rank_repeated[0], rank_repeated[1])
     return result
+
+
+_RANK_REPEATED = ("rank %d is listed for more than one process (%s): the processes did not form one communicator, each ran "
+                  "as a job of its own (nccl-tests built without MPI=1, or started so)")
+
+
+def _rank_repeated(result, rank_repeated):
+    """The note on a rank listed for two processes: ``rank_repeated`` is (line, text, rank[, what else it explains])."""
+    holders = ", ".join("%s%s" % (("pid %s on " % d["pid"]) if d["pid"] is not None else "", d["host"])
+                        for d in result["devices"] if d["rank"] == rank_repeated[2])
+    return _RANK_REPEATED % (rank_repeated[2], holders) + "".join(rank_repeated[3:])
+
+
+def _judge_one_rank(result, rank_repeated):
+    """Leave the bus bandwidth unread where the rows are not one job's across its ranks.
+
+    Two processes that each list themselves as the same rank ran as jobs of their own, and rows whose busbw is 0.00
+    beside an algbw that would give at least 0.01 with two ranks were measured by one rank, where no byte crossed a
+    link. One device line (one process, one GPU) is a run on one GPU made on purpose: its figures are read as printed."""
+    largest = result["largest"]["out_of_place"]
+    one_rank = largest["busbw"] == 0 and (largest["algbw"] or 0) >= _ONE_RANK_MIN_ALGBW
+    if rank_repeated is None and not (one_rank and len(result["devices"]) != 1):
+        return
+    line = text = None
+    figures = "the rows give busbw 0.00 beside algbw %s GB/s at %d bytes, the figures of one rank" % (
+        largest["algbw"], result["largest"]["size"])
+    if rank_repeated is not None:
+        line, text = rank_repeated[0], rank_repeated[1]
+        reason = _rank_repeated(result, rank_repeated)
+        reason += ("; %s" % figures) if one_rank else "; the rows are one process's"
+    elif result["devices"]:
+        reason = "%s, while %d devices are listed: the processes did not form one communicator" % (figures, len(result["devices"]))
+    else:
+        reason = ("%s, and the text lists no device: one GPU on purpose, or processes that did not form one communicator "
+                  "(nccl-tests built without MPI=1), is not known" % figures)
+    _note(result["notes"], reason + ": no bus bandwidth is read", line, text)
+    result["busbw_at_largest"] = result["busbw_at_largest_gbps"] = result["avg_busbw"] = None
 
 
 # nccl-tests' own layouts, for rows pasted without their header: since 2.10 (redop and root), before.

@@ -192,6 +192,12 @@ def nccl_busbw_below_floor(facts, params, found):
             found.not_checked(item["group"], "%s of group %s has no result row (%s)" % (
                 item["source"], item["group"], "; ".join(n["reason"] for n in tests["notes"]) or "no table"))
             continue
+        if tests["busbw_at_largest"] is None:
+            # The reader leaves the figure unread where the rows are one rank's or one process's (a launch without MPI):
+            # no fabric was measured, so no floor is judged.
+            found.not_checked(item["group"], "%s of group %s gives no bus bandwidth at its largest size (%d bytes): %s" % (
+                item["source"], item["group"], largest["size"], "; ".join(n["reason"] for n in tests["notes"])))
+            continue
         if largest["size"] < MIN_JUDGED_SIZE:
             found.not_checked(item["group"], "%s of group %s ends at %d bytes, too small a size to judge bus bandwidth (at least %d)" % (
                 item["source"], item["group"], largest["size"], MIN_JUDGED_SIZE))

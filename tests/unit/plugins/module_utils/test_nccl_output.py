@@ -593,3 +593,59 @@ def test_a_version_a_page_split_with_a_blank_is_not_known_not_its_first_figure()
     # A whole version after it is read (constructed).
     both = parse_nccl_log("h:1:2 [0] NCCL INFO NCCL version 2 .23.4\nh:1:2 [0] NCCL INFO NCCL version 2.23.4+cuda12.2\n")
     assert both["version"] == "2.23.4+cuda12.2"
+
+
+def test_processes_that_did_not_form_one_communicator_leave_the_bus_bandwidth_unread():
+    # nccl-tests issue 294: 16 processes of a binary built without MPI=1, each a one-rank job; rows only, busbw 0.00.
+    rows_only = table("all_reduce_perf_rows_only_busbw_0_beside_algbw_sizes_twice_unordered_no_mpi_build_nccl_tests_issue294_PARTIAL.txt")
+    assert (len(rows_only["rows"]), rows_only["largest"]["size"], rows_only["largest"]["out_of_place"]["algbw"]) == (5, 536870912, 637.23)
+    assert (rows_only["busbw_at_largest"], rows_only["busbw_at_largest_gbps"], rows_only["avg_busbw"]) == (None, None, None)
+    assert rows_only["notes"][-1] == {"line": None, "text": None, "reason": (
+        "the rows give busbw 0.00 beside algbw 637.23 GB/s at 536870912 bytes, the figures of one rank, and the text lists no "
+        "device: one GPU on purpose, or processes that did not form one communicator (nccl-tests built without MPI=1), is not "
+        "known: no bus bandwidth is read")}
+    # nccl-tests issue 17: the old layout, and an Avg bus bandwidth line of 0, which is the same one rank's figure.
+    old = table("all_reduce_perf_old_layout_row_busbw_0_avg_bus_bandwidth_0_no_hash_nccl_tests_issue17.txt")
+    assert (old["busbw_at_largest"], old["avg_busbw"], old["out_of_bounds"], old["largest"]["in_place"]["algbw"]) == (
+        None, None, {"count": 0, "ok": True}, 139715.53)
+    assert old["notes"][-1]["reason"].startswith("the rows give busbw 0.00 beside algbw 60.0 GB/s at 134217728 bytes")
+    # The same thread's next comment: both processes list themselves as rank 0.
+    devices = table("all_reduce_perf_two_processes_both_rank_0_devices_only_no_hash_nccl_tests_issue17_comment.txt")
+    assert [(d["rank"], d["host"]) for d in devices["devices"]] == [(0, "ip-172-31-6-103"), (0, "ip-172-31-12-213")]
+    assert devices["notes"][-1] == {"line": 3, "text": "#   Rank  0 on ip-172-31-12-213 device  0 [0x00] Tesla M60", "reason": (
+        "rank 0 is listed for more than one process (ip-172-31-6-103, ip-172-31-12-213): the processes did not form one "
+        "communicator, each ran as a job of its own (nccl-tests built without MPI=1, or started so)")}
+    # nccl-tests issue 107: each process printed its header, so the parameters come twice before the two "Rank 0" lines.
+    twice = table("all_reduce_perf_header_printed_twice_two_processes_both_rank_0_no_rows_nccl_tests_issue107_PARTIAL.txt")
+    assert [(d["rank"], d["pid"]) for d in twice["devices"]] == [(0, 1320), (0, 2066)] and twice["busbw_at_largest"] is None
+    assert twice["notes"][-1]["line"] == 9 and twice["notes"][-1]["reason"] == (
+        "rank 0 is listed for more than one process (pid 1320 on ip-172-31-20-228, pid 2066 on ip-172-31-22-230): the processes "
+        "did not form one communicator, each ran as a job of its own (nccl-tests built without MPI=1, or started so); the "
+        "parameters printed again on line 5 are the other process's header")
+    # Constructed: issue 17's two device lines, then its row: one note says both, and no figure is read.
+    joined = parse_nccl_tests(
+        (NCCL / "all_reduce_perf_two_processes_both_rank_0_devices_only_no_hash_nccl_tests_issue17_comment.txt").read_text()
+        + (NCCL / "all_reduce_perf_old_layout_row_busbw_0_avg_bus_bandwidth_0_no_hash_nccl_tests_issue17.txt").read_text())
+    assert (joined["busbw_at_largest"], joined["avg_busbw"]) == (None, None)
+    assert joined["notes"][-1]["reason"].endswith("; the rows give busbw 0.00 beside algbw 60.0 GB/s at 134217728 bytes, the "
+                                                  "figures of one rank: no bus bandwidth is read")
+    # Constructed: two processes of two GPUs each (-g 2), each its own job: its busbw is not 0, but it is one process's.
+    header = "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+    pair = "".join("#  Rank %2d Group  0 Pid %d on %s device %2d [0x%02x] NVIDIA H800\n" % (rank, pid, host, rank, rank)
+                   for pid, host in ((798, "hw14"), (2311, "hw15")) for rank in (0, 1))
+    row = "8589934592 2147483648 float sum -1 60000 143.17 143.17 0 60000 143.17 143.17 0\n"
+    split = parse_nccl_tests(pair + header + row)
+    assert split["busbw_at_largest"] is None and split["notes"][-1]["reason"].endswith("; the rows are one process's: no bus bandwidth is read")
+    # Constructed: the same four GPUs as one job's ranks 0-3, each listed once, keep their figures and make no note.
+    job = "".join("#  Rank %2d Group  0 Pid %d on %s device %2d [0x%02x] NVIDIA H800\n" % (rank, pid, host, rank % 2, rank)
+                  for rank, pid, host in ((0, 798, "hw14"), (1, 799, "hw14"), (2, 2311, "hw15"), (3, 2312, "hw15")))
+    one_job = parse_nccl_tests(job + header + row)
+    assert (one_job["busbw_at_largest"], one_job["notes"]) == (143.17, [])
+
+
+def test_a_run_on_one_gpu_on_purpose_keeps_its_bus_bandwidth_of_0_as_printed():
+    # mpirun -np 1 ... -g 1 on one A10G: one device line, one process, busbw 0.00 as nccl-tests defines it for one rank.
+    alone = table("all_reduce_perf_one_gpu_on_purpose_mpirun_np_1_busbw_0_beside_algbw_a10g_aws_batch_mnp_doc_PARTIAL.txt")
+    assert [(d["rank"], d["pid"], d["host"]) for d in alone["devices"]] == [(0, 1428, "ip-10-0-139-244")]
+    assert (len(alone["rows"]), alone["largest"]["size"], alone["largest"]["out_of_place"]["algbw"]) == (25, 134217728, 243.09)
+    assert (alone["busbw_at_largest"], alone["avg_busbw"], alone["notes"]) == (0.0, 0.0, [])
