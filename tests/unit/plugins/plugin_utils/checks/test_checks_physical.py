@@ -342,7 +342,6 @@ def test_a_saved_log_in_a_form_the_reader_does_not_know_is_not_checked_not_quiet
     assert other["records"] == 1 and judge("link_down_duration", {"kernel_log": other}) == []
 
 
-
 def test_an_outage_counted_short_of_the_logs_end_is_not_checked_not_short(tmp_path):
     # The down line has the kernel's clock only and the log's last record a wall-clock time only: how long the link has
     # been down is not known, so no "not a drop" is said.
@@ -351,6 +350,7 @@ def test_an_outage_counted_short_of_the_logs_end_is_not_checked_not_short(tmp_pa
     note = log["down_periods"]["ib0"]["periods"][0]["note"]
     assert judge("link_down_duration", {"kernel_log": log}) == [
         ("info", "mlx5_0/1", "not checked: how long ib0 has been down since line 1: %s" % note)]
+
 
 def test_drops_ongoing_and_over(tmp_path):
     facts = log_facts(tmp_path, [("01:00:00", "Lost"), ("01:05:00", "Gained"), ("02:00:00", "Lost"), ("02:10:00", "Lost")])
