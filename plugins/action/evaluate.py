@@ -106,7 +106,7 @@ class ActionModule(ActionBase):
         if metrics_file and not facts.get(UNREACHABLE):
             result["metrics_file"] = metrics_file
             result["metrics_written"], note, result["metrics_written_via"] = self._write_metrics(
-                metrics_file, render_metrics(dict(facts, **result["ansible_facts"])))
+                metrics_file, render_metrics(dict(facts, **result["ansible_facts"]), groups=task_vars.get("group_names")))
             if note:
                 result["metrics_note"] = note
                 result.setdefault("warnings", []).append(note)

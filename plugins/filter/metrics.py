@@ -13,12 +13,14 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.rdma.node.plugins.plugin_utils._metrics import render
 
 
-def node_health_metrics(facts, now=None):
-    """A host's ``ansible_facts`` -> the text of node_exporter's ``rdma_node.prom``."""
+def node_health_metrics(facts, now=None, groups=None):
+    """A host's ``ansible_facts`` (and its ``group_names``) -> the text of node_exporter's ``rdma_node.prom``."""
     if not isinstance(facts, dict):
         raise AnsibleFilterError("node_health_metrics: expected the host's ansible_facts (a mapping), got %s" % type(facts).__name__)
     try:
-        return render(json.loads(json.dumps(facts, default=str)), now)  # Ansible's own types as plain JSON
+        if groups is not None and (not isinstance(groups, list) or not all(isinstance(g, str) for g in groups)):
+            raise AnsibleFilterError("node_health_metrics: groups must be the host's group_names (a list of names), got %r" % (groups,))
+        return render(json.loads(json.dumps(facts, default=str)), now, groups)  # Ansible's own types as plain JSON
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError("node_health_metrics: %s" % exc) from None
 

@@ -129,6 +129,16 @@ def pod_proof_node_views(status, findings=None, time=None):
     return call("pod_proof_node_views", build, status, findings, time)
 
 
+def pod_proof_group_nccl(status, time=None):
+    """Each group's NCCL evidence of the pod proof (``_pod_proof.group_nccl_views``), stamped with ``time`` (now by default)."""
+    import time as clock  # the default stamp only
+
+    def build(status_, time_):
+        stamp = float(time_) if time_ is not None else clock.time()
+        return {group: dict(view, time=stamp) for group, view in _pod_proof.group_nccl_views(status_).items()}
+    return call("pod_proof_group_nccl", build, status, time)
+
+
 class FilterModule:
     """The pod proof's plan and pods."""
 
@@ -141,4 +151,5 @@ class FilterModule:
             "pod_proof_nccl_files": pod_proof_nccl_files,
             "pod_proof_nccl_evidence": pod_proof_nccl_evidence,
             "pod_proof_node_views": pod_proof_node_views,
+            "pod_proof_group_nccl": pod_proof_group_nccl,
         }

@@ -256,8 +256,40 @@ def _quarantine_families(status):
     return (held, tripped)
 
 
-def render(facts, now=None):
-    """The text of the ``.prom`` file for one host's facts."""
+def _stamp(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def proof_view(facts, groups=None):
+    """``(view, time)``: what the metrics show of the pod proof on this host. The node's part of a pod proof
+    (``pod_proof_node``: its pods, its pod pairs, its groups' NCCL) and, for each of the host's ``groups``
+    (its ``group_names``), the group's NCCL verdict the main job keeps on every node (``pod_proof_nccl_groups``)
+    where that is newer than the part's. ``time`` is the oldest judgement shown: the part's, where its pods or
+    pairs are shown, and each group's NCCL verdict's."""
+    part = facts.get("pod_proof_node") if isinstance(facts.get("pod_proof_node"), dict) else {}
+    kept = facts.get("pod_proof_nccl_groups") if isinstance(facts.get("pod_proof_nccl_groups"), dict) else {}
+    part_time = _stamp(part.get("time"))
+    nccl, times = {}, {}
+    for entry in part.get("nccl") or []:
+        if isinstance(entry, dict):
+            nccl[str(entry.get("group") or "")] = entry
+            times[str(entry.get("group") or "")] = part_time
+    for group in groups or []:
+        entry = kept.get(group) if isinstance(group, str) else None
+        if not isinstance(entry, dict):
+            continue
+        newer = _stamp(entry.get("time"))
+        if group not in nccl or (newer is not None and (times[group] is None or newer > times[group])):
+            nccl[group], times[group] = entry, newer
+    view = dict(part, nccl=[nccl[group] for group in sorted(nccl)])
+    shown = list(times.values()) + ([part_time] if part.get("pods") or part.get("pairs") else [])
+    known = [t for t in shown if t is not None]
+    return view, (min(known) if known and len(known) == len(shown) else None)
+
+
+def render(facts, now=None, groups=None):
+    """The text of the ``.prom`` file for one host's facts; ``groups`` are its inventory groups (``group_names``),
+    whose NCCL verdicts the main job kept on every node (``proof_view``)."""
     facts = facts or {}
     rdma = facts.get("rdma") or {}
     state = _Family("port_state", "gauge", "IBTA port state of the RDMA port (1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER).")
@@ -319,10 +351,11 @@ def render(facts, now=None):
                     unjudged.add({"role": role, "check": entry.get("check") or "?", "subject": entry.get("subject") or ""}, 1)
     quarantine = _quarantine_families(facts.get("k8s_quarantine_status"))
     last_run.add({}, float(now if now is not None else time.time()))
-    proof = facts.get("pod_proof_node") if isinstance(facts.get("pod_proof_node"), dict) else {}
-    proof_time = _Family("pod_proof_timestamp_seconds", "gauge", "When the pod proof (or the main job's NCCL judgement) last judged this "
-                         "node's pods and its groups' NCCL logs (seconds since the epoch): the pod_* and nccl_* samples are that old.")
-    proof_time.add({}, proof.get("time") if isinstance(proof.get("time"), (int, float)) and not isinstance(proof.get("time"), bool) else None)
+    proof, judged = proof_view(facts, groups)
+    proof_time = _Family("pod_proof_timestamp_seconds", "gauge", "When the oldest of the pod_* and nccl_* samples of this node was judged "
+                         "(seconds since the epoch): its pods and pod pairs by the pod proof, each group's NCCL log by the pod proof or "
+                         "the main job.")
+    proof_time.add({}, judged)
     lines = []
     for family in (state, active, rate, counter, counter_rate, saturated, temperature, temperature_crit, *physical_families(rdma),
                    *bandwidth_families(facts.get("bandwidth_check_status")), *pod_proof_families(proof), proof_time,

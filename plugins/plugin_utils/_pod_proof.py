@@ -624,3 +624,16 @@ def node_views(status, findings=None):
         if isinstance(item, Mapping) and item.get("check") == "pod_memlock_capped" and item.get("subject"):
             slot(item["subject"])["memlock_capped"] = True
     return views
+
+
+def group_nccl_views(status):
+    """``{group: entry}``: the NCCL evidence of each group of a pod proof's status (``pod_proof_status``), each
+    entry as a node's part carries it (``NODE_NCCL_KEYS``). The main job keeps these in its nodes' facts
+    (``pod_proof_nccl_groups``): the same small mapping on every node, which each node's metrics read for its
+    own groups, instead of a part written per node."""
+    status = status if isinstance(status, Mapping) else {}
+    groups = {}
+    for nccl in status.get("nccl") or []:
+        if isinstance(nccl, Mapping) and nccl.get("group"):
+            groups[str(nccl["group"])] = {key: nccl.get(key) for key in NODE_NCCL_KEYS}
+    return groups

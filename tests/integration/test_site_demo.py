@@ -279,8 +279,8 @@ def test_site_without_facts_injected_as_variables_finds_the_same(tmp_path, site_
         return [(f["check"], f["severity"], f["subject"]) for c in of["clusters"] for f in c["findings"]]
     assert cluster_findings(report) == cluster_findings(site_run[1]) == [
         ("nccl_socket_fallback", "critical", "ib-v100"), ("nccl_no_gpudirect", "warning", "ib-a100")]
-    # Each node's part of the NCCL judgement was kept in its facts, as with the facts injected.
-    assert all(FactCache(cache).facts(host)["pod_proof_node"]["nccl"] for host in ALL_HOSTS)
+    # Each group's NCCL verdict was kept in the facts of every node, as with the facts injected.
+    assert all(sorted(FactCache(cache).facts(host)["pod_proof_nccl_groups"]) == ["ib-a100", "ib-v100"] for host in ALL_HOSTS)
 
 
 def test_report_job_reads_the_fact_cache_alone(demo, site_run):

@@ -95,20 +95,58 @@ def test_the_play_is_left_out_on_request(demo, tmp_path):
     assert json.loads((tmp_path / "fleet-report.json").read_text())["clusters"] == []
 
 
-def test_the_nodes_keep_their_part_and_the_next_run_writes_it_to_their_metrics(demo, site):
-    """The NCCL play keeps each node's part in its facts (the fact cache); node_health writes it to the node's
-    textfile in the next run, which reads the cache, with the time it was judged."""
+# A node's part of an earlier pod proof (a pod and its limits, ib-v100's NCCL over IB), as rdma.node.pod_proof keeps it.
+EARLIER_PROOF = {"pairs": [], "memlock_capped": False, "time": 1000.0,
+                 "pods": [{"name": "rdma-proof-1-server", "side": "server", "memlock": {"soft": "unlimited", "hard": "unlimited"},
+                           "ipc_lock": True}],
+                 "nccl": [{"group": "ib-v100", "network": "IB", "transports": {"net_ib": 8}, "gdrdma_channels": 8}]}
+KEEP_A_PROOF = """
+- name: What a pod proof left on a node
+  hosts: v100-node-02
+  gather_facts: false
+  tasks:
+    - name: Keep the node's part of the proof
+      ansible.builtin.set_fact:
+        pod_proof_node: "{{ earlier }}"
+        cacheable: true
+"""
+
+
+def test_the_nodes_keep_each_groups_verdict_and_the_next_run_writes_it_to_their_metrics(demo, site):
+    """The main job keeps each group's NCCL verdict in the facts of its nodes (the fact cache), in one task, and
+    leaves a node's part of a pod proof as that job left it; node_health writes the verdicts of the node's own
+    groups to its textfile in the next run, which reads the cache, beside the pod proof's pods."""
     run, dummy = site
-    kept = run.facts("v100-node-02")["pod_proof_node"]
-    assert [(n["group"], n["network"]) for n in kept["nccl"]] == [("ib-v100", "Socket")] and kept["pairs"] == []
-    assert run.facts("a100-node-01")["pod_proof_node"]["nccl"][0]["transports"] == {"net_ib": 16}
+    kept = run.facts("v100-node-02")["pod_proof_nccl_groups"]
+    assert sorted(kept) == ["ib-a100", "ib-v100"] and kept["ib-v100"]["network"] == "Socket"
+    assert run.facts("a100-node-01")["pod_proof_nccl_groups"] == kept
+    assert kept["ib-a100"]["transports"] == {"net_ib": 16}
+    assert not any("pod_proof_node" in run.facts(host) for host in ("v100-node-02", "a100-node-01"))
+    # One task for the fleet, not a delegated set_fact per node: the role's has nothing to loop over.
+    (per_node,) = [t for t in run.tasks if t["name"].endswith("Keep each node's part of the proof in its facts")]
+    assert [(result.get("skipped"), result.get("results")) for result in per_node["hosts"].values()] == [(True, [])]
+    (per_fleet,) = [t for t in run.tasks if t["name"] == "Keep each group's NCCL verdict in the facts of the nodes"]
+    assert len(per_fleet["hosts"]) == 1
+    playbook = demo["base"] / "earlier_proof.yml"
+    playbook.write_text(KEEP_A_PROOF)
+    earlier = run_playbook(str(playbook), "-i", str(demo["inventory"]), "-e", json.dumps({"earlier": EARLIER_PROOF}),
+                           fact_cache=demo["base"] / "fact-cache")
+    assert earlier.rc == 0, earlier.stderr
     again = run_playbook("rdma.node.site", "-i", str(demo["inventory"]), "-e", "fleet_report_dir=%s/report-again" % demo["base"],
                          fact_cache=demo["base"] / "fact-cache")
     assert again.rc == 2
+    # The pod proof's part is still there after a second main job.
+    assert again.facts("v100-node-02")["pod_proof_node"] == EARLIER_PROOF
     prom = demo["inventory"] / ".nodes" / "v100-node-02" / "var/lib/prometheus/node-exporter/rdma_node.prom"
     text = prom.read_text()
+    # The group's verdict the first main job kept is newer than the pod proof's NCCL: it is shown, with the pod.
     assert 'rdma_node_nccl_socket_fallback{group="ib-v100"} 1' in text
     assert 'rdma_node_nccl_channels{group="ib-v100",transport="net_socket"} 7' in text
-    assert "rdma_node_pod_proof_timestamp_seconds %r" % kept["time"] in text
+    assert 'transport="net_ib"' not in text and 'group="ib-a100"' not in text
+    assert 'rdma_node_pod_memlock_bytes{limit="soft",side="server"} +Inf' in text
+    # The oldest judgement shown: the pod's.
+    assert "rdma_node_pod_proof_timestamp_seconds 1000.0" in text
     a100 = (demo["inventory"] / ".nodes" / "a100-node-01" / "var/lib/prometheus/node-exporter/rdma_node.prom").read_text()
     assert 'rdma_node_nccl_socket_fallback{group="ib-a100"} 0' in a100 and 'rdma_node_nccl_gdrdma_channels{group="ib-a100"} 0' in a100
+    assert "rdma_node_pod_proof_timestamp_seconds %r" % kept["ib-a100"]["time"] in a100
+    assert 'group="ib-v100"' not in a100

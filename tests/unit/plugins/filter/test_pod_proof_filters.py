@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.filter.pod_proof import pod_proof_host_views
+from ansible_collections.rdma.node.plugins.filter.pod_proof import pod_proof_group_nccl, pod_proof_host_views
 
 
 class RawHostvars(dict):
@@ -50,3 +52,32 @@ def test_a_plain_mapping_of_host_variables_is_read_too():
 def test_bad_input_is_one_sentence(hostvars, hosts, said):
     with pytest.raises(AnsibleFilterError, match=said):
         pod_proof_host_views(hostvars, hosts)
+
+
+# A pod proof's status as the role leaves it (pod_proof_status), cut to what the group views read: the NCCL evidence of
+# two groups, one with the hosts it was judged for.
+STATUS = {"nccl": [
+    {"group": "ib-v100", "source": "the saved file /srv/ib-v100.log", "network": "Socket", "transports": {"net_socket": 7},
+     "hcas_used": [], "gdrdma_channels": 0, "busbw_at_largest": None, "min_busbw": None, "hosts": ["v100-node-01", "v100-node-02"],
+     "findings": ["not kept"]},
+    {"group": "ib-a100", "source": "the saved file /srv/ib-a100.log", "network": "IB", "transports": {"net_ib": 16},
+     "hcas_used": ["mlx5_0"], "gdrdma_channels": 0, "busbw_at_largest": 181.2, "min_busbw": 180, "hosts": ["a100-node-01"]},
+    "not an entry", {"group": None}]}
+
+
+def test_group_nccl_keeps_each_groups_evidence_without_its_hosts():
+    views = pod_proof_group_nccl(STATUS, 1700000000)
+    assert sorted(views) == ["ib-a100", "ib-v100"]
+    assert views["ib-v100"] == {"group": "ib-v100", "source": "the saved file /srv/ib-v100.log", "network": "Socket",
+                                "transports": {"net_socket": 7}, "hcas_used": [], "gdrdma_channels": 0, "busbw_at_largest": None,
+                                "min_busbw": None, "time": 1700000000.0}
+    assert views["ib-a100"]["busbw_at_largest"] == 181.2
+    # The same for every node: no host list, nothing of one node.
+    assert all("hosts" not in view for view in views.values())
+    assert pod_proof_group_nccl({}, 1.0) == {} and pod_proof_group_nccl(None, 1.0) == {}
+
+
+def test_group_nccl_stamps_now_by_default():
+    before = time.time()
+    stamp = pod_proof_group_nccl(STATUS)["ib-v100"]["time"]
+    assert before <= stamp <= time.time()

@@ -48,3 +48,46 @@ def test_node_data_is_escaped_in_labels():
     assert 'rdma_node_nccl_socket_fallback{group="ib\\"v100\\n} 1\\nrdma_node_fake 1"} 1' in text
     assert "\nrdma_node_fake 1" not in text
     assert "rdma_node_pod_proof_timestamp_seconds 5.0" in text
+
+
+# The main job keeps each group's NCCL verdict on every node of its play (pod_proof_nccl_groups); a pod proof keeps
+# each node's own part (pod_proof_node). The metrics show the part, and each of the node's own groups' verdicts where
+# newer than the part's.
+PART = {"pods": [{"side": "server", "memlock": {"soft": "unlimited", "hard": "unlimited"}, "ipc_lock": True}], "memlock_capped": False,
+        "pairs": [], "nccl": [{"group": "ib-v100", "transports": {"net_ib": 16}, "network": "IB", "gdrdma_channels": 16}], "time": 100.0}
+KEPT = {"ib-v100": {"group": "ib-v100", "transports": {"net_socket": 7}, "network": "Socket", "gdrdma_channels": 0, "time": 200.0},
+        "ib-a100": {"group": "ib-a100", "transports": {"net_ib": 16}, "network": "IB", "gdrdma_channels": 0, "time": 200.0}}
+
+
+def test_a_newer_group_verdict_replaces_the_parts_nccl_and_keeps_its_pods():
+    text = render({"pod_proof_node": PART, "pod_proof_nccl_groups": KEPT}, now=300, groups=["ib-v100", "gpu"])
+    assert 'rdma_node_nccl_socket_fallback{group="ib-v100"} 1' in text
+    assert 'rdma_node_nccl_channels{group="ib-v100",transport="net_socket"} 7' in text
+    assert 'transport="net_ib"' not in text
+    assert 'rdma_node_pod_memlock_bytes{limit="soft",side="server"} +Inf' in text
+    # Not a group of this node: not shown.
+    assert 'group="ib-a100"' not in text
+    # The oldest judgement shown: the pods' (100), not the group's (200).
+    assert "rdma_node_pod_proof_timestamp_seconds 100.0" in text
+
+
+def test_an_older_group_verdict_leaves_the_parts_nccl():
+    older = {"ib-v100": dict(KEPT["ib-v100"], time=50.0)}
+    text = render({"pod_proof_node": PART, "pod_proof_nccl_groups": older}, now=300, groups=["ib-v100"])
+    assert 'rdma_node_nccl_channels{group="ib-v100",transport="net_ib"} 16' in text
+    assert 'rdma_node_nccl_socket_fallback{group="ib-v100"} 0' in text
+    assert "rdma_node_pod_proof_timestamp_seconds 100.0" in text
+
+
+def test_group_verdicts_alone_and_without_groups():
+    alone = render({"pod_proof_nccl_groups": KEPT}, now=300, groups=["ib-a100"])
+    assert 'rdma_node_nccl_socket_fallback{group="ib-a100"} 0' in alone
+    assert "rdma_node_pod_proof_timestamp_seconds 200.0" in alone
+    # Without the host's groups nothing of the kept verdicts is shown (never another group's as this node's).
+    none = render({"pod_proof_nccl_groups": KEPT}, now=300)
+    assert "rdma_node_nccl_" not in none.replace("# HELP rdma_node_nccl_", "").replace("# TYPE rdma_node_nccl_", "")
+    # A verdict without its time: shown, but the age of the samples is not known (no timestamp sample).
+    untimed = {"ib-a100": {key: value for key, value in KEPT["ib-a100"].items() if key != "time"}}
+    text = render({"pod_proof_node": PART, "pod_proof_nccl_groups": untimed}, now=300, groups=["ib-a100"])
+    assert 'rdma_node_nccl_socket_fallback{group="ib-a100"} 0' in text
+    assert "\nrdma_node_pod_proof_timestamp_seconds " not in text
