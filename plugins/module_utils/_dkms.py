@@ -23,8 +23,9 @@ print only::
 
 ``parse_dkms_status()`` gives the result the ``rdma.node.parse_dkms_status`` filter returns:
 the modules, dkms's errors and warnings apart from them, and notes on the lines it could not
-place (see its docstring). Shell prompts, ``#`` comments and the ``dkms`` command line of a paste
-are skipped; a line of pacman.log is read after the time and caller pacman puts before it.
+place (see its docstring). Shell prompts, ``#`` comments, the ``dkms`` command line of a paste and
+sudo's password prompt (``[sudo] password for USER:``) are skipped; a line of pacman.log is read
+after the time and caller pacman puts before it.
 """
 
 from __future__ import annotations
@@ -89,6 +90,10 @@ _COMMAND = re.compile(r"^(?:sudo\s+)?dkms(?:\s+(?:status|build|install|add|remov
 # arrows of pacman's hooks and makepkg ("==> dkms install ...", "  -> ...") are their messages, never a prompt.
 _PROMPT_END = r"(?:[$#]|(?<![=-])>)"
 _PROMPTED_COMMAND = re.compile(_PROMPT_END + r"\s*(?:sudo\s+)?dkms(?:\s|$)")
+# sudo asks for the password on the terminal before it runs dkms, so a paste of "sudo dkms status" often holds its prompt:
+# "[sudo] password for jack: " (its default prompt starts with "[sudo] " in every translation and ends with ": "). Part of
+# the paste, never dkms's output.
+_SUDO_PASSWORD_PROMPT = re.compile(r"^\[sudo\] \S.*:$")
 # A run of dkms status in a paste, with or without its prompt: a later one lists the modules as they are now.
 _STATUS_RUN = re.compile(r"(?:^|" + _PROMPT_END + r"\s*)(?:sudo\s+)?dkms\s+status\b(?P<args>[^|;&<>#]*)(?P<pipe>\|)?")
 # The options of dkms status that narrow its listing, and the key of a module each one names.
@@ -250,7 +255,8 @@ def _numbered_items(text):
             # Otherwise held back until its continuation lines are known.
             continue
         summary = _AUTOINSTALL_SUMMARY.match(line)
-        pasted = not summary and (is_shell_prompt(line) or _COMMAND.match(line) or _PROMPTED_COMMAND.search(line))
+        pasted = not summary and (is_shell_prompt(line) or _COMMAND.match(line) or _PROMPTED_COMMAND.search(line)
+                                  or _SUDO_PASSWORD_PROMPT.match(line))
         redacted = _REDACTED.match(line)
         if diagnostic is not None and (pasted or redacted or summary or _indent(raw) > diagnostic_indent or line.startswith("==> ")):
             # A prompt, a redaction mark, dkms's autoinstall summary, a line indented deeper than the message (dkms
@@ -324,17 +330,25 @@ def parse_dkms_status(text, strict=False):
     with a note at each run that changes what an earlier one listed: a run of every module lists the
     node as it is now (what came before it is left out); a run narrowed to some modules (``dkms status
     xone``, ``-m``, ``-k``) or piped into another command (``| grep``) updates the modules it lists and
-    keeps the rest. Raises ``DkmsParseError`` with ``strict`` at the first line that could not be placed,
-    and in any case when lines are there but none is a status line or a dkms diagnostic.
+    keeps the rest. A run followed directly by the next prompt printed nothing: no module, as dkms says when it
+    knows none. Raises ``DkmsParseError`` with ``strict`` at the first line that could not be placed,
+    and in any case when lines are there but none is a status line, a dkms diagnostic or such an empty run.
     """
     result = {"modules": [], "errors": [], "warnings": [], "notes": []}
     first_unplaced = None
     runs = []
+    printed_nothing = False  # a run that printed no line: dkms knows no module, which is dkms's answer, not foreign text
+    waiting = False  # a run seen, the line after it not yet
     for number, raw in enumerate((text or "").splitlines(), start=1):
         line = _line(raw) if len(raw) <= MAX_LINE else ""
         run = _STATUS_RUN.search(line)
+        if waiting and line and not _SUDO_PASSWORD_PROMPT.match(line):
+            # The first line after the run: where it is the next prompt or command, the run printed nothing.
+            printed_nothing = printed_nothing or bool(run or is_shell_prompt(line) or _COMMAND.match(line) or _PROMPTED_COMMAND.search(line))
+            waiting = False
         if run:
             runs.append((number, line, _run_scope(run)))
+            waiting = True
     # The text before the first run is read with it (a paste that cut the prompt, or has none).
     segments = [(number, line, scope, []) for number, line, scope in runs] or [(0, None, _WHOLE, [])]
     at = 0
@@ -364,7 +378,7 @@ def parse_dkms_status(text, strict=False):
         modules = _fold_run(result, modules, number, line, scope, items)
     result["modules"] = [item for lines in modules.values() for item in lines]
     result["notes"].sort(key=lambda note: note["line"])
-    recognised = result["modules"] or result["errors"] or result["warnings"]
+    recognised = result["modules"] or result["errors"] or result["warnings"] or printed_nothing
     if not recognised and first_unplaced is not None:
         raise DkmsParseError("nothing in the text is dkms status output (line %d: %r)" % (
             first_unplaced[0], _shown(first_unplaced[1])))

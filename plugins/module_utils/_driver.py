@@ -28,6 +28,10 @@ from ansible_collections.rdma.node.plugins.module_utils._numbers import parse_in
 # compressed ELF for crash and gdb (vmlinux-X.gz).
 _IMAGE_NAME = re.compile(r"^(?:vmlinu[xz]-|Image-)(?P<release>.+?)(?:\.efi\.signed|\.gz|\.xz|\.zst)?$"
                          r"|^kernel-(?:genkernel-[A-Za-z0-9_]+-)?(?P<numbered>[0-9].*)$")
+# clr-boot-manager (Clear Linux, Solus) copies each kernel to the ESP as kernel-NAMESPACE.TYPE.VERSION-RELEASE
+# ("kernel-org.clearlinux.native.5.3.8-854", "kernel-com.solus-project.current.4.14.8-41") and the kernel's modules live in
+# VERSION-RELEASE.TYPE (/usr/lib/modules/5.3.8-854.native, what uname -r says): the release is the latter.
+_CBM_IMAGE_NAME = re.compile(r"^kernel-[a-z][\w-]*(?:\.[\w-]+)*\.(?P<type>[A-Za-z][\w-]*)\.(?P<version>[0-9]+(?:\.[0-9]+)+-[0-9]+)$")
 # Version words that come before the release they belong to: 6.5.0-rc5 is older than 6.5.0.
 _PRE_RELEASE = ("rc", "pre", "alpha", "beta")
 _TOKEN = re.compile(r"\d+|[A-Za-z]+")
@@ -171,9 +175,13 @@ def _boot_images(root, module_dirs):
 
 def _image_name_release(name):
     """The release a kernel image's file name gives (``vmlinuz-6.1.0-28-amd64``, Gentoo's ``kernel-6.6.13-gentoo`` and
-    ``kernel-genkernel-x86_64-4.0.5-gentoo``), or None."""
+    ``kernel-genkernel-x86_64-4.0.5-gentoo``, clr-boot-manager's ``kernel-org.clearlinux.native.5.3.8-854`` as
+    ``5.3.8-854.native``), or None."""
     match = _IMAGE_NAME.match(name)
-    return (match.group("release") or match.group("numbered")) if match else None
+    if match:
+        return match.group("release") or match.group("numbered")
+    cbm = _CBM_IMAGE_NAME.match(name)
+    return "%s.%s" % (cbm.group("version"), cbm.group("type")) if cbm else None
 
 
 def installed_kernels(root):

@@ -133,6 +133,9 @@ _RECORD_FORMS = (
     # Nine digits of seconds at most: a longer number in brackets (NetworkManager's "[1526537213.5872]") is a
     # time since 1970, not since boot.
     ("dmesg", re.compile(r"^[^\[\]]{1,60}?\s\[\s*(?P<seconds>[0-9]{1,9}\.[0-9]{1,9})\]" + _CALLER + _CPU_COLUMN + r" ?(?P<message>.*)$")),
+    # A console of a kernel built with CONFIG_PRINTK_CALLER and printk times off prints the caller alone where the time
+    # would be: "[ T3256] igb 0000:09:00.0 haeth0: igb: haeth0 NIC Link is Down". A record without a time.
+    ("dmesg", re.compile(r"^(?:<[0-9]{1,3}>)?\[\s*[TC][0-9]{1,10}\] ?(?P<message>.*)$")),
     # The level without a time stamp: dmesg -r (or /proc/kmsg, a 2.4 or 2.6 console) on a kernel built without printk
     # times, "<6>e1000: eth0 NIC Link is Up 100 Mbps Full Duplex". Last, so that every form above with more fields wins.
     ("dmesg", re.compile(r"^<[0-9]{1,3}>(?P<message>.*)$")),
@@ -315,7 +318,12 @@ def _record(line):
     text = _DROPPED.sub("", line.strip())
     harness = _HARNESS_PREFIX.match(text)
     if harness:  # a tool's own bracketed prefix before a bracketed kernel record (one prefix: no recursion on node text)
-        return _record_of(text[harness.end():]) or _record_of(text)
+        inner = _record_of(text[harness.end():])
+        if inner is not None and (inner[1] is not None or inner[2] is not None):
+            return inner
+        # Only a record with a time follows a tool's prefix: "[    7.370479] [    T179] r8169 ..." is the kernel's stamp
+        # and util-linux's caller column, not a prefix before a console's record without a time ("[ T179] r8169 ...").
+        return _record_of(text) or inner
     return _record_of(text)
 
 
@@ -399,7 +407,7 @@ def parse_carrier_events(data):
 
     Reads ``dmesg`` (plain, ``-T``, ``-d``, ``-x``, ``--time-format iso``), ``/dev/kmsg`` records, ``journalctl``
     (short, short-iso, short-monotonic, short-full and json), syslog (classic and RFC 5424) and OpenWrt
-    ``logread`` lines, also mixed and with shell prompts. Returns
+    ``logread`` lines, consoles (also with the printk caller and no time), mixed and with shell prompts. Returns
     ``{"events", "netdevs", "notes", "lines", "records", "end"}``: every carrier change in order; per
     netdev the counts of ``down`` and ``up`` events, ``losses`` (changes from up, or from the start,
     to down; a message repeated while already down is not another loss) and the ``last`` state;
@@ -473,14 +481,15 @@ def iter_carrier_events(lines, tally, notes=None):
     the next boot's first record; ``notes``, when given, gets the notes
     :func:`parse_carrier_events` returns (a caller that only counts keeps memory flat by not asking).
     Two forms of pasted text are read whole: a carrier message a mail wrapped onto the next line
-    ("eth1: NIC" / "Link is Up"), and a record a console printed into the middle of another line, also where a mail
+    ("eth1: NIC" / "Link is Up"), or a narrow column onto the next two, and a record a console printed into the middle of another line, also where a mail
     wrapped that line inside the record's stamp ("...for interfa[" / "142.361359] bnxt_en ... NIC Link is Up").
     """
     numbered = enumerate(lines, 1)
     ahead = next(numbered, None)
+    later = next(numbered, None)  # and the line after it: a record a narrow column wrapped twice is read with both
     while ahead is not None:
         number, line = ahead
-        ahead = next(numbered, None)
+        ahead, later = later, next(numbered, None)
         tally["lines"] = number
         line = _QUOTE_MARKS.sub("", line[:MAX_LOG_LINE])
         if not line.strip():
@@ -504,7 +513,7 @@ def iter_carrier_events(lines, tally, notes=None):
             if found is None and embedded is None and ahead is not None:
                 embedded = _wrapped_embedded_record(bare, ahead[1])
                 if embedded is not None:
-                    tally["lines"], ahead = ahead[0], next(numbered, None)
+                    tally["lines"], ahead, later = ahead[0], later, next(numbered, None)
             if found is None and embedded is None:
                 if not _JOURNAL_MARKER.match(line):
                     tally["unread"] = tally.get("unread", 0) + 1
@@ -522,16 +531,17 @@ def iter_carrier_events(lines, tally, notes=None):
                 tally["first"] = tally["end"]
         found = _event(message)
         if found is None and ahead is not None:
-            wrapped = _wrapped_event(message, ahead[1])
+            wrapped = _wrapped_event(message, ahead[1], later[1] if later is not None else None)
             if wrapped is not None:
-                found, message = wrapped
-                tally["lines"], ahead = ahead[0], next(numbered, None)
+                found, message, joined = wrapped
+                for dummy in range(joined):
+                    tally["lines"], ahead, later = ahead[0], later, next(numbered, None)
         if found is None:
             embedded = _embedded_record(message)
             if embedded is None and ahead is not None:
                 embedded = _wrapped_embedded_record(message, ahead[1])
                 if embedded is not None:
-                    tally["lines"], ahead = ahead[0], next(numbered, None)
+                    tally["lines"], ahead, later = ahead[0], later, next(numbered, None)
             if embedded is not None:
                 kind, time_text, seconds, dummy, message = embedded
                 if _follow_clocks(tally, number, time_text, seconds, host) and notes is not None:
@@ -636,15 +646,26 @@ def _wrapped_embedded_record(message, following):
     return embedded if embedded is not None and _event(embedded[4]) is not None else None
 
 
-def _wrapped_event(message, following):
-    """``(event, whole message)`` when ``message`` and the line after it, a mail's wrap of one carrier message
-    ("eth1: NIC" / "Link is Up, 10 Gbps"), make a carrier change together; None otherwise."""
+def _wrapped_event(message, following, after=None):
+    """``(event, whole message, lines joined)`` when ``message`` and the line after it, a mail's wrap of one carrier message
+    ("eth1: NIC" / "Link is Up, 10 Gbps"), make a carrier change together, or with the line ``after`` that as well, where a
+    book's narrow column wrapped one record twice ("NetworkManager[689]: <info>" / " [1551214267.8599] device (lo):" /
+    "carrier: link connected"); None otherwise. A line joined is no record of its own, and the third no carrier change alone."""
     rest = _QUOTE_MARKS.sub("", following[:MAX_LOG_LINE]).strip()
-    if not rest or not (_LINK_WORD.search(message) or _LINK_WORD.search(rest)) or _record(rest) is not None:
+    last = _QUOTE_MARKS.sub("", after[:MAX_LOG_LINE]).strip() if after is not None else ""
+    if not rest or not (_LINK_WORD.search(message) or _LINK_WORD.search(rest) or _LINK_WORD.search(last)):
+        return None
+    if _record(rest) is not None:
         return None
     whole = message.rstrip() + " " + rest
     found = _event(whole)
-    return (found, whole) if found is not None else None
+    if found is not None:
+        return found, whole, 1
+    if not last or _record(last) is not None or _event(last) is not None:
+        return None
+    whole += " " + last
+    found = _event(whole)
+    return (found, whole, 2) if found is not None else None
 
 
 def summarize_carrier(events):

@@ -32,10 +32,12 @@ from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAX_LI
 # paste (``<cluster_name>``), and anything may stand before it (a launcher's prefix, a time stamp,
 # the backtick or quote mark of a paste in Markdown or prose, which no host name holds, or an ISO 8601
 # time a log console glued to the host: ``2025-05-16T16:39:51.208-07:00ip-10-36-29-253:79:79 [0] ...``).
+# A WARN names where NCCL raised it, "misc/socket.cc:50", and newer NCCL (2.30.7's log) the function after it as well:
+# "host:1:2 [1] misc/strongstream.cc:424 (ncclStrongStreamSynchronize) NCCL WARN ..." (its debug.cc: "%s:%d (%s) NCCL WARN").
 _NCCL_LINE = re.compile(
     r"(?:^|[\s\]\)>:`'\"]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
     r"(?P<host>[^\s:\[\]()`'\"]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] "
-    r"(?:[^\s]+ )?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<message>.*)$"
+    r"(?:[^\s]+ (?:\([^\s()]+\) )?)?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<message>.*)$"
 )
 # A line of documentation or a bare paste: ``NCCL INFO Channel 00/0 : ...`` without the prefix.
 _BARE_LINE = re.compile(r"(?:^|\s)NCCL (?P<level>INFO|WARN) (?P<message>.*)$")
@@ -110,6 +112,9 @@ _RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
 # What an author wrote after a message: a comment ("via NET/IB/3/GDRDMA  # cross-node RDMA"), a generated page's citation
 # mark ("via NET/gIB/2/GDRDMA [cite: 1734]", "to PIX [cite: 59]"). NCCL's own messages hold neither " # " nor "[cite".
 _AUTHOR_REMARK = re.compile(r"\s+(?P<remark>#(?:\s.*)?|\[cite(?::[^\]]*)?\].*)$")
+# What an author wrote in parentheses after a channel's transport ("via P2P/CUMEM (all 256 connect lines are P2P/CUMEM)"):
+# NCCL writes a transport's own parentheses without a blank before them (NET/IB/5(2)/GDRDMA, GDRDMA(PCI)).
+_TRANSPORT_REMARK = re.compile(r"(?<=\S)\s+(?P<remark>\(.*)$")
 # A channel line that ends at its "via": a wrapped line, whose transport may start the next line.
 _CHANNEL_CUT_AT_VIA = re.compile(r"^(?:Channel|Ring|CollNet|Coll)\s+\d+(?:/\d+)?\s*:.*\svia$")
 # NET/IB/0/GDRDMA, NET/IB/5(2)/GDRDMA/Shared (the (2): PXN's proxy rank, whose NIC relays the send),
@@ -259,6 +264,9 @@ def parse_nccl_log(text, strict=False):
     * ``warnings``: NCCL WARN messages and the verbs provider's completion errors (``mlx5: host: got
       completion with error``); ``lines``: NCCL lines read; ``notes``: what was decided.
 
+    A line in the form of NCCL's own message whose prefix and INFO tag an author cut off (``NET/IB : GPU Direct
+    RDMA Disabled for HCA 0 'mlx5_0'``) is read as NCCL's, its host not known, with a note.
+
     Plain text without any NCCL line raises ``NcclOutputError``; with ``strict`` a line that is not
     NCCL's is an error too (a log normally mixes in the application's own lines, so the default keeps
     them out of the result and counts them in ``other_lines``).
@@ -276,6 +284,7 @@ def parse_nccl_log(text, strict=False):
     ib_using_open = False  # the lines before were a "NET/IB : Using" line and its wrapped rest
     pending_interfaces = {}  # host -> the "NET : Using interface" lines (before 2.4) that no later line placed yet
     orphans = []  # (number, message) of the channel lines without NCCL's prefix
+    bare = []  # (number, message) of the other lines in the form of NCCL's messages, without its prefix and INFO tag
     emptied = []  # the lines of a record whose prefix another record follows at once: its message stands apart
     remarks = []  # (number, remark) of the lines where an author wrote after NCCL's message
     wrapped = None  # (number, host, message) of a channel line that ended at its "via": the next line may start with its transport
@@ -326,6 +335,13 @@ def parse_nccl_log(text, strict=False):
                 orphans.append((number, message))
                 result["other_lines"] += 1
                 continue
+            if len(line) <= MAX_LINE and any(form.match(line.strip()) for form in _BARE_OWN_MESSAGES):
+                # An author's paste that cut the prefix and tag off some of NCCL's lines and kept them on others ("NET/IB : GPU
+                # Direct RDMA Disabled for HCA 0 'rocep1s0f1'", then "NCCL INFO dlvsym failed ..."): read once the text shows
+                # it is an NCCL log (a text of such lines alone is read by _tag_bare_messages).
+                bare.append((number, _own_message(line.strip())[0]))
+                result["other_lines"] += 1
+                continue
             result["other_lines"] += 1
             if first_other is None:
                 first_other = (number, line)
@@ -372,6 +388,7 @@ def parse_nccl_log(text, strict=False):
         where = (" (line %d: %r)" % (first_other[0], first_other[1].strip()[:120])) if first_other else ""
         raise NcclOutputError("nothing in the text is an NCCL log line (NCCL INFO or NCCL WARN)%s" % where)
     _read_orphans(result, orphans, emptied, seen_channels)
+    _read_bare(result, bare, seen_channels)
     _settle(result)
     return result
 
@@ -381,6 +398,9 @@ def _own_message(message):
     after it (None when there is none)."""
     message = _RAY_REPEATED.sub("", message)
     remark = _AUTHOR_REMARK.search(message)
+    if remark is None:
+        channel = _CHANNEL.match(message)
+        remark = _TRANSPORT_REMARK.search(message, channel.start("transport")) if channel else None
     if remark is None:
         return message, None
     return message[:remark.start()], remark.group("remark")
@@ -430,6 +450,20 @@ def _read_orphans(result, orphans, emptied, seen_channels):
 # NCCL's own messages, recognisable without its "host:pid:tid [dev] NCCL INFO " (an author may cut it).
 _BARE_MESSAGES = (_IB_USING, _USING_NETWORK, _CHANNEL, re.compile(r"^NCCL_[A-Z0-9_]+ set by environment to "),
                   re.compile(r"^NET/(?:Socket|IB|Plugin) ?: "))
+# The same without the channel lines, which _read_orphans reads.
+_BARE_OWN_MESSAGES = tuple(form for form in _BARE_MESSAGES if form is not _CHANNEL)
+
+
+def _read_bare(result, bare, seen_channels):
+    """Read the lines in the form of NCCL's messages that stand without its prefix and INFO tag in a log that has them."""
+    if not bare:
+        return
+    for number, message in bare:
+        _read_message(result, message, number, seen_channels)
+    result["other_lines"] -= len(bare)
+    result["lines"] += len(bare)
+    _note(result["notes"], "line(s) %s hold NCCL's messages without its prefix and INFO tag (an author cut them) beside lines "
+                           "that have them: read as NCCL's INFO messages, their host not known" % _shown_lines([n for n, dummy in bare]))
 
 
 def _tag_bare_messages(text):
@@ -746,7 +780,8 @@ def parse_nccl_tests(text, strict=False):
     parameters and ``avg_busbw`` are), ``busbw_at_largest`` (its out-of-place bus bandwidth in
     GB/s, the figure nccl-tests' users quote), ``avg_busbw`` (the ``Avg bus bandwidth`` line, GB/s;
     both None, with a note, where the processes did not form one communicator: see ``_judge_one_rank``),
-    ``out_of_bounds`` (``count``, ``ok``), ``tables`` (how many table headers), ``notes``.
+    ``out_of_bounds`` (``count``, ``ok``), ``tables`` (how many table headers), ``notes`` (one says
+    which rows count wrong elements, ``#wrong`` above 0, whose figures are kept as printed).
 
     Text with neither a table nor any line of nccl-tests raises ``NcclOutputError``; with ``strict``
     a numeric line that fits no table is an error. Text holding the tables of several tests (a suite's
@@ -816,6 +851,7 @@ def _read_tests(numbered, strict):
     notes = result["notes"]
     columns = None
     recognised = misfits = markdown = 0
+    wrong_rows = []  # (line number, text, row) of the rows whose "#wrong" cells count wrong elements
     sizes_seen, repeated = {}, False  # size -> the line of its first row; whether a size came again
     run_sizes, run_start = set(), 0  # the sizes of the run being read, and where its rows start
     table_starts = [0]  # where the rows of each table header after rows start
@@ -949,6 +985,10 @@ def _read_tests(numbered, strict):
         sizes_seen.setdefault(seen_as, number)
         result["rows"].append(row)
         recognised += 1
+        if "wrong" in columns and any(_wrong_elements(group["wrong"]) for group in (row["out_of_place"], row["in_place"]) if group):
+            wrong_rows.append((number, line, row))
+    if wrong_rows:
+        _note_wrong_rows(notes, wrong_rows)
     if rank_repeated is not None and params_again is not None:
         # Each process printed its own header: the parameters again on that line were the other process's, not a run after.
         rank_repeated += ("; the parameters printed again on line %d are the other process's header" % params_again,)
@@ -992,6 +1032,26 @@ def _read_tests(numbered, strict):
     if rank_repeated is not None and not result["largest"]:
         _note(notes, _rank_repeated(result, rank_repeated), rank_repeated[0], rank_repeated[1])
     return result
+
+
+def _wrong_elements(token):
+    """The count of a "#wrong" cell (nccl-tests prints it with %g: "237858", "1.2e+06"); 0 for "0", "N/A" or none.
+
+    The "error" column of the layout before 2.10 is another figure (the largest relative error, "1e-06"): not read here."""
+    try:
+        return float(token)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _note_wrong_rows(notes, wrong_rows):
+    """Say which rows counted wrong elements: their bandwidth is that of a run whose results failed nccl-tests' check, which
+    the text may not say otherwise (a paste without its "Out of bounds values" line, a run that hung before printing it)."""
+    number, line, row = wrong_rows[0]
+    places = ((row["out_of_place"], "out-of-place"), (row["in_place"], "in-place"))
+    cells = ", ".join("%s %s" % (group["wrong"], place) for group, place in places if group)
+    _note(notes, "%d row(s) count wrong elements (#wrong %s at %d bytes, the first): nccl-tests' check of the results failed "
+                 "there, so their bandwidth is that of a run that corrupted data" % (len(wrong_rows), cells, row["size"]), number, line)
 
 
 _RANK_REPEATED = ("rank %d is listed for more than one process (%s): the processes did not form one communicator, each ran "

@@ -69,6 +69,10 @@ EXPECTED = {
     "dkms3_status_installed_original_modules_exist_new_suffix.txt": [
         ("dkms_replace_test", "2.0", "${KERNEL_VER}", "${KERNEL_ARCH}", "installed"),
     ],
+    # "$ sudo dkms status", then sudo's "[sudo] password for jack: " before dkms's line: the prompt is the paste's, no note.
+    "dkms2_ubuntuforums_sudo_password_prompt_line_then_nvidia470_installed.txt": [
+        ("nvidia", "470.57.02", "5.11.0-27-generic", "x86_64", "installed"),
+    ],
 }
 
 
@@ -279,6 +283,14 @@ EXPECTED_WITH_DIAGNOSTICS = {
         errors=[],
         warnings=[],
         notes=[1, 13, 15],
+    ),
+    # Ubuntu Forums: dkms 2.2 just installed, "dkms status" printing nothing (no module yet), then another command's
+    # error, a note.
+    "dkms2_ubuntuforums_empty_status_run_then_other_command_PARTIAL.txt": dict(
+        modules=[],
+        errors=[],
+        warnings=[],
+        notes=[3],
     ),
 }
 
@@ -627,3 +639,36 @@ def test_past_many_narrowed_runs_a_run_only_replaces_the_lines_it_shows():
     assert [m["name"] for m in result["modules"]] == ["m%d" % n for n in range(64, 100)]
     shown_runs = "".join("$ dkms status -m m%d\nm%d/1.0, 6.8.0-%d-generic, x86_64: built\n" % (n, n, n) for n in range(100))
     assert {m["state"] for m in parse_dkms_status(whole + shown_runs)["modules"]} == {"built"}
+
+
+def test_sudos_password_prompt_is_part_of_the_paste_not_of_dkms_output():
+    """Ubuntu Forums "NVIDIA 1060 Dead?": sudo asks for the password between the command line and dkms's output. The
+    prompt (in any translation "[sudo] ...: ") is skipped like the shell prompt: no note, and strict mode reads it."""
+    text = (DKMS_FIXTURES / "dkms2_ubuntuforums_sudo_password_prompt_line_then_nvidia470_installed.txt").read_text()
+    assert status_of_node(text)["unplaced"] == []
+    assert parse_dkms_status(text, strict=True)["notes"] == []
+    german = parse_dkms_status("$ sudo dkms status\n[sudo] Passwort f\u00fcr jack: \nnvidia/535.86.05, 6.5.0-9-generic, x86_64: built\n")
+    assert _rows(german["modules"]) == [("nvidia", "535.86.05", "6.5.0-9-generic", "x86_64", "built")] and german["notes"] == []
+    # Only sudo's prompt: another bracketed line is still a line dkms did not print.
+    other = parse_dkms_status("[sudo] is what sudo prints first\nnvidia/535.86.05, 6.5.0-9-generic, x86_64: built\n")
+    assert [(n["line"], n["reason"]) for n in other["notes"]] == [(1, "not dkms status output")]
+
+
+def test_a_status_run_that_printed_nothing_is_dkms_answer_not_foreign_text():
+    """Ubuntu Forums "Installing correct driver for AMD Radeon HD 6470M on Ubuntu 16.04LTS": "dkms status" printed
+    nothing (no module, as the thread's answer says), then another command failed. No module and a note, not a
+    refusal; in the same thread a shell that has no dkms is still no dkms output at all."""
+    text = (DKMS_FIXTURES / "dkms2_ubuntuforums_empty_status_run_then_other_command_PARTIAL.txt").read_text()
+    result = parse_dkms_status(text)
+    assert result["modules"] == [] and [(n["line"], n["text"]) for n in result["notes"]] == [(3, "No command 'run' found, did you mean:**")]
+    # The run alone, without the other command's line, is the same empty listing.
+    assert parse_dkms_status(text.split("\n", 1)[0] + "\n") == {"modules": [], "errors": [], "warnings": [], "notes": []}
+    with pytest.raises(DkmsParseError):
+        parse_dkms_status(text, strict=True)
+    with pytest.raises(DkmsParseError) as caught:
+        parse_dkms_status("ryu@KageFang:~$ dkms status \nThe program 'dkms' is currently not installed. You can install it by typing:\n"
+                          "sudo apt install dkms\n")
+    assert "line 2" in str(caught.value)
+    # A run whose output the paste cut (the text ends after it) is not read as empty.
+    with pytest.raises(DkmsParseError):
+        parse_dkms_status("total 0\n$ dkms status\n")

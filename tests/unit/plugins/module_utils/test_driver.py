@@ -1095,3 +1095,52 @@ def test_a_huge_number_in_a_version_does_not_stop_the_reader(tmp_path):
     _loader_entries(tmp_path, {"big.conf": "title big\nversion " + "7" * 5000 + "\nlinux /vmlinuz-6.1.0-1-amd64\n",
                                "small.conf": "title small\nversion 6.1.0-2-amd64\nlinux /vmlinuz-6.1.0-2-amd64\n"})
     assert [entry["id"] for entry in _driver.read_bls_entries(str(tmp_path), "/boot/loader/entries")] == ["big", "small"]
+
+
+def test_clr_boot_managers_image_names_give_the_release_its_modules_are_under(tmp_path):
+    """Clear Linux and Solus boot with clr-boot-manager's entries, whose image is "kernel-NAMESPACE.TYPE.VERSION-RELEASE"
+    ("kernel-org.clearlinux.native.4.15.15-538") and whose modules are under VERSION-RELEASE.TYPE: the release is read
+    from the name where the image itself (in a collected tree) is not there to read."""
+    entry = _driver.parse_bls_entry((FIXTURES / "grub" / "clr_dm_verity_readme_clear_linux_entry_kernel_org_clearlinux_native.conf").read_text())
+    assert _driver.kernel_from_image_path(entry["linux"]) == "4.15.15-538.native"
+    assert _driver.kernel_from_image_path("/EFI/org.clearlinux/kernel-org.clearlinux.pk414-sos.4.14.23-19") == "4.14.23-19.pk414-sos"
+    # Older names keep their reading; a clr-boot-manager name without its RELEASE number names nothing.
+    older = ("/boot/kernel-6.6.13-gentoo", "/kernel-genkernel-x86_64-4.0.5-gentoo", "/EFI/org.clearlinux/kernel-org.clearlinux.native.5.1.15.791")
+    assert [_driver.kernel_from_image_path(path) for path in older] == ["6.6.13-gentoo", "4.0.5-gentoo", None]
+    # Solus: the entry and loader.conf of pop-os/distinst issue #23 on an ESP at /boot/efi (the entry's file name is the
+    # loader's default; constructed: the module directories).
+    shutil.copytree(FIXTURES / "grub" / "solus_distinst_issue23_clr_boot_manager_esp", tmp_path / "boot" / "efi")
+    for release in ("4.9.71-61.lts", "4.14.8-41.current"):
+        (tmp_path / "lib" / "modules" / release / "kernel").mkdir(parents=True)
+    notes = []
+    assert _driver.systemd_boot_next_boot(str(tmp_path), notes) == ("4.14.8-41.current", "systemd_boot_default", "Solus-current-4.14.8-41")
+    assert notes == []
+
+
+def test_clear_linux_boots_the_older_kernel_its_loader_conf_names(tmp_path):
+    """clearlinux/distribution issue #1459: after an update to 5.3.8-859.native the owner set the loader's default back
+    to 5.3.8-854. The ESP's files are the issue's `find /boot`; constructed: the images' contents (empty, as in a collected
+    tree), the entries (in the form of a Clear Linux entry), loader.conf's default and the module directories."""
+    listing = (FIXTURES / "grub" / "clearlinux_issue1459_find_boot_two_native_kernels_two_entries_PARTIAL.txt").read_text().split()
+    for path in listing:
+        target = tmp_path / path.lstrip("/")
+        if path in ("/boot", "/boot/EFI", "/boot/EFI/org.clearlinux", "/boot/EFI/BOOT", "/boot/loader", "/boot/loader/entries"):
+            target.mkdir(parents=True, exist_ok=True)
+        elif path.endswith(".conf"):
+            build = path.rsplit("-", 1)[1][:-len(".conf")]
+            target.write_text("title Clear Linux OS\nlinux /EFI/org.clearlinux/kernel-org.clearlinux.native.5.3.8-%s\n" % build)
+        else:
+            target.write_bytes(b"")
+    (tmp_path / "boot" / "loader" / "loader.conf").write_text("default Clear-linux-native-5.3.8-854\n")
+    for release in ("5.3.8-854.native", "5.3.8-859.native"):
+        (tmp_path / "usr" / "lib" / "modules" / release / "kernel").mkdir(parents=True)
+    installed = ["5.3.8-854.native", "5.3.8-859.native"]
+    notes = []
+    assert _driver.installed_kernels(str(tmp_path)) == (installed, [])
+    assert _driver.next_boot(str(tmp_path), installed, notes, "5.3.8-854.native") == (
+        "5.3.8-854.native", "systemd_boot_default", "Clear-linux-native-5.3.8-854")
+    assert notes == []
+    # Without a default systemd-boot boots the first entry in its order: the newer build.
+    (tmp_path / "boot" / "loader" / "loader.conf").write_text("timeout 5\n")
+    assert _driver.systemd_boot_next_boot(str(tmp_path), notes) == (
+        "5.3.8-859.native", "systemd_boot_first_entry", "Clear-linux-native-5.3.8-859")

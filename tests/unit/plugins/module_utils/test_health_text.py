@@ -718,6 +718,54 @@ def test_a_mails_wrap_inside_the_stamp_of_a_record_printed_into_another_line():
         assert (unjoined["events"], unjoined["records"], [n["line"] for n in unjoined["notes"]]) == ([], 1, [2])
 
 
+def test_a_consoles_caller_column_without_a_time_stamp_is_a_record():
+    """A console quoted in an igb patch (netdev, 2024) of a kernel built with CONFIG_PRINTK_CALLER and printk times off: the
+    caller alone where the time would be, "[ T3256] igb 0000:09:00.0 haeth0: igb: haeth0 NIC Link is Down", then task 292's
+    AER lines. Each line is a record without a time."""
+    parsed = parse_carrier_events(read("netdev_2024_khalfella_igb_patch_console_caller_column_without_time_haeth0_link_down_PARTIAL.txt"))
+    assert [(e["line"], e["netdev"], e["carrier"], e["source"], e["pci_address"], e["time"], e["monotonic_seconds"], e["log_format"])
+            for e in parsed["events"]] == [(1, "haeth0", "down", "driver", "0000:09:00.0", None, None, "dmesg")]
+    assert parsed["events"][0]["message"] == "igb 0000:09:00.0 haeth0: igb: haeth0 NIC Link is Down"
+    assert parsed["netdevs"] == {"haeth0": {"down": 1, "up": 0, "losses": 1, "last": "down"}}
+    # Line 5's "[  200.105524,009]" starts no record printed into it: nothing read from it, nothing noted.
+    assert (parsed["lines"], parsed["records"], parsed["notes"], parsed["end"]) == (6, 6, [], None)
+    assert carrier_down_periods(parsed["events"], log_end=parsed["end"]) == {
+        "haeth0": {"clock": None, "periods": [], "reason": "line 1 has no time stamp that gives a duration"}}
+    # Constructed: the caller after a stamp keeps the stamp (util-linux's "[    7.370479] [    T179]", the kernel's
+    # "[  336.527739][ T3356]"); a CPU's caller and a level before the caller read too; other words in brackets are no record.
+    assert [(e["netdev"], e["carrier"], e["monotonic_seconds"]) for e in parse_carrier_events([
+        "[    7.370479] [    T179] r8169 0000:05:00.0 enp5s0: Link is Down",
+        "[  336.527739][ T3356] r8169 0000:05:00.0 enp5s0: Link is Up - 1Gbps/Full",
+        "[    C3] mlx5_core 0000:3b:00.0 ens1f0np0: Link down",
+        "<6>[  T292] mlx5_core 0000:3b:00.0 ens1f0np0: Link up"])["events"]] == [
+        ("enp5s0", "down", 7.370479), ("enp5s0", "up", 336.527739), ("ens1f0np0", "down", None), ("ens1f0np0", "up", None)]
+    other = parse_carrier_events("[ Tx1] link down on port 2\n")
+    assert (other["records"], other["events"], [n["reason"] for n in other["notes"]]) == (0, [], ["not a log record"])
+
+
+def test_a_record_a_books_narrow_column_wrapped_twice_is_read_whole():
+    """RHEL 8's RH134 book shows "less /var/log/messages" in a column so narrow that NetworkManager 1.14's records wrap twice:
+    "Feb 26 15:51:07 jegui NetworkManager[689]: <info>" / " [1551214267.8599] device (lo):" / "carrier: link connected"."""
+    parsed = parse_carrier_events(read("rh134_rhel8_book_less_messages_nm_1_14_info_wrapped_over_three_lines_lo_carrier_link_connected_PARTIAL.txt"))
+    assert [(e["line"], e["netdev"], e["carrier"], e["source"], e["host"], e["time"]) for e in parsed["events"]] == [
+        (7, "lo", "up", "networkmanager", "jegui", "Feb 26 15:51:07")]
+    assert parsed["events"][0]["message"] == "<info> [1551214267.8599] device (lo): carrier: link connected"
+    # Lines 8 and 9 are the rest of line 7's record; the other records' wrapped halves are still lines of their own.
+    assert [n["line"] for n in parsed["notes"]] == [1, 2, 4, 5, 6, 11, 12, 14, 15, 17, 18, 19]
+    assert (parsed["lines"], parsed["records"]) == (19, 5)
+    # Constructed: a third line that is a carrier change of its own, or a record, is not joined; a wrap onto one line is
+    # read as before, the line after it left alone.
+    alone = parse_carrier_events(["Feb 26 15:51:07 jegui NetworkManager[689]: <info>", " [1551214267.8599] device (lo):",
+                                  "eth0: Link is Down"])
+    assert (brief(alone), [n["line"] for n in alone["notes"]]) == ([(3, "eth0", "down", "driver")], [2])
+    record = parse_carrier_events(["Feb 26 15:51:07 jegui NetworkManager[689]: <info>", " [1551214267.8599] device (lo):",
+                                   "Feb 26 15:51:08 jegui NetworkManager[689]: <info> carrier: link connected"])
+    assert (record["events"], record["records"], [n["line"] for n in record["notes"]]) == ([], 2, [2])
+    once = parse_carrier_events(["[    5.100000] e1000e 0000:00:19.0 eth0: NIC", "Link is Up 1000 Mbps", "Full Duplex"])
+    assert (brief(once), once["events"][0]["message"], [n["line"] for n in once["notes"]]) == (
+        [(1, "eth0", "up", "driver")], "e1000e 0000:00:19.0 eth0: NIC Link is Up 1000 Mbps", [3])
+
+
 # --------------------------------------------------------------------------- rdma system
 
 

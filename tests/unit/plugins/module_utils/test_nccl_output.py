@@ -649,3 +649,61 @@ def test_a_run_on_one_gpu_on_purpose_keeps_its_bus_bandwidth_of_0_as_printed():
     assert [(d["rank"], d["pid"], d["host"]) for d in alone["devices"]] == [(0, 1428, "ip-10-0-139-244")]
     assert (len(alone["rows"]), alone["largest"]["size"], alone["largest"]["out_of_place"]["algbw"]) == (25, 134217728, 243.09)
     assert (alone["busbw_at_largest"], alone["avg_busbw"], alone["notes"]) == (0.0, 0.0, [])
+
+
+def test_warn_lines_that_name_the_function_after_file_and_line_keep_their_host():
+    # NVIDIA/nccl issue 2303 (NCCL 2.30.7 on GB200): NCCL's time stamp before each WARN, and the function in parentheses
+    # after its file and line ("misc/strongstream.cc:424 (ncclStrongStreamSynchronize) NCCL WARN ...").
+    parsed = log("nccl_2.30.7_warn_time_stamp_and_function_in_parentheses_gb200_teardown_nccl_issue2303_PARTIAL.log")
+    assert (parsed["hosts"], parsed["lines"], parsed["other_lines"]) == (["watchtower-navy-cn13"], 4, 0)
+    assert parsed["warnings"] == ["Cuda failure 'unspecified launch failure'",
+                                  "commDestroySync: comm 0x3a0f7f50 rank 1 sync deviceStream error 1",
+                                  "commReclaim: cleanup comm 0x3a0f7f50 rank 1 failed in destroy/abort, error 1"]
+    # Constructed: the form without the function reads as before.
+    older = parse_nccl_log("h1:1:2 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer\n")
+    assert (older["hosts"], older["warnings"]) == (["h1"], ["socketProgress: Connection closed by remote peer"])
+
+
+def test_an_authors_remark_in_parentheses_after_a_channels_transport_is_left_out():
+    # The same issue's run B: "via P2P/CUMEM (all 256 connect lines are P2P/CUMEM)", the author's words after the transport.
+    parsed = log("nccl_info_2.30.7_channel_transport_then_authors_remark_in_parentheses_mnnvl_off_nccl_issue2303_PARTIAL.log")
+    assert [(c["channel"], c["sub"], c["transport"], c["kind"]) for c in parsed["channels"]] == [(0, 0, "P2P/CUMEM", "p2p")]
+    assert (parsed["env"], parsed["lines"], parsed["other_lines"]) == ({"NCCL_CUMEM_ENABLE": "1", "NCCL_MNNVL_ENABLE": "0"}, 5, 4)
+    assert parsed["notes"] == [{"line": None, "text": None, "reason": (
+        "line(s) 6 carry an author's remark after NCCL's message ('(all 256 connect lines are P2P/CUMEM)' on line 6), no part "
+        "of NCCL's output: the messages are read without it")}]
+    # Constructed: the same remark after a network transport leaves it counted; NCCL's own parentheses (PXN's proxy
+    # rank, written without a blank) stay part of the transport.
+    net = parse_nccl_log("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA (all of them)\n"
+                         "h:1:2 [0] NCCL INFO Channel 01/0 : 3[3] -> 8[0] [send] via NET/IB/5(2)/GDRDMA/Shared\n")
+    assert [(c["transport"], c["kind"], c["net_device"], c["gdrdma"]) for c in net["channels"]] == [
+        ("NET/IB/0/GDRDMA", "net_ib", 0, True), ("NET/IB/5(2)/GDRDMA/Shared", "net_ib", 5, True)]
+
+
+def test_a_prefix_less_nccl_message_beside_tagged_lines_is_read_without_a_host():
+    # A guide's "two lines that explain it": NET/IB's GPUDirect RDMA line cut to its message, NCCL's INFO tag kept on the next.
+    parsed = log("nccl_bare_gdr_disabled_line_beside_one_tagged_info_line_rocep_gb10_vllm_guide_PARTIAL.log")
+    assert parsed["gdr"] == {"rings": [], "enabled": [], "disabled": ["rocep1s0f1"]}
+    assert (parsed["lines"], parsed["other_lines"], parsed["hosts"]) == (2, 1, [])
+    assert parsed["notes"][0] == {"line": None, "text": None, "reason": (
+        "line(s) 1 hold NCCL's messages without its prefix and INFO tag (an author cut them) beside lines that have them: "
+        "read as NCCL's INFO messages, their host not known")}
+    # Constructed: such a line alone is still no NCCL log.
+    with pytest.raises(NcclOutputError):
+        parse_nccl_log("NET/IB : GPU Direct RDMA Disabled for HCA 0 'rocep1s0f1'\n")
+
+
+def test_rows_that_count_wrong_elements_say_the_check_of_the_results_failed():
+    # NVIDIA/nccl issue 1184 (NCCL 2.18.3, NCCL_PROTO=SIMPLE, DGX-H100 to DGX-A100): #wrong 237858 at 512 KiB, and no
+    # "Out of bounds values" line in the paste.
+    name = "all_reduce_perf_rows_count_wrong_elements_no_bounds_line_proto_simple_dgx_h100_nccl_issue1184_PARTIAL.txt"
+    parsed = table(name)
+    assert [row["size"] for row in parsed["rows"]] == [8, 262144, 524288]
+    assert (parsed["busbw_at_largest"], parsed["out_of_bounds"], parsed["largest"]["in_place"]["wrong"]) == (0.79, None, "238038")
+    assert parsed["notes"] == [{"line": 7, "text": (NCCL / name).read_text().splitlines()[6], "reason": (
+        "1 row(s) count wrong elements (#wrong 237858 out-of-place, 238038 in-place at 524288 bytes, the first): nccl-tests' "
+        "check of the results failed there, so their bandwidth is that of a run that corrupted data")}]
+    # The layout before 2.10: its "error" column holds the largest relative error (2e-07), no count of wrong elements.
+    old = table("nccl_tests_all_reduce_then_alltoall_tables_unnamed_old_layout_nccl_tests_issue78_PARTIAL.txt")
+    assert any(row["out_of_place"]["wrong"] not in ("0e+00", None) for row in old["rows"])
+    assert not any("wrong elements" in note["reason"] for note in old["notes"])
