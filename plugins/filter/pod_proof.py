@@ -121,22 +121,28 @@ def pod_proof_nccl_evidence(saved, launched, plan, groups):
 
 def pod_proof_node_views(status, findings=None, time=None):
     """Each inventory host's part of the pod proof (``_pod_proof.node_views``), stamped with ``time`` (now by default)."""
-    import time as clock  # the default stamp only
-
     def build(status_, findings_, time_):
-        stamp = float(time_) if time_ is not None else clock.time()
-        return {host: dict(view, time=stamp) for host, view in _pod_proof.node_views(status_, findings_).items()}
+        return _stamped(_pod_proof.node_views(status_, findings_), time_)
     return call("pod_proof_node_views", build, status, findings, time)
 
 
 def pod_proof_group_nccl(status, time=None):
     """Each group's NCCL evidence of the pod proof (``_pod_proof.group_nccl_views``), stamped with ``time`` (now by default)."""
-    import time as clock  # the default stamp only
-
     def build(status_, time_):
-        stamp = float(time_) if time_ is not None else clock.time()
-        return {group: dict(view, time=stamp) for group, view in _pod_proof.group_nccl_views(status_).items()}
+        return _stamped(_pod_proof.group_nccl_views(status_), time_)
     return call("pod_proof_group_nccl", build, status, time)
+
+
+def _stamped(views, time):
+    """Each view with ``time``: the given seconds since the epoch, or now."""
+    import time as clock  # the default stamp only
+    if time is None:
+        stamp = clock.time()
+    elif isinstance(time, (int, float)) and not isinstance(time, bool):
+        stamp = float(time)
+    else:
+        raise _pod_proof.PodProofError("time: expected seconds since the epoch (a number), got %r" % (time,))
+    return {name: dict(view, time=stamp) for name, view in views.items()}
 
 
 class FilterModule:

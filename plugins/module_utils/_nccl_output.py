@@ -985,7 +985,7 @@ def _read_tests(numbered, strict):
         sizes_seen.setdefault(seen_as, number)
         result["rows"].append(row)
         recognised += 1
-        if "wrong" in columns and any(_wrong_elements(group["wrong"]) for group in (row["out_of_place"], row["in_place"]) if group):
+        if "wrong" in columns and any(wrong_elements(group["wrong"]) for group in (row["out_of_place"], row["in_place"]) if group):
             wrong_rows.append((number, line, row))
     if wrong_rows:
         _note_wrong_rows(notes, wrong_rows)
@@ -1034,7 +1034,7 @@ def _read_tests(numbered, strict):
     return result
 
 
-def _wrong_elements(token):
+def wrong_elements(token):
     """The count of a "#wrong" cell (nccl-tests prints it with %g: "237858", "1.2e+06"); 0 for "0", "N/A" or none.
 
     The "error" column of the layout before 2.10 is another figure (the largest relative error, "1e-06"): not read here."""

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from ansible_collections.rdma.node.plugins.plugin_utils import _pod_proof
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check
-from ansible_collections.rdma.node.plugins.module_utils._nccl_output import NcclOutputError, ib_hca_entries, parse_nccl_log, parse_nccl_tests
+from ansible_collections.rdma.node.plugins.module_utils._nccl_output import (NcclOutputError, ib_hca_entries, parse_nccl_log, parse_nccl_tests,
+                                                                          wrong_elements)
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RLIM_INFINITY, RlimitError, parse_rlimit_value
 
 ROLE = _pod_proof.ROLE
@@ -198,6 +199,12 @@ def nccl_busbw_below_floor(facts, params, found):
             found.not_checked(item["group"], "%s of group %s gives no bus bandwidth at its largest size (%d bytes): %s" % (
                 item["source"], item["group"], largest["size"], "; ".join(n["reason"] for n in tests["notes"])))
             continue
+        failed = _results_failed(tests, largest)
+        if failed:
+            # A bandwidth above the floor from a run whose results were wrong is no pass.
+            found.not_checked(item["group"], "%s of group %s failed nccl-tests' check of its results (%s): the bus bandwidth of a run "
+                                             "that corrupted data is not judged" % (item["source"], item["group"], failed))
+            continue
         if largest["size"] < MIN_JUDGED_SIZE:
             found.not_checked(item["group"], "%s of group %s ends at %d bytes, too small a size to judge bus bandwidth (at least %d)" % (
                 item["source"], item["group"], largest["size"], MIN_JUDGED_SIZE))
@@ -225,3 +232,14 @@ def views(params):
                     "largest_size": (tests.get("largest") or {}).get("size"), "avg_busbw": tests.get("avg_busbw"),
                     "min_busbw": item["entry"].get("min_busbw"), "hosts": list(item["entry"].get("hosts") or [])})
     return out
+
+
+def _results_failed(tests, largest):
+    """Why nccl-tests' own check of the results failed (its "Out of bounds values" line, or the largest row's "#wrong" cells),
+    or None."""
+    bounds = tests.get("out_of_bounds")
+    if bounds and not bounds.get("ok"):
+        return "Out of bounds values: %s" % bounds.get("count")
+    wrong = [str(group["wrong"]) for group in (largest.get("out_of_place"), largest.get("in_place"))
+             if isinstance(group, dict) and wrong_elements(group.get("wrong"))]
+    return ("#wrong %s at %d bytes" % (", ".join(wrong), largest["size"])) if wrong else None

@@ -8,7 +8,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.filter.pod_proof import pod_proof_group_nccl, pod_proof_host_views
+from ansible_collections.rdma.node.plugins.filter.pod_proof import pod_proof_group_nccl, pod_proof_host_views, pod_proof_node_views
 
 
 class RawHostvars(dict):
@@ -81,3 +81,12 @@ def test_group_nccl_stamps_now_by_default():
     before = time.time()
     stamp = pod_proof_group_nccl(STATUS)["ib-v100"]["time"]
     assert before <= stamp <= time.time()
+
+
+@pytest.mark.parametrize("stamp", ["yesterday", True, [1]])
+def test_a_time_that_is_not_a_number_is_one_sentence(stamp):
+    for call in (lambda: pod_proof_group_nccl(STATUS, stamp), lambda: pod_proof_node_views(STATUS, [], stamp)):
+        with pytest.raises(AnsibleFilterError, match=r"^rdma\.node\.pod_proof_(group_nccl|node_views): time: expected seconds since the "
+                                                     r"epoch \(a number\), got "):
+            call()
+

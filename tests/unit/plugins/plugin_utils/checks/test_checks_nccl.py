@@ -11,7 +11,12 @@ NCCL = FIXTURES / "nccl"
 
 
 def floor(name, min_busbw=300):
-    params = {"nccl": [{"group": "ib-h100", "source": name[:24], "log": "", "tests": (NCCL / name).read_text(), "min_busbw": min_busbw}],
+    return floor_of(NCCL / name, min_busbw)
+
+
+def floor_of(path, min_busbw=300):
+    name = path.name
+    params = {"nccl": [{"group": "ib-h100", "source": name[:24], "log": "", "tests": path.read_text(), "min_busbw": min_busbw}],
               "nodes": {},
               # No pod pair planned: only the group's NCCL evidence is judged (the role's summary needs a plan).
               "plan": {"tests": [], "bandwidth_plan": {"hosts": []}, "groups": [], "batches": [], "max_pairs": 0, "notes": []},
@@ -37,3 +42,20 @@ def test_a_run_on_one_gpu_on_purpose_is_still_judged_as_printed():
     assert [(f["check"], f["severity"], f["actual"]) for f in result["findings"]] == [("nccl_busbw_below_floor", "critical", 0.0)]
     # A group's real figure above its floor gives no finding (GKE's A3 Mega table, 338.82 GB/s at 8 GiB).
     assert floor("all_reduce_perf_h100_2x8_tcpx_8G_a3mega.txt")["findings"] == []
+
+
+def test_a_run_whose_results_were_wrong_is_not_judged_against_the_floor(tmp_path):
+    # Constructed from GKE's A3 Mega table (338.82 GB/s at 8 GiB, above the floor): its last row counting wrong elements, as
+    # nccl-tests issue 1184's rows do, and then its "Out of bounds" line saying so. A corrupting run's figure is no pass.
+    text = (NCCL / "all_reduce_perf_h100_2x8_tcpx_8G_a3mega.txt").read_text()
+    row = "  8589934592    2147483648     float     sum      -1    47535  180.71  338.82      0    47743  179.92  337.35      0"
+    assert row in text
+    wrong = text.replace(row, row[:-len("0    47743  179.92  337.35      0")] + "5    47743  179.92  337.35      0")
+    (NCCL_COPY := tmp_path / "wrong.txt").write_text(wrong.replace("# Out of bounds values : 0 OK", ""))
+    result = floor_of(NCCL_COPY)
+    assert result["findings"] == []
+    [not_checked] = result["status"]["not_checked"]
+    assert "failed nccl-tests' check of its results (#wrong 5 at 8589934592 bytes)" in not_checked["reason"]
+    NCCL_COPY.write_text(wrong.replace("# Out of bounds values : 0 OK", "# Out of bounds values : 5 FAILED"))
+    [not_checked] = floor_of(NCCL_COPY)["status"]["not_checked"]
+    assert "(Out of bounds values: 5)" in not_checked["reason"]
