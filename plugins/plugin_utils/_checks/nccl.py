@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from ansible_collections.rdma.node.plugins.plugin_utils import _pod_proof
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError, check
-from ansible_collections.rdma.node.plugins.module_utils._nccl_output import (NcclOutputError, ib_hca_entries, parse_nccl_log, parse_nccl_tests,
-                                                                          wrong_elements)
+from ansible_collections.rdma.node.plugins.module_utils._nccl_output import (
+    NcclOutputError, ib_hca_entries, parse_nccl_log, parse_nccl_tests, wrong_elements)
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RLIM_INFINITY, RlimitError, parse_rlimit_value
 
 ROLE = _pod_proof.ROLE

@@ -89,4 +89,3 @@ def test_a_time_that_is_not_a_number_is_one_sentence(stamp):
         with pytest.raises(AnsibleFilterError, match=r"^rdma\.node\.pod_proof_(group_nccl|node_views): time: expected seconds since the "
                                                      r"epoch \(a number\), got "):
             call()
-
