@@ -3,7 +3,8 @@
 Its output is a summary a person reads: no Ansible error blocks for the planted faults (they are in
 Ansible's log, where the hosts still fail), each finding marked planted or not, and a verdict: exit 0
 when every failure is planted, non-zero on a real one. With -e rdma_remediate=true it either runs
-(containerd and runc at hand) or refuses before running anything, with one sentence.
+(containerd and runc at hand) or refuses before running anything, with one sentence: the run is the
+README's demo block (test_readme_commands.py), the refusal is here.
 
 The demo writes its report where RDMA_NODE_REPORT_DIR says (here a temporary directory) and builds its
 node roots in the checkout's inventories/demo, as it does for a user; the remediation's containerds
@@ -19,12 +20,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import sysfs_tree
 
-from testpaths import COLLECTION_ROOT, TOOLS, demo_hosts
+from testpaths import COLLECTION_ROOT
 
 DEMO = str(COLLECTION_ROOT / "scripts/demo.sh")
-HOSTS = demo_hosts()
 
 
 def demo(tmp_path, *args, path=None):
@@ -96,26 +95,3 @@ def test_every_spelling_of_the_remediation_is_recognised(tmp_path, spelling):
     run = demo(tmp_path, *spelling, path=without_containerd(tmp_path))
     assert run.returncode == 2 and "nothing was run" in run.stderr
 
-
-def test_the_remediation_runs_after_the_demos_own_set_up(tmp_path):
-    try:
-        run = demo(tmp_path, "-e", "rdma_remediate=true")
-        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-        assert "Every failure is one of the demo's planted faults" in run.stdout
-        assert "The simulated nodes' own containerds keep running" in run.stdout
-        report = json.loads((tmp_path / "report/fleet-report.json").read_text())
-        assert not [f for h in report["hosts"] for f in h["findings"] if f["role"] == "node_remediation" and f["severity"] == "critical"]
-        # The checkout's demo nodes may carry an earlier demo's remediation: then nothing changes and
-        # nothing restarts; either way each node ends remediated with its own containerd running.
-        restarted = sorted(h["name"] for h in report["hosts"] for f in h["findings"] if f["check"] == "containerd_restarted")
-        assert restarted in ([], HOSTS)
-        for host in HOSTS:
-            node = COLLECTION_ROOT / "inventories/demo/.nodes" / host
-            rlimits = json.loads((node / "etc/containerd/rdma-spec.json").read_text())["process"]["rlimits"]
-            assert {"type": "RLIMIT_MEMLOCK", "hard": 2 ** 64 - 1, "soft": 2 ** 64 - 1} in rlimits
-            assert 'base_runtime_spec = "%s/etc/containerd/rdma-spec.json"' % node in (node / "etc/containerd/config.toml").read_text()
-            assert sysfs_tree.node_containerd_pid(str(node))
-    finally:
-        for host in HOSTS:
-            subprocess.run([sys.executable, str(TOOLS / "simulated_containerd.py"), "stop", str(COLLECTION_ROOT / "inventories/demo/.nodes" / host)],
-                           capture_output=True, timeout=60, check=False)

@@ -19,9 +19,9 @@ from testpaths import COLLECTION_ROOT
 def test_a_molecule_command_prints_no_critical_message():
     env = dict(os.environ, NO_COLOR="1", PATH="%s:%s" % (Path(sys.executable).parent, os.environ["PATH"]),
                CONTAINERS_CONF=str(COLLECTION_ROOT / "extensions/molecule/containers.conf"))
-    run = subprocess.run(["molecule", "syntax", "--scenario-name", "ib_inventory"], cwd=COLLECTION_ROOT, env=env,
+    run = subprocess.run(["molecule", "syntax", "--scenario-name", "node_remediation"], cwd=COLLECTION_ROOT, env=env,
                          capture_output=True, text=True, timeout=300, check=False)
     output = run.stdout + run.stderr
     assert run.returncode == 0, output[-3000:]
     assert "CRITICAL" not in output and "glob failed" not in output, output[-3000:]
-    assert "ib_inventory > syntax: Executed: Successful" in output
+    assert "node_remediation > syntax: Executed: Successful" in output

@@ -12,6 +12,7 @@ documented place of the set-up's cache); what the commands add to it for the cop
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import sysfs_tree
 
 from testpaths import COLLECTION_ROOT, checkout_copy, demo_hosts, forget_collections_root
 
@@ -100,12 +102,15 @@ def ran(tmp_path_factory):
                                   capture_output=True, text=True, timeout=900, check=False)
             exit_codes = [int(line) for line in codes.read_text().split()] if codes.exists() else []
             results[index] = {"commands": commands, "codes": exit_codes, "output": proc.stdout + proc.stderr}
+        # What the demo's remediation left running, read before the containerds are stopped below.
+        containerd_running = {host: bool(sysfs_tree.node_containerd_pid(str(checkout / "inventories/demo/.nodes" / host)))
+                              for host in DEMO_HOSTS}
     finally:
         for host in DEMO_HOSTS:  # the remediation demo leaves the copy's simulated containerds running
             subprocess.run([sys.executable, str(checkout / "tools/simulated_containerd.py"), "stop", str(checkout / "inventories/demo/.nodes" / host)],
                            capture_output=True, timeout=60, check=False)
         forget_collections_root(checkout)
-    return {"checkout": checkout, "home": home, "results": results}
+    return {"checkout": checkout, "home": home, "results": results, "containerd_running": containerd_running}
 
 
 def test_every_name_of_a_block_not_run_is_a_block_of_the_readme():
@@ -138,6 +143,24 @@ def test_what_the_blocks_did(ran):
     # Seven of the eight demo hosts have a critical planted fault (a100-node-04's are warnings).
     assert demo.count("Every failure is one of the demo's planted faults: 7 of 8 hosts") == 2
     assert "[ERROR]" not in demo
+
+
+def test_the_demos_remediation_block_remediated_each_node(ran):
+    """The README's second demo command runs the memlock remediation on the copy's simulated nodes, after the
+    demo's own set-up: each node ends with the spec, the config pointing at it and its own containerd running."""
+    checkout = ran["checkout"]
+    demo = next(r for r in ran["results"].values() if r["commands"][-1] == "./scripts/demo.sh -e rdma_remediate=true")["output"]
+    assert "The simulated nodes' own containerds keep running" in demo
+    report = json.loads((checkout / "reports/demo/fleet-report.json").read_text())
+    assert not [f for h in report["hosts"] for f in h["findings"] if f["role"] == "node_remediation" and f["severity"] == "critical"]
+    # The copy's nodes were built by the first demo command: the remediation changed and restarted each.
+    assert sorted(h["name"] for h in report["hosts"] for f in h["findings"] if f["check"] == "containerd_restarted") == sorted(DEMO_HOSTS)
+    for host in DEMO_HOSTS:
+        node = checkout / "inventories/demo/.nodes" / host
+        rlimits = json.loads((node / "etc/containerd/rdma-spec.json").read_text())["process"]["rlimits"]
+        assert {"type": "RLIMIT_MEMLOCK", "hard": 2 ** 64 - 1, "soft": 2 ** 64 - 1} in rlimits
+        assert 'base_runtime_spec = "%s/etc/containerd/rdma-spec.json"' % node in (node / "etc/containerd/config.toml").read_text()
+    assert ran["containerd_running"] == dict.fromkeys(DEMO_HOSTS, True)
 
 
 def test_the_fresh_shell_had_nothing_before_the_documented_step(tmp_path):

@@ -239,6 +239,17 @@ def test_a_held_node_with_the_same_findings_is_not_written_again():
     assert json.loads(patch["body"]["metadata"]["annotations"][RECORD])["checks"] == ["ib_inventory/port_down", "node_health/link_flapping"]
 
 
+def test_a_finding_again_resets_the_count_of_clean_runs():
+    nodes = [held("gpu-02", {"clean_runs": 1, "last_counted_check": NOW - 600}) if n == "gpu-02" else node(n) for n in NAMES]
+    result = run(fleet({"gpu-02"}), reading(nodes))
+    assert result["nodes"]["gpu-02"]["kind"] == "keep" and result["release"] == [] and result["ledger"] is None
+    (patch,) = result["patches"]
+    record = json.loads(patch["body"]["metadata"]["annotations"][RECORD])
+    assert (record["clean_runs"], record["last_counted_check"]) == (0, None)
+    assert record["since"] == "2025-10-09T08:53:20Z", "still the same quarantine"
+    assert "spec" not in patch["body"], "the cordon and the taint stay as they are"
+
+
 def test_clean_runs_are_counted_once_each_then_release():
     nodes = [held("gpu-02", {"clean_runs": 1, "last_counted_check": NOW - 600}) if n == "gpu-02" else node(n) for n in NAMES]
     counted = run(fleet(), reading(nodes))
