@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
 
 from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes, read_lenient
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 from ansible_collections.rdma.node.plugins.module_utils._numbers import parse_uint
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RlimitError, parse_rlimit_value
 from ansible_collections.rdma.node.plugins.module_utils._subsets import CONTAINER_LIMITS, declare
@@ -38,9 +38,9 @@ declare("memlock", CONTAINER_LIMITS, fills=("rdma_memlock",),
 
 LIMIT_NAMES = {"Max locked memory": "memlock", "Max open files": "nofile"}
 # A limits line: the name, at least two spaces, then soft and hard (the unit column may be empty).
-_LIMIT_LINE = re.compile(r"^(?P<name>\S.*?)\s{2,}(?P<soft>\S+)\s+(?P<hard>\S+)")
+_LIMIT_LINE = lazy_compile(r"^(?P<name>\S.*?)\s{2,}(?P<soft>\S+)\s+(?P<hard>\S+)")
 # `ctr tasks ls`: TASK PID STATUS.
-_TASK_LINE = re.compile(r"^(?P<id>\S+)\s+(?P<pid>[0-9]+)\s+(?P<status>[A-Z]+)\s*$")
+_TASK_LINE = lazy_compile(r"^(?P<id>\S+)\s+(?P<pid>[0-9]+)\s+(?P<status>[A-Z]+)\s*$")
 # The systemd properties read with MainPID: what systemd has loaded for the unit.
 SYSTEMD_LIMITS = ("LimitMEMLOCK", "LimitMEMLOCKSoft", "LimitNOFILE", "LimitNOFILESoft")
 # CRI labels of a container, and the names the facts give them.

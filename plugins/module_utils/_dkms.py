@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAIL_QUOTE_MARKS, MAX_LINE, is_shell_prompt
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 
 # The states dkms prints, best first: a module is usable on a kernel when it is installed there.
 # dkms 3 says "broken" for a module whose source directory is gone.
@@ -41,26 +42,26 @@ USABLE_STATES = ("installed", "installed-weak")
 
 _STATE = r"(?P<state>[a-z][a-z_-]*)(?P<rest>(?:\s.*)?)"
 # dkms 3.x: ``name/version[, kernel[, arch]]: state``
-_DKMS3 = re.compile(
+_DKMS3 = lazy_compile(
     r"^(?P<name>[^\s,/:]+)/(?P<version>[^\s,:]+)"
     r"(?:,\s*(?P<kernel>[^\s,:]+)(?:,\s*(?P<arch>[^\s,:]+))?)?\s*:\s*" + _STATE + r"$"
 )
 # dkms 2.x: ``name, version[, kernel[, arch]]: state``
-_DKMS2 = re.compile(
+_DKMS2 = lazy_compile(
     r"^(?P<name>[^\s,/:]+),\s*(?P<version>[^\s,:]+)"
     r"(?:,\s*(?P<kernel>[^\s,:]+)(?:,\s*(?P<arch>[^\s,:]+))?)?\s*:\s*" + _STATE + r"$"
 )
-_DIAGNOSTIC = re.compile(
+_DIAGNOSTIC = lazy_compile(
     r"^(?P<kind>Error!|Warning:|WARNING:|Deprecated feature:)\s*(?P<message>.*)$"
 )
 # dkms writes its diagnostics to stderr unbuffered and its status lines to stdout: in a terminal or
 # a ``2>&1`` capture a diagnostic can land inside a status line, right after the state
 # (``x86_64: installedDeprecated feature: REMAKE_INITRD``), and the rest of the line after it.
-_GLUED_DIAGNOSTIC = re.compile(r"^(?P<status>.*:\s*[a-z][a-z_-]*)(?P<diagnostic>(?:Error!|Warning:|WARNING:|Deprecated feature:).*)$")
+_GLUED_DIAGNOSTIC = lazy_compile(r"^(?P<status>.*:\s*[a-z][a-z_-]*)(?P<diagnostic>(?:Error!|Warning:|WARNING:|Deprecated feature:).*)$")
 # The suffixes dkms 3.1.3 and later print in place of "(WARNING! Diff between built and installed
 # module!)" and "(WARNING! Missing some built modules!)".
 _WARNING_SUFFIXES = ("differences between built and installed modules", "built modules are missing")
-_WEAK_FROM = re.compile(r"^from\s+(?P<kernel>\S+)")
+_WEAK_FROM = lazy_compile(r"^from\s+(?P<kernel>\S+)")
 # dkms prints each of its messages as fixed lines (its error() echoes one line per argument), and another program's
 # output (the module signing lines, the exit status a paste echoes, dnf's or journald's next line) follows right after the
 # last one without a blank line: the lines that end dkms's messages, so that what follows them is never taken in.
@@ -70,32 +71,32 @@ _WEAK_FROM = re.compile(r"^from\s+(?P<kernel>\S+)")
 # - autoinstall's "Refer to previous errors for more information.";
 # - "Manual intervention is required!" (a module "is broken!"), "This indicates that it should not be built." (a
 #   BUILD_EXCLUSIVE directive; dkms 2.8 ends an earlier line's text with it) and "You may override by specifying --force.".
-_LAST_LINE_OF_MESSAGE = re.compile(
+_LAST_LINE_OF_MESSAGE = lazy_compile(
     r"(?:^(?:(?:or )?[Cc]onsult |Check )?/\S+|^Refer to previous errors) for more information\.?$"
     r"|(?:Manual intervention is required!|This indicates that it should not be built\.|You may override by specifying --force\.)$")
 # dkms's deprecated() prints one line, "Deprecated feature: NAME (FILE)": the next line is never part of it.
 _ONE_LINE_KINDS = ("Deprecated feature:",)
 # The summary dkms 3 autoinstall prints on stdout after its modules ("dkms autoinstall on 6.9.0-0.rc1.fc41.x86_64/x86_64
 # failed for 8192eu(10)", "... succeeded for ...", "... was skipped for ..."): dkms's own result, no command line of a paste.
-_AUTOINSTALL_SUMMARY = re.compile(r"^dkms autoinstall on \S+ (?:succeeded|was skipped|failed) for ")
+_AUTOINSTALL_SUMMARY = lazy_compile(r"^dkms autoinstall on \S+ (?:succeeded|was skipped|failed) for ")
 # pacman writes what a hook prints (dkms's among it) to /var/log/pacman.log, each line after its time and caller:
 # "[2021-09-21T00:12:44+0200] [ALPM-SCRIPTLET] Error! ...", or an older pacman's "[2019-10-07 08:50] [ALPM-SCRIPTLET] ".
-_PACMAN_LOG_PREFIX = re.compile(r"^\[\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[+-]\d{2}:?\d{2}|Z)?\] \[[A-Z][A-Z-]*\] ?")
+_PACMAN_LOG_PREFIX = lazy_compile(r"^\[\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:[+-]\d{2}:?\d{2}|Z)?\] \[[A-Z][A-Z-]*\] ?")
 
 # What a paste carries besides the output: a shell prompt (``$ dkms status``,
 # ``[root@node ~]# dkms status``), a ``#`` comment, the command line itself.
-_COMMAND = re.compile(r"^(?:sudo\s+)?dkms(?:\s+(?:status|build|install|add|remove|uninstall|unbuild|autoinstall|match|mktarball"
-                      r"|ldtarball|generate_mok|--version|-[a-z]|-m|-v|-k)\b.*)?$")
+_COMMAND = lazy_compile(r"^(?:sudo\s+)?dkms(?:\s+(?:status|build|install|add|remove|uninstall|unbuild|autoinstall|match|mktarball"
+                        r"|ldtarball|generate_mok|--version|-[a-z]|-m|-v|-k)\b.*)?$")
 # The command after a prompt the paste cut or that is_shell_prompt does not know ("user@host ~]$ dkms status"). The
 # arrows of pacman's hooks and makepkg ("==> dkms install ...", "  -> ...") are their messages, never a prompt.
 _PROMPT_END = r"(?:[$#]|(?<![=-])>)"
-_PROMPTED_COMMAND = re.compile(_PROMPT_END + r"\s*(?:sudo\s+)?dkms(?:\s|$)")
+_PROMPTED_COMMAND = lazy_compile(_PROMPT_END + r"\s*(?:sudo\s+)?dkms(?:\s|$)")
 # sudo asks for the password on the terminal before it runs dkms, so a paste of "sudo dkms status" often holds its prompt:
 # "[sudo] password for jack: " (its default prompt starts with "[sudo] " in every translation and ends with ": "). Part of
 # the paste, never dkms's output.
-_SUDO_PASSWORD_PROMPT = re.compile(r"^\[sudo\] \S.*:$")
+_SUDO_PASSWORD_PROMPT = lazy_compile(r"^\[sudo\] \S.*:$")
 # A run of dkms status in a paste, with or without its prompt: a later one lists the modules as they are now.
-_STATUS_RUN = re.compile(r"(?:^|" + _PROMPT_END + r"\s*)(?:sudo\s+)?dkms\s+status\b(?P<args>[^|;&<>#]*)(?P<pipe>\|)?")
+_STATUS_RUN = lazy_compile(r"(?:^|" + _PROMPT_END + r"\s*)(?:sudo\s+)?dkms\s+status\b(?P<args>[^|;&<>#]*)(?P<pipe>\|)?")
 # The options of dkms status that narrow its listing, and the key of a module each one names.
 _FILTER_OPTIONS = {"-m": "name", "-v": "version", "-k": "kernel", "-a": "arch"}
 # What one dkms status run lists: every module (_WHOLE), only those its arguments name (a dict of the keys
@@ -106,9 +107,9 @@ _PIPED = "piped"
 # A narrowed run drops the earlier lines it covers, a scan of them all: past this many narrowed runs (no
 # real paste has them), a run only replaces the lines it shows, so that a pasted megabyte costs linear time.
 _MAX_NARROWED_RUNS = 64
-_REDACTED = re.compile(r"^(?:\.{3,}|\u2026+|[\[<(]\s*(?:\.{3}|snip(?:ped)?|redacted|cut|truncated|omitted)\s*[\]>)])$",
-                       re.IGNORECASE)
-_PAREN = re.compile(r"^\((?P<text>[^()]*)\)")
+_REDACTED = lazy_compile(r"^(?:\.{3,}|\u2026+|[\[<(]\s*(?:\.{3}|snip(?:ped)?|redacted|cut|truncated|omitted)\s*[\]>)])$",
+                         re.IGNORECASE)
+_PAREN = lazy_compile(r"^\((?P<text>[^()]*)\)")
 
 
 class DkmsParseError(ValueError):

@@ -20,21 +20,22 @@ import stat
 from ansible_collections.rdma.node.plugins.module_utils._dkms import status_of_node, summarize
 from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient, text_names
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import is_shell_prompt
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 from ansible_collections.rdma.node.plugins.module_utils._numbers import parse_int, parse_uint
 
 # Names of kernel images in /boot (x86 vmlinuz, ppc64 vmlinux, arm64 Image on some distros, Gentoo's kernel- and
 # genkernel's kernel-genkernel-ARCH-, both of which GRUB's 10_linux lists), and the release in them.
 # A copy of the same kernel keeps its release: Ubuntu's signed image for Secure Boot (vmlinuz-X.efi.signed), SUSE's
 # compressed ELF for crash and gdb (vmlinux-X.gz).
-_IMAGE_NAME = re.compile(r"^(?:vmlinu[xz]-|Image-)(?P<release>.+?)(?:\.efi\.signed|\.gz|\.xz|\.zst)?$"
-                         r"|^kernel-(?:genkernel-[A-Za-z0-9_]+-)?(?P<numbered>[0-9].*)$")
+_IMAGE_NAME = lazy_compile(r"^(?:vmlinu[xz]-|Image-)(?P<release>.+?)(?:\.efi\.signed|\.gz|\.xz|\.zst)?$"
+                           r"|^kernel-(?:genkernel-[A-Za-z0-9_]+-)?(?P<numbered>[0-9].*)$")
 # clr-boot-manager (Clear Linux, Solus) copies each kernel to the ESP as kernel-NAMESPACE.TYPE.VERSION-RELEASE
 # ("kernel-org.clearlinux.native.5.3.8-854", "kernel-com.solus-project.current.4.14.8-41") and the kernel's modules live in
 # VERSION-RELEASE.TYPE (/usr/lib/modules/5.3.8-854.native, what uname -r says): the release is the latter.
-_CBM_IMAGE_NAME = re.compile(r"^kernel-[a-z][\w-]*(?:\.[\w-]+)*\.(?P<type>[A-Za-z][\w-]*)\.(?P<version>[0-9]+(?:\.[0-9]+)+-[0-9]+)$")
+_CBM_IMAGE_NAME = lazy_compile(r"^kernel-[a-z][\w-]*(?:\.[\w-]+)*\.(?P<type>[A-Za-z][\w-]*)\.(?P<version>[0-9]+(?:\.[0-9]+)+-[0-9]+)$")
 # Version words that come before the release they belong to: 6.5.0-rc5 is older than 6.5.0.
 _PRE_RELEASE = ("rc", "pre", "alpha", "beta")
-_TOKEN = re.compile(r"\d+|[A-Za-z]+")
+_TOKEN = lazy_compile(r"\d+|[A-Za-z]+")
 # The systemd-boot vendor GUID under which it keeps its EFI variables.
 _LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
 GPUDIRECT_MODULES = ("nvidia_peermem", "nv_peer_mem")
@@ -132,7 +133,7 @@ def _module_dirs(root):
 # The x86 boot protocol's setup header: "HdrS" at 0x202, and at 0x20E where (after 0x200) the
 # kernel's version string starts: "5.9.11-3-MANJARO (builduser@...) #1 SMP ...".
 _SETUP_MAGIC_AT, _VERSION_POINTER_AT, _IMAGE_HEAD_BYTES = 0x202, 0x20E, 65536
-_RELEASE = re.compile(rb"^([0-9]+\.[0-9]+[0-9A-Za-z._+~-]*)[ \x00]")
+_RELEASE = lazy_compile(rb"^([0-9]+\.[0-9]+[0-9A-Za-z._+~-]*)[ \x00]")
 
 
 def image_release(root, path):
@@ -211,7 +212,7 @@ def installed_kernels(root):
 
 # A release's build: its leading numbers ("4.18.0-372.32.1" of 4.18.0-372.32.1.rt7.189.el8_6.x86_64 and of
 # 4.18.0-372.32.1.el8_6.x86_64, "6.1.0-28" of 6.1.0-28-amd64 and 6.1.0-28-cloud-amd64).
-_BUILD = re.compile(r"^[0-9]+(?:[.-][0-9]+)*")
+_BUILD = lazy_compile(r"^[0-9]+(?:[.-][0-9]+)*")
 
 
 def _other_flavour(release, running):
@@ -312,7 +313,7 @@ def _entry_identity(words):
 
 
 # A variable in a GRUB word: "${boot_counter}", "$prefix".
-_GRUB_VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+_GRUB_VARIABLE = lazy_compile(r"\$\{(\w+)\}|\$(\w+)")
 
 
 def _grub_test(words, env):
@@ -507,14 +508,14 @@ def parse_bls_entry(text):
 
 
 # The release in a version written as a sentence: "..., Linux Kernel 5.15.78, ..." or "(Linux 6.1.69)".
-_LINUX_IN_SENTENCE = re.compile(r"\bLinux(?: [Kk]ernel)? (?P<release>[0-9][\w.+~-]*[\w+~])")
+_LINUX_IN_SENTENCE = lazy_compile(r"\bLinux(?: [Kk]ernel)? (?P<release>[0-9][\w.+~-]*[\w+~])")
 # sdbootutil (openSUSE Tumbleweed, MicroOS, Leap 16) writes the btrfs snapshot before the release: "version 1@6.18.4-5-default",
 # one entry per snapshot and kernel; the release is what follows the "@".
-_SNAPSHOT_AT_RELEASE = re.compile(r"^[0-9]+@(?P<release>[0-9][\w.+~-]*)$")
+_SNAPSHOT_AT_RELEASE = lazy_compile(r"^[0-9]+@(?P<release>[0-9][\w.+~-]*)$")
 # Boot counting (Boot Loader Specification, kernel-install's /etc/kernel/tries, sdbootutil): "ID+LEFT[-DONE].conf" or
 # ".efi". The counter is no part of the entry's id (bootctl's "id" and LoaderEntryDefault name the file without it),
 # and an entry with no tries left (LEFT 0) has failed to boot: systemd-boot sorts it after all the others.
-_BOOT_COUNTER = re.compile(r"^(?P<id>.+)\+(?P<left>[0-9]+)(?:-(?P<done>[0-9]+))?$")
+_BOOT_COUNTER = lazy_compile(r"^(?P<id>.+)\+(?P<left>[0-9]+)(?:-(?P<done>[0-9]+))?$")
 
 
 def split_boot_counter(name):
@@ -671,7 +672,7 @@ def _grub_selector(cfg_defaults, env, etc_default):
 # grub-mkconfig's 41_custom ends grub.cfg with "source ${config_directory}/custom.cfg" (or "$prefix/custom.cfg"): GRUB
 # runs custom.cfg beside grub.cfg at every boot, after the menu, so that it can change the default without update-grub.
 # GRUB 1.98 to 2.00 wrote the line with a semicolon after it ("source $prefix/custom.cfg;"), which ends the command.
-_SOURCES_CUSTOM_CFG = re.compile(r"^\s*source\s+\S*/custom\.cfg\s*;?\s*$", re.MULTILINE)
+_SOURCES_CUSTOM_CFG = lazy_compile(r"^\s*source\s+\S*/custom\.cfg\s*;?\s*$", re.MULTILINE)
 
 
 def _grub_script_defaults(text):
@@ -720,7 +721,7 @@ def _custom_cfg_selector(root, cfg_path, cfg_text, env, selector, source, notes)
 # "load_env -f FILE": Azure Linux (CBL-Mariner) and Photon OS name the kernel in a file of NAME=VALUE lines that grub.cfg
 # loads ("load_env -f $bootprefix/mariner.cfg" gives "mariner_linux=vmlinuz-5.15.158.2-1.cm2"), and their menu entry
 # boots "linux $bootprefix/$mariner_linux".
-_GRUB_SET = re.compile(r"^(?P<name>\w+)=(?P<value>.*)$")
+_GRUB_SET = lazy_compile(r"^(?P<name>\w+)=(?P<value>.*)$")
 
 
 def _expand_grub_word(word, variables):
@@ -1059,10 +1060,10 @@ def loaded_modules(root):
 
 
 # The distributions ofed_info names: MLNX_OFED_LINUX, MLNX_EN, OFED-internal (DOCA-OFED and the drivers' own builds).
-_OFED_DISTRIBUTION = re.compile(r"(?:MLNX_OFED|MLNX_EN|OFED)[-_]", re.IGNORECASE)
+_OFED_DISTRIBUTION = lazy_compile(r"(?:MLNX_OFED|MLNX_EN|OFED)[-_]", re.IGNORECASE)
 # A prompt line that runs ofed_info itself ("[root@node ~]# ofed_info -s", "$ sudo /usr/bin/ofed_info"): the command
 # comes right after the prompt's character ("# which ofed_info" runs which, not ofed_info).
-_OFED_INFO_RUN = re.compile(r"(?:[$#%>\]]|\u276f|\u279c|\u2192|\u03bb)\s*(?:sudo\s+)?(?:\S*/)?ofed_info(?:\s|$)")
+_OFED_INFO_RUN = lazy_compile(r"(?:[$#%>\]]|\u276f|\u279c|\u2192|\u03bb)\s*(?:sudo\s+)?(?:\S*/)?ofed_info(?:\s|$)")
 
 
 def _ofed_info_lines(lines):

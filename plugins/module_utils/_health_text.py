@@ -17,6 +17,8 @@ import io
 import json
 import re
 
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
+
 
 class HealthTextError(ValueError):
     """Text that is not what the parser was given to read."""
@@ -63,229 +65,229 @@ _DECODED = r"(?:[a-z][a-z0-9]{1,7} *:[a-z]{3,6} *: )?"
 _SECONDS = r"\[\s*(?P<seconds>(?:[0-9]{1,9}|1844674[0-9]{4})\.[0-9]{1,9})(?:@[0-9]{1,4}|\s*<\s*[0-9]{1,9}\.[0-9]{1,9}>)?\]"
 _RECORD_FORMS = (
     # /dev/kmsg: "prio,seq,usec,flags;message"
-    ("kmsg", re.compile(r"^(?P<prio>[0-9]{1,9}),(?P<seq>[0-9]{1,20}),(?P<usec>[0-9]{1,20}),[^;]*;(?P<message>.*)$")),
+    ("kmsg", lazy_compile(r"^(?P<prio>[0-9]{1,9}),(?P<seq>[0-9]{1,20}),(?P<usec>[0-9]{1,20}),[^;]*;(?P<message>.*)$")),
     # journalctl -o short-monotonic: "[  123.456789] host kernel: message"
-    ("journal", re.compile(r"^" + _SECONDS + r" (?P<host>\S+) (?P<tag>kernel): (?P<message>.*)$")),
+    ("journal", lazy_compile(r"^" + _SECONDS + r" (?P<host>\S+) (?P<tag>kernel): (?P<message>.*)$")),
     # journalctl -o short-full: "Tue 2024-11-26 10:11:12 UTC host kernel: message" (the zone's name is left out)
-    ("journal", re.compile(r"^" + _DAY + r" (?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) [A-Z][A-Za-z0-9+-]{0,5} "
-                           r"(?P<host>\S+) (?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
+    ("journal", lazy_compile(r"^" + _DAY + r" (?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) [A-Z][A-Za-z0-9+-]{0,5} "
+                             r"(?P<host>\S+) (?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
     # RFC 5424 syslog: "<6>1 2024-11-26T10:11:12.123456+00:00 host kernel - - - message"
     # (rsyslog's own template may put a blank after the priority: "<6> 1 2020-11-20T18:14:19.159524+01:00 ...")
-    ("syslog", re.compile(r"^<[0-9]{1,3}> ?1 (?P<time>" + _ISO_TIME + r") (?P<host>\S+) (?P<tag>\S+) \S+ \S+ (?:-|\[.*?\]) ?(?P<message>.*)$")),
+    ("syslog", lazy_compile(r"^<[0-9]{1,3}> ?1 (?P<time>" + _ISO_TIME + r") (?P<host>\S+) (?P<tag>\S+) \S+ \S+ (?:-|\[.*?\]) ?(?P<message>.*)$")),
     # The same fields written to a file without the priority: "2022-12-26T07:44:45.000000+01:00 host kernel - - - message"
     # (a tag without a colon, then a process id, message id and structured data, each "-" where there is none)
-    ("syslog", re.compile(r"^(?P<time>" + _ISO_TIME + r") (?P<host>\S+) (?P<tag>[^\s:\[]+) (?:-|[0-9]+) \S+ (?:-|\[.*?\]) "
-                          r"(?P<message>.*)$")),
+    ("syslog", lazy_compile(r"^(?P<time>" + _ISO_TIME + r") (?P<host>\S+) (?P<tag>[^\s:\[]+) (?:-|[0-9]+) \S+ (?:-|\[.*?\]) "
+                            r"(?P<message>.*)$")),
     # A log without host names (a container's journal, a cut column): "Jan 31 17:38:44.384098 kernel: message"
-    ("journal", re.compile(
+    ("journal", lazy_compile(
         r"^(?P<time>" + _ISO_TIME + r") (?P<tag>kernel): (?P<message>.*)$")),
-    ("syslog", re.compile(
+    ("syslog", lazy_compile(
         r"^(?P<time>" + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<tag>kernel): (?P<message>.*)$")),
     # talosctl dmesg: "node-1: kern:    info: [2026-04-24T02:31:03.359109363Z]: message" (its dashboard's log pane
     # leaves the node out)
-    ("journal", re.compile(
+    ("journal", lazy_compile(
         r"^(?:(?P<host>\S+): )?(?P<facility>kern|user|daemon|syslog|auth):\s+(?P<level>[a-z]+): "
         r"\[(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]: (?P<message>.*)$")),
     # daemontools' multilog over the kernel's log: "2007-01-10 02:40:07.614768500 <6>e1000: eth0: ..." (the level
     # where a host would be)
-    ("syslog", re.compile(r"^(?P<time>" + _ISO_TIME + r") <[0-9]{1,3}>(?P<message>.*)$")),
+    ("syslog", lazy_compile(r"^(?P<time>" + _ISO_TIME + r") <[0-9]{1,3}>(?P<message>.*)$")),
     # VMware ESXi 7 and later (vmkernel.log, vobd.log) write the severity and priority where a host would be:
     # "2026-02-10T08:30:43.149Z In(14) vobd[2097764]:  [netCorrelator] ...". No Linux host, and no Linux netdev's message.
-    ("syslog", re.compile(r"^(?P<time>" + _ISO_TIME + r") (?P<level>[A-Z][a-z]\([0-9]{1,3}\)) (?P<tag>[^\s:\[]+)(?:\[\d+\])?: "
-                          r"(?P<message>.*)$")),
+    ("syslog", lazy_compile(r"^(?P<time>" + _ISO_TIME + r") (?P<level>[A-Z][a-z]\([0-9]{1,3}\)) (?P<tag>[^\s:\[]+)(?:\[\d+\])?: "
+                            r"(?P<message>.*)$")),
     # journalctl -o short-iso / syslog with ISO time: "2024-01-08T10:11:12+0000 host tag[pid]: message"
-    ("journal", re.compile(
+    ("journal", lazy_compile(
         r"^(?P<time>" + _ISO_TIME + r") (?P<host>\S+) "
         r"(?:(?P<level>[A-Z]+) )?(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
     # OpenWrt logread: "Sun Apr 27 05:48:33 2025 kern.info kernel: message"
-    ("syslog", re.compile(
+    ("syslog", lazy_compile(
         r"^(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d \d{4}) (?P<facility>[a-z]+\.[a-z]+) "
         r"(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
     # rsyslog with the year first, as SONiC writes it: "2025 Oct  3 00:45:17.098692 sonic INFO kernel: message"
-    ("syslog", re.compile(
+    ("syslog", lazy_compile(
         r"^(?P<time>\d{4} " + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?:(?P<level>[A-Z]+) )?"
         r"(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
     # netconsole received by rsyslog into a host's file: no tag, the kernel's time stamp right after the host
     # ("Jan 10 10:54:17 pytest-11.local [57253.352107] bond1: link status definitely down ...")
-    ("syslog", re.compile(
+    ("syslog", lazy_compile(
         r"^(?P<time>" + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>[^\s:\[]+) (?P<message>\[\s*[0-9]{1,12}\.[0-9]{1,9}\].*)$")),
     # journalctl short / classic syslog: "Mar 27 15:37:34 host tag[pid]: message", optional level word; BusyBox's
     # syslogd writes the facility and level there: "Jan  1 00:00:30 (none) user.notice kernel: message"
-    ("syslog", re.compile(
+    ("syslog", lazy_compile(
         r"^(?P<time>" + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) (?:(?P<level>[A-Z]+) |(?P<facility>[a-z]+\.[a-z]+) )?"
         r"(?P<tag>[^\s:\[]+)(?:\[\d+\])?: (?P<message>.*)$")),
     # dmesg -T: "[Mon Jan  8 10:11:12 2024] message"; a node's name glued before it where several nodes' logs were
     # gathered into one ("x4207c7s5b0n0:[Wed Nov  8 13:26:51 2023] message")
-    ("dmesg", re.compile(
+    ("dmesg", lazy_compile(
         r"^(?:(?P<host>[A-Za-z][\w.-]*):)?\[(?P<time>" + _DAY + r" " + _MONTH + r" [ \d]?\d \d\d:\d\d:\d\d \d{4})\]" + _CALLER + _CPU_COLUMN
         + r" ?(?P<message>.*)$")),
     # dmesg: "[ 1202.718785] message"; dmesg -r and pstore's dmesg put the level first: "<6>[ 14.952018] message"
-    ("dmesg", re.compile(r"^(?:<[0-9]{1,3}>)?" + _DECODED + _SECONDS + _CALLER + _CPU_COLUMN + r" ?(?P<message>.*)$")),
+    ("dmesg", lazy_compile(r"^(?:<[0-9]{1,3}>)?" + _DECODED + _SECONDS + _CALLER + _CPU_COLUMN + r" ?(?P<message>.*)$")),
     # dmesg -H (--human): the minute once, "[Feb13 11:35] message", then the time since the record before,
     # "[  +0.113671] message"; no time a duration can be measured with.
-    ("dmesg", re.compile(r"^\[(?P<time>" + _MONTH + r" ?[ \d]?\d \d\d:\d\d)\] ?(?P<message>.*)$")),
-    ("dmesg", re.compile(r"^\[\s*\+\s*[0-9]{1,12}\.[0-9]{1,9}\] ?(?P<message>.*)$")),
+    ("dmesg", lazy_compile(r"^\[(?P<time>" + _MONTH + r" ?[ \d]?\d \d\d:\d\d)\] ?(?P<message>.*)$")),
+    ("dmesg", lazy_compile(r"^\[\s*\+\s*[0-9]{1,12}\.[0-9]{1,9}\] ?(?P<message>.*)$")),
     # dmesg --time-format iso: "2024-11-26T10:11:12,123456+00:00 message" (a comma before the microseconds);
     # with -x, as gpud reads the kernel log: "kern  :info  : 2025-01-17T15:37:28,650514+00:00 message"
-    ("dmesg", re.compile(r"^" + _DECODED + r"(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d) (?P<message>.*)$")),
+    ("dmesg", lazy_compile(r"^" + _DECODED + r"(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:\d\d) (?P<message>.*)$")),
     # The same after a prefix of another tool's (a test harness's "INFO - INFO - ", a timestamped
     # console capture): short, without a bracket, before the kernel's own time stamp.
     # Nine digits of seconds at most: a longer number in brackets (NetworkManager's "[1526537213.5872]") is a
     # time since 1970, not since boot.
-    ("dmesg", re.compile(r"^[^\[\]]{1,60}?\s\[\s*(?P<seconds>[0-9]{1,9}\.[0-9]{1,9})\]" + _CALLER + _CPU_COLUMN + r" ?(?P<message>.*)$")),
+    ("dmesg", lazy_compile(r"^[^\[\]]{1,60}?\s\[\s*(?P<seconds>[0-9]{1,9}\.[0-9]{1,9})\]" + _CALLER + _CPU_COLUMN + r" ?(?P<message>.*)$")),
     # A console of a kernel built with CONFIG_PRINTK_CALLER and printk times off prints the caller alone where the time
     # would be: "[ T3256] igb 0000:09:00.0 haeth0: igb: haeth0 NIC Link is Down". A record without a time.
-    ("dmesg", re.compile(r"^(?:<[0-9]{1,3}>)?\[\s*[TC][0-9]{1,10}\] ?(?P<message>.*)$")),
+    ("dmesg", lazy_compile(r"^(?:<[0-9]{1,3}>)?\[\s*[TC][0-9]{1,10}\] ?(?P<message>.*)$")),
     # The level without a time stamp: dmesg -r (or /proc/kmsg, a 2.4 or 2.6 console) on a kernel built without printk
     # times, "<6>e1000: eth0 NIC Link is Up 100 Mbps Full Duplex". Last, so that every form above with more fields wins.
-    ("dmesg", re.compile(r"^<[0-9]{1,3}>(?P<message>.*)$")),
+    ("dmesg", lazy_compile(r"^<[0-9]{1,3}>(?P<message>.*)$")),
     # A journal or syslog line whose clock an author replaced by dots (docs, tickets) keeps its date, host and tag:
     # "Sep 04 ... colima systemd-networkd[416]: docker0: Lost carrier". A record without a time: the date alone gives none.
-    ("syslog", re.compile(r"^" + _MONTH + r" [ \d]?\d (?:\.{2,}|\u2026) (?P<host>[^\s:\[]+) (?P<tag>[^\s:\[]+)(?:\[[0-9]+\])?: "
-                          r"(?P<message>.*)$")),
+    ("syslog", lazy_compile(r"^" + _MONTH + r" [ \d]?\d (?:\.{2,}|\u2026) (?P<host>[^\s:\[]+) (?P<tag>[^\s:\[]+)(?:\[[0-9]+\])?: "
+                            r"(?P<message>.*)$")),
     # A journal or syslog line whose time was cut off (cut -d' ' -f4-, a paste made anonymous) keeps its host and tag:
     # "host kernel: r8169 0000:02:00.0 enp2s0: Link is Down". Only the kernel's tag or a program's "name[pid]" after
     # the one word: two words before any other colon are prose, not a host and a tag.
-    ("syslog", re.compile(r"^(?P<host>[A-Za-z0-9][\w.-]*) (?P<tag>kernel|[^\s:\[]+(?=\[[0-9]+\]: ))(?:\[[0-9]+\])?: (?P<message>.*)$")),
+    ("syslog", lazy_compile(r"^(?P<host>[A-Za-z0-9][\w.-]*) (?P<tag>kernel|[^\s:\[]+(?=\[[0-9]+\]: ))(?:\[[0-9]+\])?: (?P<message>.*)$")),
 )
 # A capture tool's bracketed prefix before the kernel's record: "[2026-09-03 05:50:31.887 DebugInfo I] [Thu Sep ...] ..."
-_HARNESS_PREFIX = re.compile(r"^\[[^\]]{1,80}\]\s+(?=\[)")
+_HARNESS_PREFIX = lazy_compile(r"^\[[^\]]{1,80}\]\s+(?=\[)")
 # Inside a syslog message the kernel's own time stamp may follow: "kernel: [10601.214044] igb ..."
-_KERNEL_SECONDS = re.compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + _CPU_COLUMN + r" ?(?P<message>.*)$")
+_KERNEL_SECONDS = lazy_compile(r"^\[\s*(?P<seconds>[0-9]{1,12}\.[0-9]{1,9})\]" + _CALLER + _CPU_COLUMN + r" ?(?P<message>.*)$")
 # ifplugd's tag names the interface it watches: "ifplugd(eth0)".
-_IFPLUGD_TAG = re.compile(r"^ifplugd\([\w.@-]+\)$")
+_IFPLUGD_TAG = lazy_compile(r"^ifplugd\([\w.@-]+\)$")
 # A program that writes to the kernel log (systemd-networkd, udevd) tags its message: "name[pid]: "; a
 # line cut after its host keeps the kernel's or NetworkManager's tag alone: "kernel: ", "NetworkManager: ".
-_PROGRAM_TAG = re.compile(r"^(?:[\w.-]+\[[0-9]+\]|kernel|NetworkManager|systemd-networkd): ")
+_PROGRAM_TAG = lazy_compile(r"^(?:[\w.-]+\[[0-9]+\]|kernel|NetworkManager|systemd-networkd): ")
 # A console that forwards journald's lines may cut the program's name and keep its colon: ": enP5p1s0f1: Lost carrier".
 # What follows is read as a bare message, as it would be without the colon.
-_CUT_TAG = re.compile(r"^: (?=\S)")
+_CUT_TAG = lazy_compile(r"^: (?=\S)")
 # journalctl's own lines between the entries: "-- No entries --", "-- Boot 0f2e... --", "-- Logs begin at ... --".
-_JOURNAL_MARKER = re.compile(r"^\s*-- .* --\s*$")
+_JOURNAL_MARKER = lazy_compile(r"^\s*-- .* --\s*$")
 # A console that dropped messages prefixes the next one: "11 printk messages dropped ** "
-_DROPPED = re.compile(r"^\d+ printk messages dropped \*\* ")
+_DROPPED = lazy_compile(r"^\d+ printk messages dropped \*\* ")
 
-_PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+_PCI_ADDRESS = lazy_compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
 # Carrier messages, as the kernel (drivers, bonding, IPv6 addrconf) and systemd-networkd write them.
 _EVENT_FORMS = (
     # e1000 before 2.6.2x names its function too, "e1000: eth0: e1000_watchdog: NIC Link is Up 100 Mbps ...": first,
     # as the general form below would take the function for the netdev.
-    ("driver", re.compile(r"^(?P<driver>e1000e?|e100|igb|ixgb|ixgbe): (?P<netdev>[\w.@-]+): \w+_watchdog\w*: "
-                          r"(?:NIC\s+Link\s+is|link)\s+(?P<state>up|down)\b",
-                          re.IGNORECASE)),
+    ("driver", lazy_compile(r"^(?P<driver>e1000e?|e100|igb|ixgb|ixgbe): (?P<netdev>[\w.@-]+): \w+_watchdog\w*: "
+                            r"(?:NIC\s+Link\s+is|link)\s+(?P<state>up|down)\b",
+                            re.IGNORECASE)),
     # mlx5_core 0000:01:00.1 eth1: Link up / ixgbe ... eth11: NIC Link is Down / igb ...: igb: eth0 NIC
     # Link is Down / mt7530-mdio mdio-bus:1f lan: Link is Up - 1Gbps/Full / mlx4_en: eth2: Link Down /
     # r8169 0000:0b:00.0: eth0: link down (older kernels: a colon after the bus id)
     # (an mlx5 subfunction's auxiliary driver has a dot in its name: "mlx5_core.sf mlx5_core.sf.4 enp3s0f0s88: Link up")
-    ("driver", re.compile(
+    ("driver", lazy_compile(
         r"^(?:(?P<driver>[\w-]+(?:\.[\w-]+)?):? (?:(?P<bus_id>[\w:.@-]*[\w.]):? )?)?(?P<netdev>[\w.@-]+): (?:[\w-]+: (?P=netdev) )?"
         # bnx2 names the medium: "NIC Copper Link is Down", "NIC SerDes Link is Up", "NIC Remote Copper Link is Up";
         # gve (Google's gVNIC) the device: "gve 0000:00:03.0 eth0: Device link is up."
         r"(?:NIC\s+(?:Remote )?(?:Copper |SerDes )?|Device\s+)?Link\s+(?:is\s+)?(?P<state>up|down)\b", re.IGNORECASE)),
     # e1000e before 2.6.30 named the PCI function without the driver: "0000:05:00.1: eth1: Link is Up 100 Mbps Full Duplex"
-    ("driver", re.compile(r"^(?P<bus_id>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): (?P<netdev>[\w.@-]+): "
-                          r"(?:NIC\s+)?Link\s+(?:is\s+)?(?P<state>up|down)\b", re.IGNORECASE)),
+    ("driver", lazy_compile(r"^(?P<bus_id>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): (?P<netdev>[\w.@-]+): "
+                            r"(?:NIC\s+)?Link\s+(?:is\s+)?(?P<state>up|down)\b", re.IGNORECASE)),
     # The older drivers' form, the netdev after the driver's name without a colon: "e1000e: eth1 NIC Link is Down",
     # "bnx2: eth0 NIC Copper Link is Down", "netxen_nic: eth3 NIC Link is up"; atl1c and atl1e print it with dev_info,
     # whose device prefix comes first: "atl1c 0000:01:00.0: atl1c: eth0 NIC Link is Up<10 Mbps Half Duplex>"
-    ("driver", re.compile(r"^(?:[\w-]+ (?P<bus_id>[\w:.@-]*[\w.]): )?(?P<driver>[\w-]+): (?P<netdev>[\w.@-]+) "
-                          r"NIC (?:Remote )?(?:Copper |SerDes )?Link is (?P<state>up|down)\b", re.IGNORECASE)),
+    ("driver", lazy_compile(r"^(?:[\w-]+ (?P<bus_id>[\w:.@-]*[\w.]): )?(?P<driver>[\w-]+): (?P<netdev>[\w.@-]+) "
+                            r"NIC (?:Remote )?(?:Copper |SerDes )?Link is (?P<state>up|down)\b", re.IGNORECASE)),
     # atl1 (Attansic L1) too, in lower case and without the driver's name again: "atl1 0000:02:00.0: eth0 link is up 100
     # Mbps full duplex", "atl1 0000:02:00.0: eth0 link is down" (the device a PCI function, so that no other device's
     # "... link is up" is taken for a netdev's)
-    ("driver", re.compile(r"^(?P<driver>[\w-]+) (?P<bus_id>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): "
-                          r"(?P<netdev>[\w.@-]+) link is (?P<state>up|down)\b")),
+    ("driver", lazy_compile(r"^(?P<driver>[\w-]+) (?P<bus_id>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): "
+                            r"(?P<netdev>[\w.@-]+) link is (?P<state>up|down)\b")),
     # Cavium Octeon's octeon_ethernet (cvm_oct_note_carrier) says its carrier coming up without the word link, then the
     # port and queue: "eth1: 1000 Mbps Full duplex, port  1, queue  1" (and going down as the others do: "eth1: Link down").
     # Only that whole line, port and queue included, is read: speed and duplex alone are many drivers' words.
-    ("driver", re.compile(r"^(?P<netdev>[\w.@-]+): [0-9]+ Mbps (?:Full|Half) duplex, port +[0-9]+, queue +[0-9]+\s*$")),
+    ("driver", lazy_compile(r"^(?P<netdev>[\w.@-]+): [0-9]+ Mbps (?:Full|Half) duplex, port +[0-9]+, queue +[0-9]+\s*$")),
     # sis900: "eth0: Media Link On 100mbps full-duplex", "eth0: Media Link Off"
-    ("driver", re.compile(r"^(?P<netdev>[\w.@-]+): Media Link (?P<state>On|Off)\b")),
+    ("driver", lazy_compile(r"^(?P<netdev>[\w.@-]+): Media Link (?P<state>On|Off)\b")),
     # alx (Qualcomm Atheros AR81xx) says its carrier coming up its own way: "alx 0000:05:00.0 enp5s0: NIC Up: 1 Gbps Full"
     # (and going down as the others do: "... enp5s0: Link Down")
-    ("driver", re.compile(r"^(?P<driver>alx) (?P<bus_id>[\w:.@-]*[\w.]) (?P<netdev>[\w.@-]+): NIC (?P<state>Up|Down)\b")),
+    ("driver", lazy_compile(r"^(?P<driver>alx) (?P<bus_id>[\w:.@-]*[\w.]) (?P<netdev>[\w.@-]+): NIC (?P<state>Up|Down)\b")),
     # bond0: link status definitely down for interface eno50, disabling it
     # bond0: (slave ens12f0np0): link status definitely down, disabling slave
     # bond0: link status up again after 0 ms for interface eth2 (back within miimon's down delay)
     # bonding: bond0: link status down for idle  interface eth3, disabling it in 200 ms. (before 3.x)
-    ("bonding", re.compile(
+    ("bonding", lazy_compile(
         r"^(?:bonding: )?(?P<bond>[\w.@-]+): (?:\(slave (?P<slave>[^)]+)\): )?link status (?:definitely )?(?P<state>up|down)"
         r"(?: again after -?[0-9]+ ms)?(?: for (?:idle\s+)?interface (?P<interface>[^,\s]*[^,\s.]))?")),
     # bond1: now running without any active interface! / bond0: active interface up! / bond0: first active
     # interface up! (the bond's own carrier, as the bonding driver turns it off and on)
-    ("bonding", re.compile(r"^(?:bonding: )?(?P<netdev>[\w.@-]+): (?:now running without any active interface|"
-                           r"(?P<up>(?:first )?active interface up!))")),
+    ("bonding", lazy_compile(r"^(?:bonding: )?(?P<netdev>[\w.@-]+): (?:now running without any active interface|"
+                             r"(?P<up>(?:first )?active interface up!))")),
     # IPv6: ADDRCONF(NETDEV_CHANGE): ib0: link becomes ready
-    ("addrconf", re.compile(r"^(?:IPv6: )?ADDRCONF\(NETDEV_CHANGE\): (?P<netdev>[\w.@-]+): link becomes ready")),
+    ("addrconf", lazy_compile(r"^(?:IPv6: )?ADDRCONF\(NETDEV_CHANGE\): (?P<netdev>[\w.@-]+): link becomes ready")),
     # systemd-networkd: ib0: Lost carrier / ib0: Gained carrier (a real log of Azure's health checks has "lost carrier");
     # before systemd 220 the name padded to 16 columns: "eth0            : gained carrier"
-    ("networkd", re.compile(r"^(?P<netdev>[\w.@-]+) {0,15}: (?P<state>Lost|Gained) carrier\b", re.IGNORECASE)),
+    ("networkd", lazy_compile(r"^(?P<netdev>[\w.@-]+) {0,15}: (?P<state>Lost|Gained) carrier\b", re.IGNORECASE)),
     # NetworkManager, in a syslog: "<info>  (eth0): carrier now OFF (device state 3)" (before 1.0),
     # "<info>  (enp0s3): link disconnected (deferring action for 4 seconds)" and "<info>  [1519094631.2781] device (eno1):
     # link connected" (1.0 to 1.10, without the word carrier), "<info>  [1526537213.5872] device (eth0): carrier: link
     # connected" (later), "device (eth0): carrier: ..." where a document cut its level and time
-    ("networkmanager", re.compile(r"^(?:<?(?:info|debug|warn|notice)>\s+(?:\[[0-9.]+\]\s+)?(?:device )?|device )"
-                                  r"\((?P<netdev>[\w.@-]+)\): "
-                                  r"(?:carrier now (?P<now>ON|OFF)\b|(?:carrier: )?link (?P<link>connected|disconnected)\b)")),
-    ("driver", re.compile(r"^(?P<driver>r8152|r8153_ecm|cdc_ncm|ax88179_178a)(?: (?P<bus_id>[\w:.@-]*[\w.]))? (?P<netdev>[\w.@-]+): "
-                          r"carrier (?P<state>on|off)\s*$")),
-    ("dhcpcd", re.compile(r"^(?P<netdev>[\w.@-]+): carrier (?P<state>lost|acquired)\s*$")),
+    ("networkmanager", lazy_compile(r"^(?:<?(?:info|debug|warn|notice)>\s+(?:\[[0-9.]+\]\s+)?(?:device )?|device )"
+                                    r"\((?P<netdev>[\w.@-]+)\): "
+                                    r"(?:carrier now (?P<now>ON|OFF)\b|(?:carrier: )?link (?P<link>connected|disconnected)\b)")),
+    ("driver", lazy_compile(r"^(?P<driver>r8152|r8153_ecm|cdc_ncm|ax88179_178a)(?: (?P<bus_id>[\w:.@-]*[\w.]))? (?P<netdev>[\w.@-]+): "
+                            r"carrier (?P<state>on|off)\s*$")),
+    ("dhcpcd", lazy_compile(r"^(?P<netdev>[\w.@-]+): carrier (?P<state>lost|acquired)\s*$")),
     # cdc_ncm (and cdc_mbim, huawei_cdc_ncm, which share its handler) says the device's network-connection notification,
     # which sets the netdev's carrier (usbnet_link_change): "cdc_ncm 1-1:2.0 enx002427880815: network connection: disconnected"
-    ("driver", re.compile(r"^(?P<driver>[\w-]+) (?P<bus_id>[\w:.@-]*[\w.]) (?P<netdev>[\w.@-]+): "
-                          r"network connection: (?P<state>connected|disconnected)\s*$")),
+    ("driver", lazy_compile(r"^(?P<driver>[\w-]+) (?P<bus_id>[\w:.@-]*[\w.]) (?P<netdev>[\w.@-]+): "
+                            r"network connection: (?P<state>connected|disconnected)\s*$")),
     # NXP's dpaa2-eth says the carrier it has just set from the firmware's link state: "fsl_dpaa2_eth dpni.0 eth1: Link Event:
     # state up" (and "... state down")
-    ("driver", re.compile(r"^(?:(?P<driver>[\w-]+) (?P<bus_id>[\w:.@-]*[\w.]) )?(?P<netdev>[\w.@-]+): "
-                          r"Link Event: state (?P<state>up|down)\s*$")),
+    ("driver", lazy_compile(r"^(?:(?P<driver>[\w-]+) (?P<bus_id>[\w:.@-]*[\w.]) )?(?P<netdev>[\w.@-]+): "
+                            r"Link Event: state (?P<state>up|down)\s*$")),
     # HPE Slingshot's cxi driver, whose Ethernet side follows the link: "cxi_core 0000:c3:00.0: cxi3[hsn3] CXI_EVENT_LINK_DOWN"
-    ("driver", re.compile(r"^(?P<driver>cxi_core|cxi_ss1) (?P<bus_id>[\w:.]*[\w.]): cxi[0-9]+\[(?P<netdev>[\w.@-]+)\] "
-                          r"CXI_EVENT_LINK_(?P<state>UP|DOWN)\b")),
+    ("driver", lazy_compile(r"^(?P<driver>cxi_core|cxi_ss1) (?P<bus_id>[\w:.]*[\w.]): cxi[0-9]+\[(?P<netdev>[\w.@-]+)\] "
+                            r"CXI_EVENT_LINK_(?P<state>UP|DOWN)\b")),
     # ifplugd, its interface in its tag: "ifplugd(swp24)[788559]: Link beat lost.", "...: Link beat detected.",
     # "...: Initialization complete, link beat detected."
-    ("ifplugd", re.compile(r"^ifplugd\((?P<netdev>[\w.@-]+)\)(?:\[[0-9]+\])?: (?:.*\s)?link\s+beat\s+(?P<state>lost|detected)\b",
-                           re.IGNORECASE)),
+    ("ifplugd", lazy_compile(r"^ifplugd\((?P<netdev>[\w.@-]+)\)(?:\[[0-9]+\])?: (?:.*\s)?link\s+beat\s+(?P<state>lost|detected)\b",
+                             re.IGNORECASE)),
     # ASIX's USB adapters, the kernel's driver ("ax88179_178a 3-13.2.3.3:1.0 eth0: ax88179 - Link status is: 1") and the
     # vendor's own ("eth0: ax88772b - Link status is: 0"): 1 is the carrier on, 0 off (repeated while it stays off).
-    ("driver", re.compile(r"^(?:(?P<driver>ax88179_178a|asix)(?: (?P<bus_id>[\w:.@-]*[\w.]))? )?(?P<netdev>[\w.@-]+): "
-                          r"ax88\w+ - Link status is: (?P<state>[01])\s*$")),
+    ("driver", lazy_compile(r"^(?:(?P<driver>ax88179_178a|asix)(?: (?P<bus_id>[\w:.@-]*[\w.]))? )?(?P<netdev>[\w.@-]+): "
+                            r"ax88\w+ - Link status is: (?P<state>[01])\s*$")),
     # qede (QLogic/Marvell FastLinQ) puts its function and line first: [qede_link_update:2426(p6p4)]Link is down,
     # [qede_unload:2244(p6p4)]Link is down
-    ("driver", re.compile(r"^\[(?P<driver>qede)_\w+:[0-9]+\((?P<netdev>[\w.@-]+)\)\]\s*Link is (?P<state>up|down)\b",
-                          re.IGNORECASE)),
+    ("driver", lazy_compile(r"^\[(?P<driver>qede)_\w+:[0-9]+\((?P<netdev>[\w.@-]+)\)\]\s*Link is (?P<state>up|down)\b",
+                            re.IGNORECASE)),
     # atlantic (Aquantia/Marvell AQtion) names the speeds before and after: "atlantic 0000:0a:00.0 eno2: atlantic:
     # link change old 10000 new 0" turns the carrier off, "old 0 new 10000" on; two speeds is a speed change.
-    ("driver", re.compile(r"^(?P<driver>atlantic) (?:(?P<bus_id>[\w:.@-]*[\w.]) )?(?P<netdev>[\w.@-]+): atlantic: "
-                          r"link change old (?P<old>[0-9]+) new (?P<new>[0-9]+)\b")),
+    ("driver", lazy_compile(r"^(?P<driver>atlantic) (?:(?P<bus_id>[\w:.@-]*[\w.]) )?(?P<netdev>[\w.@-]+): atlantic: "
+                            r"link change old (?P<old>[0-9]+) new (?P<new>[0-9]+)\b")),
     # OpenWrt's netifd, in logread: "daemon.notice netifd: Network device 'eth4' link is down"
-    ("netifd", re.compile(r"^(?:netifd(?:\[[0-9]+\])?: )?Network device '(?P<netdev>[\w.@-]+)' link is (?P<state>up|down)\b")),
+    ("netifd", lazy_compile(r"^(?:netifd(?:\[[0-9]+\])?: )?Network device '(?P<netdev>[\w.@-]+)' link is (?P<state>up|down)\b")),
 )
 # systemd-networkd's "eth0: Link UP" / "eth0: Link DOWN" says the interface was set up or down (IFF_UP), not
 # that its carrier changed ("Gained carrier" / "Lost carrier" do): a wlan0 without a carrier is "Link UP" too.
-_NETWORKD_ADMIN_STATE = re.compile(r"^[\w.@-]+: Link (?:UP|DOWN)\s*$")
+_NETWORKD_ADMIN_STATE = lazy_compile(r"^[\w.@-]+: Link (?:UP|DOWN)\s*$")
 # r8152's own words for its carrier: "r8152 4-1.1.3:1.0 enx00e04cf4ead4: carrier off", "... carrier on".
 # dhcpcd's, in a syslog: "dhcpcd[505]: wlan0: carrier lost", "wlan0: carrier acquired".
 # A console that printed one record into the middle of another ("...dhcp for interfa[  142.361359] bnxt_en ...").
-_EMBEDDED_STAMP = re.compile(r"\[\s*[0-9]{1,12}\.[0-9]{1,9}\] ")
+_EMBEDDED_STAMP = lazy_compile(r"\[\s*[0-9]{1,12}\.[0-9]{1,9}\] ")
 # A mail that wraps at a blank may wrap such a line inside that record's stamp, after its bracket or after the whole stamp:
 # "...dhcp for interfa[" / "142.361359] bnxt_en 0000:3b:00.1 eno3np1: NIC Link is Up, ...". The line then ends in the stamp.
-_STAMP_CUT_AT_END = re.compile(r"\S\[\s*(?:[0-9]{1,12}\.[0-9]{1,9}\])?$")  # on the line without its trailing blanks
+_STAMP_CUT_AT_END = lazy_compile(r"\S\[\s*(?:[0-9]{1,12}\.[0-9]{1,9}\])?$")  # on the line without its trailing blanks
 # Only a message whose halves speak of a link or a carrier is tried whole (the cheap test before the others).
-_LINK_WORD = re.compile(r"link|carrier", re.IGNORECASE)
+_LINK_WORD = lazy_compile(r"link|carrier", re.IGNORECASE)
 # Words that make an unmatched record worth a note: it may be a carrier change in a form not known here.
 # Messages about a link this parser does not count, noted: mlx5's cable module events ("Port module event:
 # module 1, Cable unplugged", "Port module event[error]: ...") say why a link went down, not that it did; ESXi's vobd says a
 # vmnic's ("[vob.net.vmnic.linkstate.down] vmnic vmnic4 linkstate down"), which is no Linux netdev's.
-_LINKISH = re.compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\b(?:lost|gained) carrier\b|\bcarrier-changed\b"
-                      r"|\blink status is\b|\bport module event\b|\bcable (?:unplugged|error)\b|\bmodule is not present\b"
-                      r"|\bnetwork connection: (?:dis)?connected\b|\blinkstate (?:down|up)\b", re.IGNORECASE)
+_LINKISH = lazy_compile(r"\b(?:link|carrier)\b.*\b(?:down|up|lost|not ready)\b|\b(?:lost|gained) carrier\b|\bcarrier-changed\b"
+                        r"|\blink status is\b|\bport module event\b|\bcable (?:unplugged|error)\b|\bmodule is not present\b"
+                        r"|\bnetwork connection: (?:dis)?connected\b|\blinkstate (?:down|up)\b", re.IGNORECASE)
 # A shell prompt ("$ ", "root@node:~# ", "[user@host ~]$ ", "mysql> "); a kernel tag such as "<mlx4_ib>"
 # before a message, or an arrow ("-> cpu: 4"), is not one.
 # The match is the prompt itself: what follows it on its line is the command, or a record a console printed there.
-_PROMPT = re.compile(r"^\s*(?:(?!<)\S*(?:[$#]|(?<!-)>)|\[[^\]]*\][$#])\s+(?=\S)")
+_PROMPT = lazy_compile(r"^\s*(?:(?!<)\S*(?:[$#]|(?<!-)>)|\[[^\]]*\][$#])\s+(?=\S)")
 # A mail's quote marks before a pasted log (">> [18865.848172] mlx5_core ..."), possibly nested.
-_QUOTE_MARKS = re.compile(r"^\s*(?:>[ \t]*)+(?=\S)")
+_QUOTE_MARKS = lazy_compile(r"^\s*(?:>[ \t]*)+(?=\S)")
 
 
 def _journal_json(text):
@@ -359,8 +361,8 @@ def _record_of(text):
 # host's Fibre Channel link ("host2: libfc: Link down on port (7500a1)").
 # phylink names a MAC that is a device of its own by that device, not by a netdev: an SPI switch's port ("spi0.1"), and an
 # NXP DPAA2 MAC, an object of the fsl-mc bus ("fsl_dpaa2_mac dpmac.17: Link is Up - 1Gbps/Full"; the netdev is a dpni's).
-_NODE_ADDRESS_NAME = re.compile(r"^(?:[0-9a-fA-F]{4,16}\.[\w-]+|spi[0-9]+\.[0-9]+|dp[a-z]{2,6}\.[0-9]+)$")
-_SCSI_HOST = re.compile(r"^host[0-9]+$")
+_NODE_ADDRESS_NAME = lazy_compile(r"^(?:[0-9a-fA-F]{4,16}\.[\w-]+|spi[0-9]+\.[0-9]+|dp[a-z]{2,6}\.[0-9]+)$")
+_SCSI_HOST = lazy_compile(r"^host[0-9]+$")
 
 
 def _event(message):
@@ -697,15 +699,15 @@ def summarize_carrier(events):
 
 # Wall-clock forms of the record time stamps; a classic syslog time has no year (see _wall_seconds).
 _WALL_FORMS = ("%a %b %d %H:%M:%S %Y",)
-_SYSLOG_TIME = re.compile(r"^(?P<month>[^\W\d_]{3,5})\.? +(?P<day>\d{1,2}) (?P<clock>\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?$")
+_SYSLOG_TIME = lazy_compile(r"^(?P<month>[^\W\d_]{3,5})\.? +(?P<day>\d{1,2}) (?P<clock>\d\d:\d\d:\d\d)(?:\.(?P<fraction>\d+))?$")
 _LEAP_YEAR = 2000  # a year with 29 February, for syslog times that carry none
-_YEAR_FIRST_TIME = re.compile(r"^(?P<year>\d{4}) (?P<month>[^\W\d_]{3,5})\.? +(?P<day>\d{1,2}) (?P<clock>\d\d:\d\d:\d\d)"
-                              r"(?:\.(?P<fraction>\d+))?$")
+_YEAR_FIRST_TIME = lazy_compile(r"^(?P<year>\d{4}) (?P<month>[^\W\d_]{3,5})\.? +(?P<day>\d{1,2}) (?P<clock>\d\d:\d\d:\d\d)"
+                                r"(?:\.(?P<fraction>\d+))?$")
 _DAY = 86400.0
 _SYSLOG_TIME_STEP = 1.0  # a classic syslog time has whole seconds: two of them may be up to this much off the real gap
 
 
-_FRACTION = re.compile(r"\.([0-9]+)")
+_FRACTION = lazy_compile(r"\.([0-9]+)")
 
 
 def _iso_seconds(text):
@@ -993,7 +995,7 @@ def count_carrier(summary, netdev, carrier, previous=_SAME_DEVICE):
 
 # ------------------------------------------------------------------------------------ rdma system
 
-_SYSTEM_LINE = re.compile(r"^netns (?P<netns>shared|exclusive)\b(?P<rest>.*)$")
+_SYSTEM_LINE = lazy_compile(r"^netns (?P<netns>shared|exclusive)\b(?P<rest>.*)$")
 _ON_OFF = {"on": True, "off": False}
 
 

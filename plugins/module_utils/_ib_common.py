@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
+
 # IB port logical states (IBTA PortInfo:PortState), as the kernel prints them in ports/N/state.
 PORT_STATES = {0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
 
@@ -39,16 +41,16 @@ _PHYS_STATE_ALIASES = dict(
     NOSTATECHANGE=0, CONFIGTRAINING=4, PORTCONFIGURATIONTRAINING=4, LINKUP=5, ERRORRECOVERY=6,
 )
 
-_CODE_AND_NAME = re.compile(r"^\s*([0-9]{1,9})\s*:\s*(.*?)\s*$")
-_RATE = re.compile(
+_CODE_AND_NAME = lazy_compile(r"^\s*([0-9]{1,9})\s*:\s*(.*?)\s*$")
+_RATE = lazy_compile(
     r"^\s*(?P<gbps>[0-9]{1,7}(?:\.[0-9]{1,6})?)\s*(?:Gb/sec|Gbps|Gb/s)?\s*(?:\((?P<detail>[^)]*)\))?\s*$",
     re.IGNORECASE,
 )
-_WIDTH = re.compile(r"^[0-9]{1,2}X$", re.IGNORECASE)
+_WIDTH = lazy_compile(r"^[0-9]{1,2}X$", re.IGNORECASE)
 # Numbers are read from ASCII digits only: int() and float() also take Arabic-Indic or fullwidth
 # digits and "_" separators, which no tool prints; such a value is not read rather than misread.
-_ASCII_NUMBER = re.compile(r"^[0-9]{1,9}$")
-_ASCII_LID = re.compile(r"^(?:0x[0-9a-f]{1,8}|[0-9]{1,10})$")
+_ASCII_NUMBER = lazy_compile(r"^[0-9]{1,9}$")
+_ASCII_LID = lazy_compile(r"^(?:0x[0-9a-f]{1,8}|[0-9]{1,10})$")
 
 
 def _alias_key(text: str) -> str:
@@ -156,12 +158,12 @@ def parse_lid(text):
 MAX_LINE = 1024
 # A mail's quote marks before a pasted line ("> ", nested ">> "), with one blank after each at most:
 # what follows keeps its indentation, which the lspci and perftest parsers read.
-MAIL_QUOTE_MARKS = re.compile(r"^(?:>[ \t]?)+")
+MAIL_QUOTE_MARKS = lazy_compile(r"^(?:>[ \t]?)+")
 _PROMPT_CHARS = "$#%"
 
 
 # A shell's name and version, as bash and sh print them in their default prompt.
-_SHELL_NAME = re.compile(r"^-?(?:ba|z|k|da|tc|c)?sh(?:-[0-9]+(?:\.[0-9]+)*)?$")
+_SHELL_NAME = lazy_compile(r"^-?(?:ba|z|k|da|tc|c)?sh(?:-[0-9]+(?:\.[0-9]+)*)?$")
 # The arrows themes draw as the prompt (starship, oh-my-zsh, powerline), followed by a blank.
 _PROMPT_ARROWS = ("\u276f ", "\u279c ", "\u2192 ", "\u03bb ")
 

@@ -65,6 +65,7 @@ from ansible_collections.rdma.node.plugins.module_utils._ib_common import (
     phys_state,
     port_state,
 )
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 
 # Port fields first, then the device fields repeated on each port.
 PORT_FIELDS = (
@@ -88,43 +89,43 @@ class IbTextError(ValueError):
 # Reading lines: types, borders, prompts, noise
 # ---------------------------------------------------------------------------------------------
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_ANSI = lazy_compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Box drawing (U+2500-U+257F), block elements (U+2580-U+259F) and ASCII pipes frame pasted text.
 _BORDER_CHARS = "|\u00a6" + "".join(chr(c) for c in range(0x2500, 0x25A0))
 _STRIP_CHARS = " \t\f\v\u00a0\ufeff" + _BORDER_CHARS
-_DECORATION = re.compile(r"^(?:[\s+=_~\-%s]*|(?:```|~~~).*)$" % re.escape(_BORDER_CHARS))
+_DECORATION = lazy_compile(r"^(?:[\s+=_~\-%s]*|(?:```|~~~).*)$" % re.escape(_BORDER_CHARS))
 # A quote mark of a mail or Markdown paste ("> "), possibly nested.
-_QUOTE_MARKS = re.compile(r"^(?:>[ \t]*)+")
+_QUOTE_MARKS = lazy_compile(r"^(?:>[ \t]*)+")
 # The command line itself, pasted without its prompt.
 # Options and their arguments: a device (mlx5_0), a device and port (mlx5_0/1), a port number.
-_COMMAND = re.compile(
+_COMMAND = lazy_compile(
     r"^(?:sudo\s+)?(?:ibstat|ibstatus|ibv_devinfo|ibv_devices|ibdev2netdev|rdma)"
     r"(?:\s+-[-\w=]*|\s+[A-Za-z][\w.:-]*(?:/[0-9]+)?|\s+[0-9]+)*\s*$"
 )
 # The tools' own error lines (ibstat's ibpanic, libibverbs' and ibv_devinfo's: "Failed to open device").
-_NOISE = re.compile(
+_NOISE = lazy_compile(
     r"^(?:ib(?:warn|panic|debug|error|info)\s*:|libibverbs:\s*warning|libibverbs:|"
     r"(?:ibstat|ibstatus|ibv_devinfo|ibdev2netdev|rdma)\s*:\s|failed to (?:open device|get ib devices list))",
     re.IGNORECASE,
 )
 # A value an operator blanked out before pasting ("Node GUID: ...").
-_REDACTED_VALUE = re.compile(r"^(?:\.{3,}|\u2026+|<\s*(?:redacted|omitted)\s*>|\[\s*(?:redacted|omitted)\s*\]"
-                             r"|/\*\s*(?:redacted|omitted|removed)\s*\*/|x{4,}|X{4,})$")
-_REDACTED = re.compile(
+_REDACTED_VALUE = lazy_compile(r"^(?:\.{3,}|\u2026+|<\s*(?:redacted|omitted)\s*>|\[\s*(?:redacted|omitted)\s*\]"
+                               r"|/\*\s*(?:redacted|omitted|removed)\s*\*/|x{4,}|X{4,})$")
+_REDACTED = lazy_compile(
     r"^(?:\.+|\u2026+|\[\s*(?:\.{3}|\u2026|snip(?:ped)?|redacted|cut|truncated|output truncated|omitted)\s*\]"
     r"|<\s*(?:\.{3}|snip(?:ped)?|redacted|cut|truncated|omitted)\s*>|\(\s*(?:snip(?:ped)?|redacted|truncated)\s*\)"
     r"|-+\s*(?:snip|cut)\s*-+|8<-*|-*>8-*|snip)$",
     re.IGNORECASE,
 )
 # Keys may hold spaces and parentheses (``completion timestamp_mask``, ``max_dm_size (bytes)``).
-_KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_ \[\]()./-]*?)\s*:\s*(?P<value>.*)$")
-_DEVICE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+_KEY_VALUE = lazy_compile(r"^(?P<key>[A-Za-z][A-Za-z0-9_ \[\]()./-]*?)\s*:\s*(?P<value>.*)$")
+_DEVICE_NAME = lazy_compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 # A line of a device name listing (ibstat -l): a kernel RDMA device name has lower-case letters
 # (mlx5_0, rocep33s0f0, rdmaP23800p0s2); an all-capitals word is ibv_devinfo -v's capability flag.
-_LISTED_DEVICE_NAME = re.compile(r"^(?=[^a-z]*[a-z])[A-Za-z][A-Za-z0-9_.-]*$")
-_TRAILING_CODE = re.compile(r"^(?P<text>.*?)\s*\((?P<code>-?[0-9]{1,9})\)$")
+_LISTED_DEVICE_NAME = lazy_compile(r"^(?=[^a-z]*[a-z])[A-Za-z][A-Za-z0-9_.-]*$")
+_TRAILING_CODE = lazy_compile(r"^(?P<text>.*?)\s*\((?P<code>-?[0-9]{1,9})\)$")
 _UNKNOWN_WORDS = frozenset(("", "???", "NA", "N/A", "UNKNOWN", "NONE"))
-_ASCII_INT = re.compile(r"^(?:0x[0-9a-f]{1,16}|[0-9]{1,20})$")
+_ASCII_INT = lazy_compile(r"^(?:0x[0-9a-f]{1,16}|[0-9]{1,20})$")
 
 
 def _input_text(data, parser):
@@ -154,11 +155,11 @@ def _input_text(data, parser):
 # A "#" after whitespace starts an operator's comment (a "#" at the start of a line is a prompt or a
 # whole-line comment, see is_shell_prompt).
 # "#" as in shell, "//" as in C: no tool prints either after a blank.
-_TRAILING_COMMENT = re.compile(r"(?<=\s)(?:#|//)")
+_TRAILING_COMMENT = lazy_compile(r"(?<=\s)(?:#|//)")
 
 
 # Inline markup a blog or a rendered page leaves in a pasted listing (<font color="red">DOWN</font>).
-_HTML_TAG = re.compile(r"</?(?:font|span|b|strong|em|i|u|code|mark)(?:\s[^<>]*)?>", re.IGNORECASE)
+_HTML_TAG = lazy_compile(r"</?(?:font|span|b|strong|em|i|u|code|mark)(?:\s[^<>]*)?>", re.IGNORECASE)
 
 
 def _clean(line):
@@ -179,7 +180,7 @@ def _shown(line):
 
 
 # The mark of a line kept as a comment, with one space after it.
-_COMMENT_MARK = re.compile(r"^[ \t]*# ?")
+_COMMENT_MARK = lazy_compile(r"^[ \t]*# ?")
 
 
 def _uncommented(text):
@@ -346,7 +347,7 @@ def _strip_code(text):
     return match.group("text") if match else text.strip()
 
 
-_GUID_DIGITS = re.compile(r"[^0-9a-f]")
+_GUID_DIGITS = lazy_compile(r"[^0-9a-f]")
 
 
 def _convert(reader, number, line, field, convert, value):
@@ -490,13 +491,13 @@ def _device_list(reader, lines):
 # ---------------------------------------------------------------------------------------------
 
 # An author's arrow after a value, pointing at it: "Base lid: 1  <--------", "... 0x248a0703005d07f1----->>> see".
-_ARROW_NOTE = re.compile(r"\s*(?:<-{2,}|-{3,}>*|—{2,}>*|={2,}>)\S*(?:\s.*)?$")
+_ARROW_NOTE = lazy_compile(r"\s*(?:<-{2,}|-{3,}>*|—{2,}>*|={2,}>)\S*(?:\s.*)?$")
 # A paste's author may write after the name ("CA 'mlx4_0'   <---- the first card"), with a quote too many.
-_IBSTAT_CA = re.compile(r"^(?P<type>CA|Switch|Router|iWARP RNIC|\?\?\?)\s*:?\s*'(?P<name>[^'\s]+)''?(?:\s+(?P<after>\S.*))?$")
-_IBSTAT_PORT = re.compile(r"^Port\s+(?P<port>[0-9]{1,3})\s*:$", re.IGNORECASE)
+_IBSTAT_CA = lazy_compile(r"^(?P<type>CA|Switch|Router|iWARP RNIC|\?\?\?)\s*:?\s*'(?P<name>[^'\s]+)''?(?:\s+(?P<after>\S.*))?$")
+_IBSTAT_PORT = lazy_compile(r"^Port\s+(?P<port>[0-9]{1,3})\s*:$", re.IGNORECASE)
 # A port header the strict form does not take (other digits, a cut line): it still ends the port before.
-_IBSTAT_PORT_LOOSE = re.compile(r"^Port(?:\s+\S*)?\s*:?$", re.IGNORECASE)
-_IBSTAT_GUID = re.compile(r"^0x[0-9a-fA-F]{1,16}$")
+_IBSTAT_PORT_LOOSE = lazy_compile(r"^Port(?:\s+\S*)?\s*:?$", re.IGNORECASE)
+_IBSTAT_GUID = lazy_compile(r"^0x[0-9a-fA-F]{1,16}$")
 _IBSTAT_TYPE_KEYS = frozenset(("ca type", "switch type", "router type", "iwarp rnic type", "??? type"))
 _IBSTAT_DEVICE_KEYS = {
     "number of ports": ("num_ports", _int),
@@ -626,12 +627,12 @@ def _ibstat_port_guids(reader, lines):
 # ibstatus
 # ---------------------------------------------------------------------------------------------
 
-_IBSTATUS_HEADER = re.compile(
+_IBSTATUS_HEADER = lazy_compile(
     r"^Infiniband\s+device\s+'(?P<device>[^']+)'\s+port\s+(?P<port>[0-9]{1,3})\s+status\s*:$", re.IGNORECASE
 )
-_IBSTATUS_HEADER_LOOSE = re.compile(r"^Infiniband\s+device\b.*\bstatus\s*:?$", re.IGNORECASE)
+_IBSTATUS_HEADER_LOOSE = lazy_compile(r"^Infiniband\s+device\b.*\bstatus\s*:?$", re.IGNORECASE)
 # What ibstatus prints where the device (or, for '*', any device) has no sysfs directory.
-_IBSTATUS_NONE = re.compile(r"^Fatal error:\s+device '(?P<device>[^']*)': sys files not found\b", re.IGNORECASE)
+_IBSTATUS_NONE = lazy_compile(r"^Fatal error:\s+device '(?P<device>[^']*)': sys files not found\b", re.IGNORECASE)
 _IBSTATUS_KEYS = {
     "base lid": ("lid", parse_lid),
     "sm lid": ("sm_lid", parse_lid),
@@ -697,21 +698,21 @@ def parse_ibstatus(data, strict=False):
 # ibv_devinfo
 # ---------------------------------------------------------------------------------------------
 
-_DEVINFO_COUNT = re.compile(r"^(?P<count>[0-9]+)\s+HCAs?\s+found\s*:$", re.IGNORECASE)
-_DEVINFO_NONE = re.compile(r"^No IB devices found\.?$", re.IGNORECASE)
+_DEVINFO_COUNT = lazy_compile(r"^(?P<count>[0-9]+)\s+HCAs?\s+found\s*:$", re.IGNORECASE)
+_DEVINFO_NONE = lazy_compile(r"^No IB devices found\.?$", re.IGNORECASE)
 _DEVINFO_ATTRIBUTE = "a device attribute of ibv_devinfo -v that is not read"
 # Keys only ibv_devinfo -v prints.
 _DEVINFO_VERBOSE_KEYS = frozenset(("max mr size", "page size cap", "max qp", "device cap flags", "max cqe"))
 # The keys ibv_devinfo prints, as _key() gives them: lower case words (``max_qp``, ``completion
 # timestamp_mask``, ``cq moderation caps``), ``gid[  0]`` and ``unknown flags``; and their values
 # never hold ": " (which a stray "word: text: text" line does).
-_DEVINFO_KEY_STYLE = re.compile(r"^(?:[a-z][a-z0-9]*(?: [a-z0-9()]+)*|gid\[\s*[0-9]+\s*\])$")
-_DEVINFO_GID0 = re.compile(r"^gid\[\s*0\s*\]$")
-_DEVINFO_GID = re.compile(r"^gid\[\s*[0-9]+\s*\]$")
+_DEVINFO_KEY_STYLE = lazy_compile(r"^(?:[a-z][a-z0-9]*(?: [a-z0-9()]+)*|gid\[\s*[0-9]+\s*\])$")
+_DEVINFO_GID0 = lazy_compile(r"^gid\[\s*0\s*\]$")
+_DEVINFO_GID = lazy_compile(r"^gid\[\s*[0-9]+\s*\]$")
 # Lines without a colon that ``ibv_devinfo -v`` prints inside a device's attributes: capability
 # flags one per line under their key (``device_cap_flags: 0x...`` then ``BAD_PKEY_CNTR``...),
 # ``NO SUPPORT``, ``tag matching not supported``, ``C-VLAN stripping offload``, ``Delay drop``.
-_DEVINFO_FLAG = re.compile(
+_DEVINFO_FLAG = lazy_compile(
     r"^(?:[A-Z][A-Z0-9_]*(?: [A-Z0-9_]+)*|.* not supported|.* offload|Delay drop)$"
 )
 # IB lane speeds by the code ibv_devinfo -v prints in parentheses (IBTA PortInfo:LinkSpeedActive
@@ -886,11 +887,11 @@ def _devinfo_speed(port, value):
 # After the carrier, an author's own words in brackets ("ib4 (Up) (o2ib)": the LNet network): left out with a note.
 # Another record after it ("... ==> ib1 (Up)") is no such note: that line lost its breaks and is not read.
 _AUTHORS_TAIL = r"(?P<tail>\s+\((?:(?!==>)[^()])*\))?"
-_IBDEV2NETDEV = re.compile(
+_IBDEV2NETDEV = lazy_compile(
     r"^(?P<device>\S+)\s+port\s+(?P<port>[0-9]{1,3})\s*==>\s*(?P<netdev>[^\s()]+)\s*(?:\((?P<carrier>[^()]*)\)" + _AUTHORS_TAIL + r")?$"
 )
-_IBDEV2NETDEV_OLD = re.compile(r"^(?P<device>\S+)\s+port\s+(?P<port>[0-9]{1,3})\s*<===>\s*(?P<netdev>\S+)$")
-_IBDEV2NETDEV_VERBOSE = re.compile(
+_IBDEV2NETDEV_OLD = lazy_compile(r"^(?P<device>\S+)\s+port\s+(?P<port>[0-9]{1,3})\s*<===>\s*(?P<netdev>\S+)$")
+_IBDEV2NETDEV_VERBOSE = lazy_compile(
     r"^(?:(?P<pci>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+)?"
     r"(?P<device>\S+)\s+\((?P<devid>[^()]*?)\s+-\s+(?P<part>[^()]*?)\s*\)\s*"
     r"(?P<desc>.*?)\s*\bfw\s+(?P<fw>\S+)\s+port\s+(?P<port>[0-9]{1,3})\s+\((?P<state>[^()]*)\)\s*"
@@ -942,10 +943,10 @@ def parse_ibdev2netdev(data, strict=False):
 # rdma link
 # ---------------------------------------------------------------------------------------------
 
-_RDMA_LINK = re.compile(
+_RDMA_LINK = lazy_compile(
     r"^(?:link\s+|[0-9]{1,6}/[0-9]{1,3}:\s+)(?P<device>[^\s/]+)/(?P<port>[0-9]{1,3}):?(?:\s+(?P<rest>.*))?$"
 )
-_RDMA_CAPS = re.compile(r"^caps\s*:\s*<[^>]*>?$")
+_RDMA_CAPS = lazy_compile(r"^caps\s*:\s*<[^>]*>?$")
 # rdma link's own names for the IBTA physical states (iproute2 rdma/link.c).
 _RDMA_PHYS_CODES = {"NOP": 0, "SLEEP": 1, "POLLING": 2, "DISABLED": 3, "ARMED": 4, "LINK_UP": 5,
                     "LINK_ERROR_RECOVER": 6, "PHY_TEST": 7, "OPA_OFFLINE": 9, "OPA_TEST": 11}

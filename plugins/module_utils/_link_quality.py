@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 
 from ansible_collections.rdma.node.plugins.module_utils._files import read_text_and_reason
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, reader
 from ansible_collections.rdma.node.plugins.module_utils._query_commands import QueryCommandError, is_query_argv, node_runner, query_argv
 
@@ -32,7 +32,7 @@ SECTION_TROUBLESHOOTING = "Troubleshooting Info"
 _KNOWN_SECTIONS = frozenset((SECTION_OPERATIONAL, SECTION_BER, SECTION_MODULE, SECTION_TROUBLESHOOTING,
                              "Supported Info", "Tool Information"))
 # mlxlink's error lines: "-E- Device not found", "-E- "--show_ber_monitor" option is not supported for HCA".
-_ERROR_LINE = re.compile(r"^-E-\s*(?P<message>.*)$")
+_ERROR_LINE = lazy_compile(r"^-E-\s*(?P<message>.*)$")
 # What of a saved output's error lines goes into the facts and reasons: a file may hold a megabyte of them.
 _MAX_ERRORS, _MAX_ERROR_CHARS = 3, 200
 # Per-lane module flags (mlxlink's "[per lane]" fields; 1 means the condition is present on that lane).
@@ -52,10 +52,10 @@ MODULE_READINGS = {
     "Rx Power Current [dBm]": "rx_power_dbm",
     "Tx Power Current [dBm]": "tx_power_dbm",
 }
-_RANGE = re.compile(r"^(?P<values>[-+0-9.,\s]+?)\s*\[(?P<low>[-+0-9.]+)\.\.(?P<high>[-+0-9.]+)\]$")
+_RANGE = lazy_compile(r"^(?P<values>[-+0-9.,\s]+?)\s*\[(?P<low>[-+0-9.]+)\.\.(?P<high>[-+0-9.]+)\]$")
 # mlxlink colours its values on a terminal (green, yellow, red), and pastes keep the escape sequences.
-_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_TEXT_FIELD = re.compile(r"^(?P<key>[^:]+?)\s*:\s?(?P<value>.*)$")
+_ANSI_ESCAPE = lazy_compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_TEXT_FIELD = lazy_compile(r"^(?P<key>[^:]+?)\s*:\s?(?P<value>.*)$")
 _SAVED_NAMES = ("{device}_{port}.json", "{device}_{port}.txt", "{device}-p{port}.json", "{device}-p{port}.txt")
 _MAX_BYTES = 1024 * 1024
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAX_LINE
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 
 # ``host:pid:tid [cuda device] NCCL INFO message``; the host may be empty or a placeholder of a
 # paste (``<cluster_name>``), and anything may stand before it (a launcher's prefix, a time stamp,
@@ -34,98 +35,98 @@ from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAX_LI
 # time a log console glued to the host: ``2025-05-16T16:39:51.208-07:00ip-10-36-29-253:79:79 [0] ...``).
 # A WARN names where NCCL raised it, "misc/socket.cc:50", and newer NCCL (2.30.7's log) the function after it as well:
 # "host:1:2 [1] misc/strongstream.cc:424 (ncclStrongStreamSynchronize) NCCL WARN ..." (its debug.cc: "%s:%d (%s) NCCL WARN").
-_NCCL_LINE = re.compile(
+_NCCL_LINE = lazy_compile(
     r"(?:^|[\s\]\)>:`'\"]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
     r"(?P<host>[^\s:\[\]()`'\"]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<device>\d+)\] "
     r"(?:[^\s]+ (?:\([^\s()]+\) )?)?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b ?(?P<message>.*)$"
 )
 # A line of documentation or a bare paste: ``NCCL INFO Channel 00/0 : ...`` without the prefix.
-_BARE_LINE = re.compile(r"(?:^|\s)NCCL (?P<level>INFO|WARN) (?P<message>.*)$")
-_VERSION = re.compile(r"\bNCCL version:? (?P<version>[0-9][0-9A-Za-z.+_-]*)")
+_BARE_LINE = lazy_compile(r"(?:^|\s)NCCL (?P<level>INFO|WARN) (?P<message>.*)$")
+_VERSION = lazy_compile(r"\bNCCL version:? (?P<version>[0-9][0-9A-Za-z.+_-]*)")
 # NCCL prints its version as major.minor.patch ("2.23.4+cuda12.2"): a figure without its dot is part of one
 # ("NCCL version 2 .23.4+cuda12.2", a web page's text that put a blank inside it), not a version.
-_WHOLE_VERSION = re.compile(r"^[0-9]+\.[0-9]")
+_WHOLE_VERSION = lazy_compile(r"^[0-9]+\.[0-9]")
 # "RCCL version : 2.26.6-..." (2.26 and later), "RCCL version 2.18.3+hip5.7 HEAD:b502725" (before).
-_RCCL_VERSION = re.compile(r"\bRCCL version(?: :)? (?P<version>[0-9][0-9A-Za-z.+:_-]*)")
+_RCCL_VERSION = lazy_compile(r"\bRCCL version(?: :)? (?P<version>[0-9][0-9A-Za-z.+:_-]*)")
 # "Using network IB"; before 2.4, "Using internal Network IB".
-_USING_NETWORK = re.compile(r"^Using (?:internal )?[Nn]etwork (?P<network>.+?)\s*$")
-_IB_USING = re.compile(r"^NET/IB ?: Using (?P<devices>.*?)\s*(?:;\s*OOB (?P<oob>\S+))?\s*$")
-_IB_DEVICE = re.compile(r"\[(?P<index>\d+)\](?P<device>[^:\s\[]+):(?P<port>\d+)/(?P<link>[A-Za-z]+)")
+_USING_NETWORK = lazy_compile(r"^Using (?:internal )?[Nn]etwork (?P<network>.+?)\s*$")
+_IB_USING = lazy_compile(r"^NET/IB ?: Using (?P<devices>.*?)\s*(?:;\s*OOB (?P<oob>\S+))?\s*$")
+_IB_DEVICE = lazy_compile(r"\[(?P<index>\d+)\](?P<device>[^:\s\[]+):(?P<port>\d+)/(?P<link>[A-Za-z]+)")
 # NICs NCCL merged into one virtual device (NCCL_IB_MERGE_NICS): "[1]={[2] mlx5_0:1/RoCE, [3] mlx5_1:1/RoCE}".
-_IB_MERGED = re.compile(r"\[(?P<index>\d+)\]=\{(?P<members>[^{}]*)\}")
-_IB_MEMBER = re.compile(r"\[\d+\] ?(?P<device>[^:\s\[,]+):(?P<port>\d+)/(?P<link>[A-Za-z]+)")
+_IB_MERGED = lazy_compile(r"\[(?P<index>\d+)\]=\{(?P<members>[^{}]*)\}")
+_IB_MEMBER = lazy_compile(r"\[\d+\] ?(?P<device>[^:\s\[,]+):(?P<port>\d+)/(?P<link>[A-Za-z]+)")
 # One HCA per line: "NET/IB: [0] mlx5_0:1/IB" (2.3), "NET/IB: [2] mlx5_2:uverbs2:1/RoCE provider=Mlx5 ..." (2.27).
-_IB_DEVICE_LINE = re.compile(
+_IB_DEVICE_LINE = lazy_compile(
     r"^NET/IB ?: \[(?P<index>\d+)\] ?(?P<device>[^:\s\[]+):(?:uverbs\d+:)?(?P<port>\d+)/(?P<link>[A-Za-z]+)(?:[\s/]|$)")
 # The rest of a "NET/IB : Using" line an author wrapped: only "[4]mlx5_12:1/RoCE ..." items.
-_IB_USING_WRAPPED = re.compile(r"^\s*(?:\[\d+\][^:\s\[]+:\d+/[A-Za-z/]+\s*)+(?:;\s*OOB\s+\S+\s*)?$")
+_IB_USING_WRAPPED = lazy_compile(r"^\s*(?:\[\d+\][^:\s\[]+:\d+/[A-Za-z/]+\s*)+(?:;\s*OOB\s+\S+\s*)?$")
 # A log viewer's frame around each line (k9s: "│ host:pid:tid ... │" padded to the window's width).
 _FRAME = " \t\u2502\u2503\u2551"
-_IB_NO_DEVICE = re.compile(r"^NET/IB ?: No device found", re.IGNORECASE)
-_SOCKET_USING = re.compile(r"^NET/Socket ?: Using (?P<interfaces>.*?)\s*$")
-_SOCKET_INTERFACE = re.compile(r"\[(?P<index>\d+)\](?P<name>[^:\s]+):(?P<address>\S+?)(?:<\d+>)?(?=\s|$)")
+_IB_NO_DEVICE = lazy_compile(r"^NET/IB ?: No device found", re.IGNORECASE)
+_SOCKET_USING = lazy_compile(r"^NET/Socket ?: Using (?P<interfaces>.*?)\s*$")
+_SOCKET_INTERFACE = lazy_compile(r"\[(?P<index>\d+)\](?P<name>[^:\s]+):(?P<address>\S+?)(?:<\d+>)?(?=\s|$)")
 # Before 2.4 (src/include/socket.h of 2.3.7), findInterfaces() named each interface it picked on a line of its own,
 # "NET : Using interface eth0:172.17.0.2<0>" (the <0>: the address's port), for two callers: the socket transport, whose
 # "NET/Socket : 1 interfaces found" follows its list, and IB's sideband, whose "NET/IB : Using interface eth0 for sideband
 # communication" follows its one interface. Which caller a line was for is known only from the line that follows it.
-_LEGACY_INTERFACE = re.compile(r"^NET : Using interface (?P<name>[^:\s]+):(?P<address>\S+?)(?:<\d+>)?\s*$")
-_SOCKET_FOUND = re.compile(r"^NET/Socket ?: (?P<count>\d+) interfaces? found")
-_IB_SIDEBAND = re.compile(r"^NET/IB ?: Using interface \S+ for sideband communication")
-_ENV_SET = re.compile(r"^(?P<name>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<value>.*?)\.?\s*$")
-_GDR_RING = re.compile(r"Connected all rings(?:, use ring PXN (?P<pxn>\d+) GDR (?P<gdr>\d+))?")
+_LEGACY_INTERFACE = lazy_compile(r"^NET : Using interface (?P<name>[^:\s]+):(?P<address>\S+?)(?:<\d+>)?\s*$")
+_SOCKET_FOUND = lazy_compile(r"^NET/Socket ?: (?P<count>\d+) interfaces? found")
+_IB_SIDEBAND = lazy_compile(r"^NET/IB ?: Using interface \S+ for sideband communication")
+_ENV_SET = lazy_compile(r"^(?P<name>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<value>.*?)\.?\s*$")
+_GDR_RING = lazy_compile(r"Connected all rings(?:, use ring PXN (?P<pxn>\d+) GDR (?P<gdr>\d+))?")
 # "GPU Direct RDMA Enabled for GPU 8 / HCA 0", and since 2.19 with the way NCCL found it, in small letters:
 # "NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0'", "(nvidia-peermem) enabled".
-_GDR_LINE = re.compile(r"GPU Direct RDMA (?:\([\w-]+\) )?(?P<state>[Ee]nabled|[Dd]isabled) for (?:GPU (?P<gpu>\S+) / )?"
-                       r"HCA (?P<hca>\S+)(?: '(?P<name>[^']+)'?)?")
+_GDR_LINE = lazy_compile(r"GPU Direct RDMA (?:\([\w-]+\) )?(?P<state>[Ee]nabled|[Dd]isabled) for (?:GPU (?P<gpu>\S+) / )?"
+                         r"HCA (?P<hca>\S+)(?: '(?P<name>[^']+)'?)?")
 # A socket network's own lines: "NET/Socket : ...", Google's "NET/FastSocket : ...".
-_SOCKET_NETWORK = re.compile(r"^NET/\w*Socket\w* ?:")
+_SOCKET_NETWORK = lazy_compile(r"^NET/\w*Socket\w* ?:")
 # The verbs provider's own report of a failed work request, printed beside NCCL's lines (then a hex dump
 # of the completion entry): "mlx5: gpu5: got completion with error:".
-_PROVIDER_COMPLETION_ERROR = re.compile(r"^\s*(?:\[\d+\]\s*)?(?P<message>(?:mlx[45]|bnxt_re|irdma|efa|hns): \S+: got completion with error:?)\s*$")
+_PROVIDER_COMPLETION_ERROR = lazy_compile(r"^\s*(?:\[\d+\]\s*)?(?P<message>(?:mlx[45]|bnxt_re|irdma|efa|hns): \S+: got completion with error:?)\s*$")
 # NET/IB's report of a failed work request, whole ("... with error 12, opcode 0, len 0, vendor err 129 (Recv)", or
 # "with status=12 opcode=129 len=65536 vendor err 129 (Recv)" since 2.19): a WARN cut before its vendor error was
 # wrapped, and the next line is its end.
-_COMPLETION_WARN = re.compile(r"Got completion from peer \S+ with (?:error|status)[ =]?\d+.*\bvendor err \d+")
-_NO_VERBS = re.compile(r"Failed to open libibverbs|NET/IB : No device found|ibvwrap.*Failed to open", re.IGNORECASE)
+_COMPLETION_WARN = lazy_compile(r"Got completion from peer \S+ with (?:error|status)[ =]?\d+.*\bvendor err \d+")
+_NO_VERBS = lazy_compile(r"Failed to open libibverbs|NET/IB : No device found|ibvwrap.*Failed to open", re.IGNORECASE)
 # ``Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA`` (NCCL >= 2.8), ``Channel 00 : 3[b1000] ->
 # 4[18000] [send] via NET/Socket/0`` (2.5-2.7), ``Ring 00 : 1 -> 0 [receive] via NET/Socket/0`` (2.4).
 # ``CollNet 00/0 : 0 [receive] via COLLNET/SHARP/1/GDRDMA`` names one rank: its connection to the collective network
 # (``Coll 00 : 0 [send] via COLLNET/SHARP/0/GDRDMA`` in NCCL 2.7 to 2.11).
-_CHANNEL = re.compile(
+_CHANNEL = lazy_compile(
     r"^(?P<kind>Channel|Ring|CollNet|Coll)\s+(?P<channel>\d+)(?:/(?P<sub>\d+))?\s*:\s*(?P<src>\d+)(?:\[(?P<src_dev>[0-9a-fA-Fx]+)\])?"
     r"(?:\s*->\s*(?P<dst>\d+)(?:\[(?P<dst_dev>[0-9a-fA-Fx]+)\])?)?\s*(?:\[(?P<direction>send|receive)\]\s*)?"
     r"via\s+(?P<transport>.+?)\s*$"
 )
 # Another record's whole prefix right before a host, or its prefix cut in its thread id: the first half of a torn line.
-_RECORD_PREFIX_BEFORE = re.compile(r"(?:^|\s)[^\s:\[\]]*:\d+:\d+ \[\d+\] $")
-_TORN_PREFIX_BEFORE = re.compile(r"(?:^|\s)[^\s:\[\]]+:\d+:$")
+_RECORD_PREFIX_BEFORE = lazy_compile(r"(?:^|\s)[^\s:\[\]]*:\d+:\d+ \[\d+\] $")
+_TORN_PREFIX_BEFORE = lazy_compile(r"(?:^|\s)[^\s:\[\]]+:\d+:$")
 # The ring's order of ranks, printed with the graph's lines (NCCL_DEBUG_SUBSYS=GRAPH): ``Ring 00 : 1 -> 0 -> 1``.
-_RING_ORDER = re.compile(r"^Ring\s+\d+\s*:\s*\d+(?:\s*->\s*\d+){2,}\s*$")
+_RING_ORDER = lazy_compile(r"^Ring\s+\d+\s*:\s*\d+(?:\s*->\s*\d+){2,}\s*$")
 # A channel line whose tail another process's output replaced before its "via" (mpirun, Slurm and Ray
 # interleave the ranks' writes): ``Channel 15/0 : 4[4] -> 12[4] [seSetting up ...``.
-_CHANNEL_TORN_BEFORE_VIA = re.compile(r"^(?:Channel|Ring)\s+\d+(?:/\d+)?\s*:\s*\d+(?:\[[0-9a-fA-Fx]+\])?\s*->")
+_CHANNEL_TORN_BEFORE_VIA = lazy_compile(r"^(?:Channel|Ring)\s+\d+(?:/\d+)?\s*:\s*\d+(?:\[[0-9a-fA-Fx]+\])?\s*->")
 # What newer NCCL appends to a channel line.
-_CHANNEL_TAIL = re.compile(r"\s+comm 0x[0-9a-fA-F]+.*$")
+_CHANNEL_TAIL = lazy_compile(r"\s+comm 0x[0-9a-fA-F]+.*$")
 # Ray's note on a line its log deduplication stands for ("... Using network IB [repeated 14x across cluster]"), with what it
 # may add after it: Ray's, not NCCL's, on any message.
-_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\].*$")
+_RAY_REPEATED = lazy_compile(r"\s*\[repeated \d+x across cluster\].*$")
 # What an author wrote after a message: a comment ("via NET/IB/3/GDRDMA  # cross-node RDMA"), a generated page's citation
 # mark ("via NET/gIB/2/GDRDMA [cite: 1734]", "to PIX [cite: 59]"). NCCL's own messages hold neither " # " nor "[cite".
-_AUTHOR_REMARK = re.compile(r"\s+(?P<remark>#(?:\s.*)?|\[cite(?::[^\]]*)?\].*)$")
+_AUTHOR_REMARK = lazy_compile(r"\s+(?P<remark>#(?:\s.*)?|\[cite(?::[^\]]*)?\].*)$")
 # What an author wrote in parentheses after a channel's transport ("via P2P/CUMEM (all 256 connect lines are P2P/CUMEM)"):
 # NCCL writes a transport's own parentheses without a blank before them (NET/IB/5(2)/GDRDMA, GDRDMA(PCI)).
-_TRANSPORT_REMARK = re.compile(r"(?<=\S)\s+(?P<remark>\(.*)$")
+_TRANSPORT_REMARK = lazy_compile(r"(?<=\S)\s+(?P<remark>\(.*)$")
 # A channel line that ends at its "via": a wrapped line, whose transport may start the next line.
-_CHANNEL_CUT_AT_VIA = re.compile(r"^(?:Channel|Ring|CollNet|Coll)\s+\d+(?:/\d+)?\s*:.*\svia$")
+_CHANNEL_CUT_AT_VIA = lazy_compile(r"^(?:Channel|Ring|CollNet|Coll)\s+\d+(?:/\d+)?\s*:.*\svia$")
 # NET/IB/0/GDRDMA, NET/IB/5(2)/GDRDMA/Shared (the (2): PXN's proxy rank, whose NIC relays the send),
 # NET/IB/0/GDRDMA(PCI) (2.27's mode of GPUDirect RDMA on C2C systems).
-_NET_TRANSPORT = re.compile(r"^NET/(?P<name>[^/]+)/(?P<device>\d+)(?:\((?P<proxy>\d+)\))?(?P<flags>(?:/[A-Za-z]+(?:\([A-Za-z]+\))?)*)$")
+_NET_TRANSPORT = lazy_compile(r"^NET/(?P<name>[^/]+)/(?P<device>\d+)(?:\((?P<proxy>\d+)\))?(?P<flags>(?:/[A-Za-z]+(?:\([A-Za-z]+\))?)*)$")
 # "NET/Socket" alone: a network's name without the device NCCL always prints after it.
-_NET_WITHOUT_DEVICE = re.compile(r"^NET/[^/\s]+$")
-_COLLNET_TRANSPORT = re.compile(r"^COLLNET/(?P<name>[^/]+)/(?P<device>\d+)(?P<flags>(?:/[A-Za-z]+)*)$", re.IGNORECASE)
+_NET_WITHOUT_DEVICE = lazy_compile(r"^NET/[^/\s]+$")
+_COLLNET_TRANSPORT = lazy_compile(r"^COLLNET/(?P<name>[^/]+)/(?P<device>\d+)(?P<flags>(?:/[A-Za-z]+)*)$", re.IGNORECASE)
 
 # NCCL's warning when the collective network it connected could not be used after all.
-_COLLNET_FALLBACK = re.compile(r"Cannot initialize CollNet, using point-to-point network instead")
+_COLLNET_FALLBACK = lazy_compile(r"Cannot initialize CollNet, using point-to-point network instead")
 TRANSPORT_KINDS = ("net_ib", "net_socket", "net_plugin", "p2p", "shm", "collnet", "nvls", "other")
 
 
@@ -448,8 +449,8 @@ def _read_orphans(result, orphans, emptied, seen_channels):
 
 
 # NCCL's own messages, recognisable without its "host:pid:tid [dev] NCCL INFO " (an author may cut it).
-_BARE_MESSAGES = (_IB_USING, _USING_NETWORK, _CHANNEL, re.compile(r"^NCCL_[A-Z0-9_]+ set by environment to "),
-                  re.compile(r"^NET/(?:Socket|IB|Plugin) ?: "))
+_BARE_MESSAGES = (_IB_USING, _USING_NETWORK, _CHANNEL, lazy_compile(r"^NCCL_[A-Z0-9_]+ set by environment to "),
+                  lazy_compile(r"^NET/(?:Socket|IB|Plugin) ?: "))
 # The same without the channel lines, which _read_orphans reads.
 _BARE_OWN_MESSAGES = tuple(form for form in _BARE_MESSAGES if form is not _CHANNEL)
 
@@ -670,29 +671,29 @@ def ib_hca_entries(value):
 
 # Open MPI's aggregation of its help messages, printed by mpirun among the ranks' lines: "8 more processes have sent
 # help message help-mtl-ofi.txt / OFI call fail".
-_MPI_AGGREGATE = re.compile(r"^\d+ more process(?:es)? ha(?:s|ve) sent help message\b")
+_MPI_AGGREGATE = lazy_compile(r"^\d+ more process(?:es)? ha(?:s|ve) sent help message\b")
 # nccl-tests: "nThread 1 nGpus 8 minBytes 8 maxBytes ..."; rccl-tests: "nThreads: 1 nGpus: 2 nRanks: 1 minBytes: ..."
-_TESTS_PARAMS = re.compile(r"nThreads?:?\s+(?P<nthread>\d+)\s+nGpus:?\s+(?P<ngpus>\d+)\s+(?:nRanks:?\s+\d+\s+)?"
-                           r"minBytes:?\s+(?P<min>\d+)\s+maxBytes:?\s+(?P<max>\d+)")
+_TESTS_PARAMS = lazy_compile(r"nThreads?:?\s+(?P<nthread>\d+)\s+nGpus:?\s+(?P<ngpus>\d+)\s+(?:nRanks:?\s+\d+\s+)?"
+                             r"minBytes:?\s+(?P<min>\d+)\s+maxBytes:?\s+(?P<max>\d+)")
 # "# nccl-tests version 2.17.6 ...", "# rccl-tests version 2.17.9-...", older rccl-tests' "rccl-tests: Version develop:448c4c7".
-_TESTS_VERSION = re.compile(r"[nr]ccl-tests:? [Vv]ersion (?P<version>\S+)")
+_TESTS_VERSION = lazy_compile(r"[nr]ccl-tests:? [Vv]ersion (?P<version>\S+)")
 # What nccl-tests prints when a test fails: "node0: Test CUDA failure common.cu:389 'an illegal memory access ...'".
-_TESTS_FAILURE = re.compile(r"\bTest (?:NCCL|CUDA) failure \S+ '[^']*'")
-_TESTS_NAME = re.compile(r"Collective test (?P<state>starting|concluded): (?P<name>\S+)|"
-                         r"\b(?P<binary>(?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)_perf)\b")
-_TESTS_DEVICE = re.compile(
+_TESTS_FAILURE = lazy_compile(r"\bTest (?:NCCL|CUDA) failure \S+ '[^']*'")
+_TESTS_NAME = lazy_compile(r"Collective test (?P<state>starting|concluded): (?P<name>\S+)|"
+                           r"\b(?P<binary>(?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)_perf)\b")
+_TESTS_DEVICE = lazy_compile(
     # Builds against NCCL 1 print no Pid.
     r"Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?(?:Pid\s+(?P<pid>\d+)\s+)?on\s+(?P<host>.+?)\s+device\s+(?P<device>\d+)\s+"
     r"\[(?P<bus>[^\]]+)\]\s*(?P<name>.*?)\s*$"
 )
-_AVG_BUSBW = re.compile(r"Avg bus bandwidth\s*:\s*(?P<value>[0-9]+(?:\.[0-9]+)?)")
-_OUT_OF_BOUNDS = re.compile(r"Out of bounds values\s*:\s*(?P<count>\d+)\s*(?P<state>OK|FAILED)?")
+_AVG_BUSBW = lazy_compile(r"Avg bus bandwidth\s*:\s*(?P<value>[0-9]+(?:\.[0-9]+)?)")
+_OUT_OF_BOUNDS = lazy_compile(r"Out of bounds values\s*:\s*(?P<count>\d+)\s*(?P<state>OK|FAILED)?")
 _HEADER_WORDS = ("size", "count", "type")
 # nccl-tests' bus bandwidth is algbw times a factor of the ranks (all_reduce 2(n-1)/n, all_gather and alltoall (n-1)/n,
 # broadcast 1): at least half of algbw with two ranks or more, 0 with one. An algbw of 0.02 GB/s or more whose busbw is
 # printed 0.00 was measured by one rank, where no byte crossed a link.
 _ONE_RANK_MIN_ALGBW = 0.02
-_NUMBER = re.compile(r"^-?[0-9]{1,20}(?:\.[0-9]{1,12})?$")
+_NUMBER = lazy_compile(r"^-?[0-9]{1,20}(?:\.[0-9]{1,12})?$")
 _GB_TO_GBIT = 8.0
 
 

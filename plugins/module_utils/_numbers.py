@@ -15,13 +15,14 @@ from __future__ import annotations
 import re
 
 from ansible_collections.rdma.node.plugins.module_utils._files import add_read_warning
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 
 UINT64_MAX = 2 ** 64 - 1
 INT64_MIN = -(2 ** 63)
 INT64_MAX = 2 ** 63 - 1
 # At most 20 decimal or 16 hex digits (a leading zero more is tolerated): 64 bits cannot need more.
-_DECIMAL = re.compile(r"[0-9]{1,21}", re.ASCII)
-_HEX = re.compile(r"(?:0[xX])?[0-9a-fA-F]{1,17}", re.ASCII)
+_DECIMAL = lazy_compile(r"[0-9]{1,21}", re.ASCII)
+_HEX = lazy_compile(r"(?:0[xX])?[0-9a-fA-F]{1,17}", re.ASCII)
 _SHOWN = 40
 
 

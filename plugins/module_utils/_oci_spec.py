@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import format_rlimit_value
 
 DEFAULT_NOFILE_FLOOR = 1048576
 CTR_SOURCE = "the output of `ctr oci spec`"
 
 _DECODER = json.JSONDecoder()
-_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_WHITESPACE = lazy_compile(r"[ \t\n\r]*")
 
 
 class SpecError(ValueError):

@@ -19,11 +19,11 @@ several errors), so the total is taken as printed, never summed.
 from __future__ import annotations
 
 import os
-import re
 import time
 
 from ansible_collections.rdma.node.plugins.module_utils._files import read_text_and_reason
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import is_shell_prompt
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 from ansible_collections.rdma.node.plugins.module_utils._pci_tree import hca_nodes
 from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, reader
 
@@ -61,21 +61,21 @@ LONG_NAMES = {
 }
 
 # An error bit the kernel has no name for is printed by its array and number, when it counted: "dev_cor_errs_bit[11] 3".
-_COUNTER = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_ /.-]*?(?:\[[0-9]{1,2}\])?)\s+(?P<count>[0-9]{1,20})$")
+_COUNTER = lazy_compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_ /.-]*?(?:\[[0-9]{1,2}\])?)\s+(?P<count>[0-9]{1,20})$")
 # The file's lines joined by blanks (``echo $(cat aer_dev_correctable)``): "RxErr 0 BadTLP 0 ... TOTAL_ERR_COR 0".
-_FLATTENED = re.compile(r"^(?:[A-Za-z][\w\[\]]* [0-9]{1,20} )+[A-Za-z][\w\[\]]* [0-9]{1,20}$")
-_FLATTENED_PAIR = re.compile(r"([A-Za-z][\w\[\]]*) ([0-9]{1,20})")
+_FLATTENED = lazy_compile(r"^(?:[A-Za-z][\w\[\]]* [0-9]{1,20} )+[A-Za-z][\w\[\]]* [0-9]{1,20}$")
+_FLATTENED_PAIR = lazy_compile(r"([A-Za-z][\w\[\]]*) ([0-9]{1,20})")
 # The lines glued with nothing between them (a recording that lost the line breaks): "RxErr 0BadTLP 0...TOTAL_ERR_COR 0".
-_GLUED = re.compile(r"^(?:[A-Za-z][\w\[\]]* [0-9]{1,20})+$")
-_COUNT_THEN_NAME = re.compile(r"[0-9][A-Za-z]")
+_GLUED = lazy_compile(r"^(?:[A-Za-z][\w\[\]]* [0-9]{1,20})+$")
+_COUNT_THEN_NAME = lazy_compile(r"[0-9][A-Za-z]")
 # A shell prompt before the command that printed the file: "host /sys/.../0000:00:1c.0 # cat aer_dev_fatal".
-_PROMPT = re.compile(r"(?:^|\s)[#$>]\s*(?:sudo\s+)?(?:cat|grep|head|tail|less|more)\s")
+_PROMPT = lazy_compile(r"(?:^|\s)[#$>]\s*(?:sudo\s+)?(?:cat|grep|head|tail|less|more)\s")
 # The command pasted without its prompt: "cat /sys/bus/pci/devices/0000:98:00.0/aer_dev_fatal".
-_BARE_COMMAND = re.compile(r"^(?:sudo\s+)?(?:cat|grep|head|tail|less|more)\s+\S*aer_")
+_BARE_COMMAND = lazy_compile(r"^(?:sudo\s+)?(?:cat|grep|head|tail|less|more)\s+\S*aer_")
 # `grep . .../aer_dev_correctable` puts the file's path before each line.
-_GREP_PATH = re.compile(r"^(?P<path>\S*aer_\w+):")
+_GREP_PATH = lazy_compile(r"^(?P<path>\S*aer_\w+):")
 # An operator's note after a count: "RxErr 0    # receiver errors".
-_TRAILING_COMMENT = re.compile(r"\s+#.*$")
+_TRAILING_COMMENT = lazy_compile(r"\s+#.*$")
 _ABSENT = ("no AER statistics in sysfs: the kernel is older than 4.19, AER is off (pci=noaer, or the "
            "firmware keeps it), or these functions are not AER-capable")
 

@@ -33,6 +33,7 @@ import struct
 
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAIL_QUOTE_MARKS
 from ansible_collections.rdma.node.plugins.module_utils._files import FileReadError, read_bytes, read_text_and_reason
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, FactReadError, reader
 from ansible_collections.rdma.node.plugins.module_utils._pci_tree import hca_nodes, node_of
 from ansible_collections.rdma.node.plugins.module_utils._sysfs_health import gpus, hca_locations, locality
@@ -175,34 +176,34 @@ def config_from_read(data, size, path):
 # A device header; lspci -P and -PP name a function by its path through the bridges above it, "00:1c.4/07:00.0/08:04.0"
 # (-PP) or "00:1c.4/00.0/04.0" (-P, whose bus numbers are the bridges' secondary buses).
 # An author's arrow after a header ("... Switch (rev b0)    # <-- PCIe Gen5"): lspci never prints one.
-_AUTHORS_ARROW = re.compile(r"\s+#?\s*<-{1,3}\s.*$")
-_HEADER = re.compile(r"^(?P<path>(?:[0-9a-fA-F]{4,}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7](?:/(?:[0-9a-fA-F]{2}:)?[0-9a-fA-F]{2}\.[0-7])*)"
-                     r"\s+\S[^:]*:")
-_PATH_STEP = re.compile(r"^(?:(?P<domain>[0-9a-fA-F]{4,}):)?(?:(?P<bus>[0-9a-fA-F]{2}):)?(?P<dev>[0-9a-fA-F]{2})\.(?P<fn>[0-7])$")
+_AUTHORS_ARROW = lazy_compile(r"\s+#?\s*<-{1,3}\s.*$")
+_HEADER = lazy_compile(r"^(?P<path>(?:[0-9a-fA-F]{4,}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7](?:/(?:[0-9a-fA-F]{2}:)?[0-9a-fA-F]{2}\.[0-7])*)"
+                       r"\s+\S[^:]*:")
+_PATH_STEP = lazy_compile(r"^(?:(?P<domain>[0-9a-fA-F]{4,}):)?(?:(?P<bus>[0-9a-fA-F]{2}):)?(?P<dev>[0-9a-fA-F]{2})\.(?P<fn>[0-7])$")
 # A bridge's buses: "Bus: primary=00, secondary=07, subordinate=0a, sec-latency=0".
-_BRIDGE_BUSES = re.compile(r"^Bus:\s*primary=[0-9a-fA-F]{2},\s*secondary=(?P<secondary>[0-9a-fA-F]{2})\b")
+_BRIDGE_BUSES = lazy_compile(r"^Bus:\s*primary=[0-9a-fA-F]{2},\s*secondary=(?P<secondary>[0-9a-fA-F]{2})\b")
 # lspci -x/-xxx/-xxxx: a function's configuration space as hex, 16 bytes a line: "f0: 00 00 ... 00".
-_HEX_LINE = re.compile(r"^(?P<offset>[0-9a-fA-F]{2,3}):(?P<bytes>(?: [0-9a-fA-F]{2}){16})$")
-_ACS_LINE = re.compile(r"^(?P<field>ACSCap|ACSCtl):\s*(?P<flags>.*)$")
-_ACS_FLAG = re.compile(r"\b(SrcValid|TransBlk|ReqRedir|CmpltRedir|UpstreamFwd|EgressCtrl|DirectTrans)([+-])")
-_ATS_CAP = re.compile(r"^ATSCap:\s*Invalidate Queue Depth:\s*(?P<depth>[0-9a-fA-F]+)")
-_ATS_CTL = re.compile(r"^ATSCtl:\s*Enable(?P<enabled>[+-]),?\s*Smallest Translation Unit:\s*(?P<stu>[0-9a-fA-F]+)")
+_HEX_LINE = lazy_compile(r"^(?P<offset>[0-9a-fA-F]{2,3}):(?P<bytes>(?: [0-9a-fA-F]{2}){16})$")
+_ACS_LINE = lazy_compile(r"^(?P<field>ACSCap|ACSCtl):\s*(?P<flags>.*)$")
+_ACS_FLAG = lazy_compile(r"\b(SrcValid|TransBlk|ReqRedir|CmpltRedir|UpstreamFwd|EgressCtrl|DirectTrans)([+-])")
+_ATS_CAP = lazy_compile(r"^ATSCap:\s*Invalidate Queue Depth:\s*(?P<depth>[0-9a-fA-F]+)")
+_ATS_CTL = lazy_compile(r"^ATSCtl:\s*Enable(?P<enabled>[+-]),?\s*Smallest Translation Unit:\s*(?P<stu>[0-9a-fA-F]+)")
 # "Express (v2) Endpoint, MSI 00"; lspci -v without -vv prints no version: "Express Endpoint, MSI 00".
-_EXPRESS = re.compile(r"^Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*(?:\([^)]*\)\s*)?(?P<kind>\S.*)$")
+_EXPRESS = lazy_compile(r"^Capabilities:\s*\[[0-9a-fA-F]+\]\s*Express\s*(?:\([^)]*\)\s*)?(?P<kind>\S.*)$")
 # lspci's word for a function whose configuration space reads all ones (gone from the bus, or in reset).
-_NO_ANSWER = re.compile(r"^!!! (?:Unknown header type|Invalid class)")
+_NO_ANSWER = lazy_compile(r"^!!! (?:Unknown header type|Invalid class)")
 # The rest of an ACSCap/ACSCtl line a mail or a terminal broke: nothing but ACS flags.
-_ACS_CONTINUATION = re.compile(r"^(?:(?:SrcValid|TransBlk|ReqRedir|CmpltRedir|UpstreamFwd|EgressCtrl|DirectTrans)[+-]\s*)+$")
+_ACS_CONTINUATION = lazy_compile(r"^(?:(?:SrcValid|TransBlk|ReqRedir|CmpltRedir|UpstreamFwd|EgressCtrl|DirectTrans)[+-]\s*)+$")
 # lspci -t's root of a tree: "-[0000:00]-+-00.0" (a domain and bus in brackets, then a branch).
-_TREE = re.compile(r"\[[0-9a-fA-F]{4}:[0-9a-fA-F]{2}\]-[-+]")
+_TREE = lazy_compile(r"\[[0-9a-fA-F]{4}:[0-9a-fA-F]{2}\]-[-+]")
 # "IOMMU group: 20" (lspci -vv), or at the end of lspci -v's "Flags: bus master, ..., IRQ 16, IOMMU group 2".
-_IOMMU_GROUP = re.compile(r"^(?:IOMMU group:\s*|Flags:.*,\s*IOMMU group\s+)(?P<group>[0-9]+)$")
-_CAPABILITY_DENIED = re.compile(r"^Capabilities:\s*<access denied>")
+_IOMMU_GROUP = lazy_compile(r"^(?:IOMMU group:\s*|Flags:.*,\s*IOMMU group\s+)(?P<group>[0-9]+)$")
+_CAPABILITY_DENIED = lazy_compile(r"^Capabilities:\s*<access denied>")
 # Any capability lspci lists, by its offset: at 0x100 and above, an extended one (ACS and ATS are).
-_CAPABILITY_OFFSET = re.compile(r"^Capabilities:\s*\[([0-9a-fA-F]{1,4})(?:\s+v[0-9]+)?\]")
+_CAPABILITY_OFFSET = lazy_compile(r"^Capabilities:\s*\[([0-9a-fA-F]{1,4})(?:\s+v[0-9]+)?\]")
 # What the capability names of a function (``listed``) also hold: an extended capability, the PCI Express one.
 _EXTENDED, _EXPRESS_LISTED = "<extended>", "<express>"
-_CAPABILITY_LISTED = re.compile(r"^Capabilities:\s*\[[0-9a-fA-F]+(?:\s+v[0-9]+)?\]\s*(?P<name>Access Control Services|Address Translation Service)")
+_CAPABILITY_LISTED = lazy_compile(r"^Capabilities:\s*\[[0-9a-fA-F]+(?:\s+v[0-9]+)?\]\s*(?P<name>Access Control Services|Address Translation Service)")
 # A capability lspci names, the register lines that must follow it, the function's key they fill and
 # the value without which that key says nothing (the ACS control register, ATS on or off).
 _LISTED_REGISTERS = (("Access Control Services", "ACSCap/ACSCtl", "acs", "control"),
@@ -210,12 +211,12 @@ _LISTED_REGISTERS = (("Access Control Services", "ACSCap/ACSCtl", "acs", "contro
 _LSPCI_NAMES = {name: key for key, name in ACS_BITS}
 # The lines lspci -v/-vv/-vvv prints under a device header: a function with none of them in the text was
 # listed on one line (lspci, lspci -nn, lspci | grep), which shows none of its capabilities.
-_DETAIL_LINE = re.compile(r"^(?:Subsystem|Control|Status|Capabilities|Kernel driver in use|Kernel modules|Flags|Latency|"
-                          r"Interrupt|Physical Slot|NUMA node|IOMMU group|Bus|DeviceName|BridgeCtl|Secondary status)\s*:|^Region \d")
+_DETAIL_LINE = lazy_compile(r"^(?:Subsystem|Control|Status|Capabilities|Kernel driver in use|Kernel modules|Flags|Latency|"
+                            r"Interrupt|Physical Slot|NUMA node|IOMMU group|Bus|DeviceName|BridgeCtl|Secondary status)\s*:|^Region \d")
 # A paste's own elision of lines under a header: "(...)", "...", "[...]", "[snip]".
-_ELISION = re.compile(r"^(?:\(\.{3,}\)|\.{3,}|\[\.{3,}\]|\[snip\])$", re.IGNORECASE)
+_ELISION = lazy_compile(r"^(?:\(\.{3,}\)|\.{3,}|\[\.{3,}\]|\[snip\])$", re.IGNORECASE)
 # The only lines lspci -k (and -nnk) prints under a header: no capability, so nothing of ACS or ATS.
-_KERNEL_ONLY_LINE = re.compile(r"^(?:Subsystem|Kernel driver in use|Kernel modules|DeviceName)\s*:")
+_KERNEL_ONLY_LINE = lazy_compile(r"^(?:Subsystem|Kernel driver in use|Kernel modules|DeviceName)\s*:")
 
 
 def _lspci_flags(text):

@@ -16,6 +16,7 @@ import subprocess
 import time
 
 from ansible_collections.rdma.node.plugins.module_utils._files import DEFAULT_MAX_BYTES, read_lenient
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 
 TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_read_lat", "ib_send_lat")
 BW_TOOLS = tuple(tool for tool in TOOLS if tool.endswith("_bw"))
@@ -36,7 +37,7 @@ class PerftestError(Exception):
 # Command lines
 
 
-_SIZE = re.compile(r"^\s*([0-9]+)\s*([KMG])?(?:i?B)?\s*$", re.IGNORECASE)
+_SIZE = lazy_compile(r"^\s*([0-9]+)\s*([KMG])?(?:i?B)?\s*$", re.IGNORECASE)
 _SIZE_FACTORS = {None: 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30}
 
 
@@ -181,8 +182,8 @@ def timed_out_status(rc):
 
 
 # /proc/<pid> directories are named by the process id in ASCII digits; a stat line is short.
-_PID = re.compile(r"[0-9]{1,7}", re.ASCII)
-_HEX_PORT = re.compile(r"[0-9A-Fa-f]{4}", re.ASCII)
+_PID = lazy_compile(r"[0-9]{1,7}", re.ASCII)
+_HEX_PORT = lazy_compile(r"[0-9A-Fa-f]{4}", re.ASCII)
 _PROC_FILE_MAX_BYTES = 64 * 1024
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAIL_QUOTE_MARKS, MAX_LINE, is_shell_prompt
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 
 # Gb/s per printed bandwidth unit.
 #
@@ -32,10 +33,10 @@ from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAIL_Q
 MIB_PER_SEC_IN_GBPS = 2 ** 20 * 8 / 1e9
 _GBPS_PER_UNIT = {"gb/sec": 1.0, "mb/sec": MIB_PER_SEC_IN_GBPS, "mib/sec": MIB_PER_SEC_IN_GBPS}
 
-_DASHES = re.compile(r"^\s*-{10,}\s*$")
+_DASHES = lazy_compile(r"^\s*-{10,}\s*$")
 # What perftest prints around a GPU-memory run (--use_cuda, --use_cuda_dmabuf) and an rdma_cm exchange
 # (src/cuda_memory.c, perftest_communication.c): read, so that a paste of one places every line.
-_CUDA = re.compile(
+_CUDA = lazy_compile(
     r"^(?:initializing CUDA|Listing all CUDA devices in system:|CUDA device \d+: PCIe address is \S+|Picking device No\. \d+|"
     r"There are \d+ devices supporting CUDA, picking first\.*|\[pid = \d+, dev = \d+\] device name = \[.*\]|"
     r"creating CUDA Ctx|making it the current CUDA Ctx|cuMemAlloc\(\) of a \d+ bytes GPU buffer|CUDA device integrated: \w+|"
@@ -48,7 +49,7 @@ _CUDA = re.compile(
 )
 # What newer perftest prints around a run (the clock it measured, when it connected and finished), and
 # what it prints before a completion error (src/perftest_resources.c: the send and completion counts).
-_INFO = re.compile(
+_INFO = lazy_compile(
     r"^(?:Using sampled CPU speed \d+ MHz over reported speed \d+ MHz|(?:Connected|Completed): .+|Total run time: [0-9.]+\s*s|"
     r"scnt=\d+, ccnt=\d+|rcnt=\d+|Min msg size for RawEth is \d+B - changing msg size to \d+|Inline data is used up to \d+ bytes message|"
     # An MTU perftest lowered (perftest_parameters.c, perftest_communication.c), a device it did not find.
@@ -62,23 +63,23 @@ _INFO = re.compile(
     r"\*+raw ethernet header\**|\|[-| ]*\||\|[\w .:|-]*\|)\s*$"
 )
 # Which GPU a run used: perftest lists the CUDA devices with their PCIe bus, then the one it picked.
-_CUDA_DEVICE = re.compile(r"^CUDA device (?P<index>\d+): PCIe address is (?P<bus>[0-9A-Fa-f]+):(?P<slot>[0-9A-Fa-f]+)\s*$")
-_CUDA_PICKED = re.compile(r"^Picking (?:device No\.|GPU number) (?P<index>\d+)\s*$")
-_CUDA_FIRST = re.compile(r"^There are \d+ devices supporting CUDA, picking first")
-_STARS = re.compile(r"^\s*\*+\s*$")
-_BANNER = re.compile(r"Waiting for client to connect", re.IGNORECASE)
+_CUDA_DEVICE = lazy_compile(r"^CUDA device (?P<index>\d+): PCIe address is (?P<bus>[0-9A-Fa-f]+):(?P<slot>[0-9A-Fa-f]+)\s*$")
+_CUDA_PICKED = lazy_compile(r"^Picking (?:device No\.|GPU number) (?P<index>\d+)\s*$")
+_CUDA_FIRST = lazy_compile(r"^There are \d+ devices supporting CUDA, picking first")
+_STARS = lazy_compile(r"^\s*\*+\s*$")
+_BANNER = lazy_compile(r"Waiting for client to connect", re.IGNORECASE)
 # A one-way RDMA write or read bandwidth test, whose server only waits and then prints the client's last row.
-_ONE_WAY_RDMA_TITLE = re.compile(r"^RDMA_(?:Write|Read) (?:Post List )?BW Test$")
-_TITLE = re.compile(r"^\s*((?:[A-Za-z_]+ )+(?:BW|Latency|Lat) Test)\s*$")
-_ADDRESS = re.compile(r"^\s*(local|remote) address:\s*(.*?)\s*$")
-_ADDRESS_KEYS = re.compile(r"\b(LID|QPN|PSN|OUT|RKey|VAddr|SRQ[Nn])\b")
-_GID = re.compile(r"^\s*GID:\s*(\S+)\s*$")
+_ONE_WAY_RDMA_TITLE = lazy_compile(r"^RDMA_(?:Write|Read) (?:Post List )?BW Test$")
+_TITLE = lazy_compile(r"^\s*((?:[A-Za-z_]+ )+(?:BW|Latency|Lat) Test)\s*$")
+_ADDRESS = lazy_compile(r"^\s*(local|remote) address:\s*(.*?)\s*$")
+_ADDRESS_KEYS = lazy_compile(r"\b(LID|QPN|PSN|OUT|RKey|VAddr|SRQ[Nn])\b")
+_GID = lazy_compile(r"^\s*GID:\s*(\S+)\s*$")
 # Figures are read from ASCII digits only (float() and int() also take Arabic-Indic or fullwidth
 # digits, "_" separators, "inf" and "nan"), and at most 15 digits before the point, so that every
 # figure and every product of figures is a finite float: a result never holds Infinity or NaN.
-_NUMBER = re.compile(r"^-?[0-9]{1,15}(?:\.[0-9]{1,12})?$")
-_INTEGER = re.compile(r"^[0-9]{1,15}$")
-_WARNING = re.compile(
+_NUMBER = lazy_compile(r"^-?[0-9]{1,15}(?:\.[0-9]{1,12})?$")
+_INTEGER = lazy_compile(r"^[0-9]{1,15}$")
+_WARNING = lazy_compile(
     r"\bwarning\b|conflicting cpu frequency|might be too big|current tx depth is|"
     r"not recognized to implement|disabling dynamic polling|CPU Utilization works only with Duration mode|"
     r"test integrity may be harmed",
@@ -86,23 +87,23 @@ _WARNING = re.compile(
 )
 # ERRNO: perftest's rdma_cm exchange prints strerror() on a line of its own (perftest_communication.c); its key
 # exchange prints perror()'s "pp_read_keys: Success" before the "Couldn't read remote address" that says what failed.
-_ERRORISH = re.compile(r"couldn'?t|unable|failed|error|not found|cannot|refused|^\s*ERRNO:|^\s*\w+_read_keys:", re.IGNORECASE)
+_ERRORISH = lazy_compile(r"couldn'?t|unable|failed|error|not found|cannot|refused|^\s*ERRNO:|^\s*\w+_read_keys:", re.IGNORECASE)
 # What a paste carries besides the output: a shell prompt (``$ ib_write_bw ...``,
 # ``[root@node ~]# ...``), a ``#`` comment, the tool's command line itself (after the environment it sets,
 # ``GPUDIRECT_GPU=0 ./ib_write_bw ...``) or as bash's trace shows it (``set -x``: ``+ taskset -c 17 ib_send_bw ...``).
-_PERFTEST_COMMAND = re.compile(r"^(?:\+{1,8} )?(?:[A-Za-z_][A-Za-z0-9_]{0,63}=\S*\s+){0,8}(?:sudo\s+)?(?:(?:numactl|taskset)\s+\S.*?\s)?(?:\S*/)?"
-                               r"(?:ib_(?:write|read|send|atomic)_(?:bw|lat)|"
-                               r"raw_ethernet_\w+)(?:\s.*)?$")
-_COLUMN_UNIT = re.compile(r"^(?P<name>.*?)\[(?P<unit>[^\]]*)\]$")
+_PERFTEST_COMMAND = lazy_compile(r"^(?:\+{1,8} )?(?:[A-Za-z_][A-Za-z0-9_]{0,63}=\S*\s+){0,8}(?:sudo\s+)?(?:(?:numactl|taskset)\s+\S.*?\s)?(?:\S*/)?"
+                                 r"(?:ib_(?:write|read|send|atomic)_(?:bw|lat)|"
+                                 r"raw_ethernet_\w+)(?:\s.*)?$")
+_COLUMN_UNIT = lazy_compile(r"^(?P<name>.*?)\[(?P<unit>[^\]]*)\]$")
 # A perftest run in a command line (after taskset, numactl, sudo...), and what it asks for: perftest's
 # --output=latency|bandwidth|message_rate prints one bare figure instead of the report
 # (perftest_parameters.c): the average latency in usec, the average bandwidth in the report's unit
 # (MB/sec, Gb/sec with --report_gbits) or the message rate in Mpps, of one message size (-s, --size;
 # 2 bytes by default for a latency test, 65536 for a bandwidth test).
-_PERFTEST_RUN = re.compile(r"(?:^|[\s/])(?:ib_(?:write|read|send|atomic)_(?P<kind>bw|lat)|raw_ethernet_(?P<raw>bw|lat))(?:\s|$)")
-_OUTPUT_MODE = re.compile(r"(?:^|\s)--output[= ](?P<mode>latency|bandwidth|message_rate)\b")
-_SIZE_OPTION = re.compile(r"(?:^|\s)(?:--size[= ]|-s\s*)(?P<bytes>[0-9]{1,12})\b")
-_BARE_FIGURE = re.compile(r"^[0-9]{1,15}\.[0-9]{1,12}$")
+_PERFTEST_RUN = lazy_compile(r"(?:^|[\s/])(?:ib_(?:write|read|send|atomic)_(?P<kind>bw|lat)|raw_ethernet_(?P<raw>bw|lat))(?:\s|$)")
+_OUTPUT_MODE = lazy_compile(r"(?:^|\s)--output[= ](?P<mode>latency|bandwidth|message_rate)\b")
+_SIZE_OPTION = lazy_compile(r"(?:^|\s)(?:--size[= ]|-s\s*)(?P<bytes>[0-9]{1,12})\b")
+_BARE_FIGURE = lazy_compile(r"^[0-9]{1,15}\.[0-9]{1,12}$")
 _DEFAULT_BYTES = {"lat": 2, "bw": 65536}
 
 # Header keys perftest prints, accepted even outside a header block (a paste may start mid-header).
@@ -116,8 +117,8 @@ _KNOWN_HEADER_KEYS = frozenset(key.lower() for key in _HEADER_KEYS)
 # "Key : value" pairs, two to a line; a key starts the line or follows a tab or two spaces, so that
 # "root@host:~#" or "see: this" inside other text is no header. A key perftest prints may also follow
 # one space: a mail or a web page turns the tabs between the two pairs of a line into one blank.
-_PAIR = re.compile(r"(?:^|(?<=\s\s)|(?<=\t)|(?<=\S )(?=(?:%s)\s*:))\s*([A-Za-z][\w.*/()\- ]*?)\s*:\s*(\S+)"
-                   % "|".join(re.escape(key) for key in sorted(_HEADER_KEYS, key=len, reverse=True)))
+_PAIR = lazy_compile(r"(?:^|(?<=\s\s)|(?<=\t)|(?<=\S )(?=(?:%s)\s*:))\s*([A-Za-z][\w.*/()\- ]*?)\s*:\s*(\S+)"
+                     % "|".join(re.escape(key) for key in sorted(_HEADER_KEYS, key=len, reverse=True)))
 
 _HINTS = {
     "memlock": (
@@ -190,7 +191,7 @@ _HINTS = {
 _FAILURE_RULES = (
     (
         "gpu_memory",
-        re.compile(
+        lazy_compile(
             r"There are no available device\(s\) that support CUDA|No such device ID \(\d+\) exists|"
             r"Couldn'?t init GPU context|DMA-BUF is not supported on this GPU|cuInit\(0\) returned|"
             r"cuMemAlloc(?:Host|Managed)? error|cuMemGetHandleForAddressRange error|cuCtxCreate\(\) error|"
@@ -199,33 +200,33 @@ _FAILURE_RULES = (
             re.IGNORECASE,
         ),
     ),
-    ("memlock", re.compile(r"couldn'?t allocate MR|failed to create mr|ibv_reg_mr", re.IGNORECASE)),
+    ("memlock", lazy_compile(r"couldn'?t allocate MR|failed to create mr|ibv_reg_mr", re.IGNORECASE)),
     (
         "device_not_found",
-        re.compile(
+        lazy_compile(
             r"IB device \S+ not found|Unable to find the Infiniband/RoCE device|No IB devices found|"
             r"Did not detect devices",
             re.IGNORECASE,
         ),
     ),
-    ("port_down", re.compile(r"Port number \d+ state is \w+|Couldn'?t set the link layer", re.IGNORECASE)),
+    ("port_down", lazy_compile(r"Port number \d+ state is \w+|Couldn'?t set the link layer", re.IGNORECASE)),
     # perftest queries the device before it makes a queue pair; when that fails, the queue pair errors that
     # follow are its consequence.
-    ("device_query", re.compile(r"Couldn'?t get device attributes|Couldn'?t get context for the device", re.IGNORECASE)),
-    ("qp_create", re.compile(r"Unable to create QP|Failed to create QP|Couldn'?t create QP", re.IGNORECASE)),
+    ("device_query", lazy_compile(r"Couldn'?t get device attributes|Couldn'?t get context for the device", re.IGNORECASE)),
+    ("qp_create", lazy_compile(r"Unable to create QP|Failed to create QP|Couldn'?t create QP", re.IGNORECASE)),
     (
         "qp_connect",
-        re.compile(r"Failed to modify QP \S+ to (?:RTR|RTS)|Unable to Connect the HCA'?s through the link", re.IGNORECASE),
+        lazy_compile(r"Failed to modify QP \S+ to (?:RTR|RTS)|Unable to Connect the HCA'?s through the link", re.IGNORECASE),
     ),
     (
         "completion_error",
         # "Failed status 12: wr_id ..." before perftest 25.07; "Failed status-transport retry counter exceeded (12): ..." after.
-        re.compile(r"Completion with error at (?:client|server)|Failed status(?: \d+|-[\w ]+\(\d+\))|got completion with error",
-                   re.IGNORECASE),
+        lazy_compile(r"Completion with error at (?:client|server)|Failed status(?: \d+|-[\w ]+\(\d+\))|got completion with error",
+                     re.IGNORECASE),
     ),
     (
         "remote_unreachable",
-        re.compile(
+        lazy_compile(
             r"Couldn'?t connect to|Connection refused|Connection timed out|No route to host|"
             r"ethernet_read_keys|Couldn'?t read remote address|Unable to read (?:to|from) socket|"
             r"Failed to exchange data between server and client|Unable to init the socket connection|"
@@ -238,12 +239,12 @@ _FAILURE_RULES = (
 
 
 # A run with its buffers in GPU memory: the lines perftest prints once it allocated one.
-_GPU_BUFFER = re.compile(
+_GPU_BUFFER = lazy_compile(
     r"^(?:cuMemAlloc\(\) of a|allocated GPU buffer|allocated \d+ bytes of GPU buffer|using DMA-BUF for GPU buffer|Calling ibv_reg_dmabuf_mr)"
 )
 # Memory registration that failed for lack of locked memory (ENOMEM), which perftest 4.5-0.20 and later
 # print as "Couldn't allocate MR with error=12".
-_MR_ENOMEM = re.compile(r"error=12\b|Cannot allocate memory", re.IGNORECASE)
+_MR_ENOMEM = lazy_compile(r"error=12\b|Cannot allocate memory", re.IGNORECASE)
 
 
 def failure_causes():
@@ -265,10 +266,10 @@ def _text_lines(text):
             for line in str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")]
 
 
-_LAUNCHER_LABEL = re.compile(r"^\[[A-Za-z][\w ./:-]{0,40}\]\s+")
+_LAUNCHER_LABEL = lazy_compile(r"^\[[A-Za-z][\w ./:-]{0,40}\]\s+")
 # A row of a Markdown table: cells between pipes, the first or second a figure or the header's "#bytes" (raw_ethernet's
 # own boxed header holds MAC and IP addresses, ports and words, never such a figure).
-_MARKDOWN_ROW = re.compile(r"^\|(?:[^|]*\|)?\s*(?:#?bytes\b|[0-9][0-9,]*(?:\.[0-9]+)?\s*\|)[^\n]*\|\s*$", re.IGNORECASE)
+_MARKDOWN_ROW = lazy_compile(r"^\|(?:[^|]*\|)?\s*(?:#?bytes\b|[0-9][0-9,]*(?:\.[0-9]+)?\s*\|)[^\n]*\|\s*$", re.IGNORECASE)
 
 
 def _is_markdown_row(line):
@@ -277,13 +278,13 @@ def _is_markdown_row(line):
 
 
 # A "#" and blanks before the table's header or a row of figures: neither is a root prompt's command.
-_COMMENTED_TABLE = re.compile(r"^\s*#[ \t]+(?=#bytes\b|[0-9]+[ \t]+[0-9])")
+_COMMENTED_TABLE = lazy_compile(r"^\s*#[ \t]+(?=#bytes\b|[0-9]+[ \t]+[0-9])")
 # A test harness's prefix of each line the tool printed: "2019-07-16 03:43:24,134 process L0458 DEBUG| [stdout] ".
-_HARNESS_STREAM = re.compile(r"^.{0,120}?\| ?\[(?:stdout|stderr)\] ?")
+_HARNESS_STREAM = lazy_compile(r"^.{0,120}?\| ?\[(?:stdout|stderr)\] ?")
 # Two figures of two decimals each with nothing between them.
 # A figure an author set in Markdown emphasis ("**5544.28**", "*5.67*", "__920.13__"): perftest prints no "*" or "_" in a row.
-_EMPHASISED_FIGURE = re.compile(r"^(\*\*|\*|__|_)(?P<figure>[0-9]{1,15}(?:\.[0-9]{1,12})?)\1$")
-_GLUED_FIGURES = re.compile(r"^([0-9]+\.[0-9]{2})([0-9]+\.[0-9]{2})$")
+_EMPHASISED_FIGURE = lazy_compile(r"^(\*\*|\*|__|_)(?P<figure>[0-9]{1,15}(?:\.[0-9]{1,12})?)\1$")
+_GLUED_FIGURES = lazy_compile(r"^([0-9]+\.[0-9]{2})([0-9]+\.[0-9]{2})$")
 
 
 _COUNT_COLUMNS = ("bytes", "iterations")

@@ -13,7 +13,8 @@ builds each one from a fixed shape with only the interface, device and port fill
 
 from __future__ import annotations
 
-import re
+
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 
 # kind -> the argv shape; "{netdev}", "{device}" and "{port}" are the only holes.
 QUERY_SHAPES = {
@@ -36,8 +37,8 @@ WRITING_WORDS = frozenset((
 # The flags each shape itself uses; they are queries there (mlnx_qos -i, mlxlink -d/-p select a device).
 _SHAPE_FLAGS = {"dcb": {"-j"}, "mlnx_qos": {"-i"}, "mlxlink": {"-d", "-p", "--json", "--show_module", "--show_counters"}}
 
-_NETDEV = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$")  # IFNAMSIZ is 16 with the NUL
-_DEVICE = re.compile(r"^[A-Za-z0-9_/][A-Za-z0-9_.:/-]{0,63}$")  # mlx5_0, a PCI address, or /dev/mst/...
+_NETDEV = lazy_compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$")  # IFNAMSIZ is 16 with the NUL
+_DEVICE = lazy_compile(r"^[A-Za-z0-9_/][A-Za-z0-9_.:/-]{0,63}$")  # mlx5_0, a PCI address, or /dev/mst/...
 
 
 class QueryCommandError(ValueError):

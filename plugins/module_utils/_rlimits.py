@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
+
 # RLIM_INFINITY on Linux: (rlim_t) -1.  OCI specs spell "unlimited" this way.
 RLIM_INFINITY = 18446744073709551615
 
@@ -46,7 +48,7 @@ RLIMIT_TYPES = (
 
 _UNLIMITED_WORDS = ("unlimited", "infinity")
 _BINARY_SUFFIXES = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
-_OCI_VALUE = re.compile(r"^\+?([0-9]{1,20})\s*([KMGTPE]?)$", re.IGNORECASE)
+_OCI_VALUE = lazy_compile(r"^\+?([0-9]{1,20})\s*([KMGTPE]?)$", re.IGNORECASE)
 
 
 class RlimitError(ValueError):
@@ -218,9 +220,9 @@ _KIND_HELP = {
     "nice": "a nice level (-20..19, written with a sign) or a raw value 0..40",
 }
 
-_SIZE_PART = re.compile(r"([0-9]{1,20})(?:\.([0-9]{1,20}))?[ \t]*([EPTGMKB]?)[ \t]*")
-_COUNT = re.compile(r"^\+?[0-9]{1,20}$")
-_TIME_PART = re.compile(r"([0-9]{1,20})(?:\.([0-9]{1,20}))?[ \t]*([a-zA-Z\u00b5\u03bc]*)[ \t]*")
+_SIZE_PART = lazy_compile(r"([0-9]{1,20})(?:\.([0-9]{1,20}))?[ \t]*([EPTGMKB]?)[ \t]*")
+_COUNT = lazy_compile(r"^\+?[0-9]{1,20}$")
+_TIME_PART = lazy_compile(r"([0-9]{1,20})(?:\.([0-9]{1,20}))?[ \t]*([a-zA-Z\u00b5\u03bc]*)[ \t]*")
 
 _USEC_PER = {"s": 1000000, "min": 60000000, "h": 3600000000, "d": 86400000000, "w": 604800000000}
 # Time units systemd understands (src/basic/time-util.c), as microseconds.

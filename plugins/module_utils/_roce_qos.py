@@ -27,6 +27,7 @@ import re
 
 from ansible_collections.rdma.node.plugins.module_utils._ib_common import MAIL_QUOTE_MARKS, is_shell_prompt
 from ansible_collections.rdma.node.plugins.module_utils._files import read_text_and_reason
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, reader
 from ansible_collections.rdma.node.plugins.module_utils._query_commands import (
     WRITING_WORDS,
@@ -273,19 +274,19 @@ def parse_dcb_apptrust(text):
 
 # ------------------------------------------------------------------------------------ mlnx_qos
 
-_TRUST = re.compile(r"^Priority trust (?:state|mode):\s*(?P<trust>\w+)", re.IGNORECASE)
-_DCBX = re.compile(r"^DCBX mode:\s*(?P<mode>.+?)\s*$")
-_DSCP_ROW = re.compile(r"^prio:\s*(?P<prio>[0-7])\s+dscp:\s*(?P<dscp>[0-9,\s]*)$")
-_DSCP_SEPARATORS = re.compile(r"[,\s]+")
-_CABLE = re.compile(r"^Cable len:\s*(?P<len>[0-9]+)")
-_BUFFERS = re.compile(r"^Receive buffer size \(bytes\):\s*(?P<sizes>[0-9,]+)(?:max_buffer_size=(?P<max>[0-9]+))?")
-_TC = re.compile(r"^tc:\s*(?P<tc>[0-9]+)\s+ratelimit:\s*(?P<rate>[^,]+),\s*tsa:\s*(?P<tsa>\w+)(?:,\s*bw:\s*(?P<bw>[0-9]+)%)?")
-_TC_PRIO = re.compile(r"^priority:\s*(?P<prio>[0-7])$")
-_PFC_TITLE = re.compile(r"^PFC configuration:\s*$")
+_TRUST = lazy_compile(r"^Priority trust (?:state|mode):\s*(?P<trust>\w+)", re.IGNORECASE)
+_DCBX = lazy_compile(r"^DCBX mode:\s*(?P<mode>.+?)\s*$")
+_DSCP_ROW = lazy_compile(r"^prio:\s*(?P<prio>[0-7])\s+dscp:\s*(?P<dscp>[0-9,\s]*)$")
+_DSCP_SEPARATORS = lazy_compile(r"[,\s]+")
+_CABLE = lazy_compile(r"^Cable len:\s*(?P<len>[0-9]+)")
+_BUFFERS = lazy_compile(r"^Receive buffer size \(bytes\):\s*(?P<sizes>[0-9,]+)(?:max_buffer_size=(?P<max>[0-9]+))?")
+_TC = lazy_compile(r"^tc:\s*(?P<tc>[0-9]+)\s+ratelimit:\s*(?P<rate>[^,]+),\s*tsa:\s*(?P<tsa>\w+)(?:,\s*bw:\s*(?P<bw>[0-9]+)%)?")
+_TC_PRIO = lazy_compile(r"^priority:\s*(?P<prio>[0-7])$")
+_PFC_TITLE = lazy_compile(r"^PFC configuration:\s*$")
 # Where an author elided the rest of an output ("...", "... # many other outputs", "[...]", "<snip>"): mlnx_qos prints no
 # such line, so the tables after it (the PFC table comes after the DSCP map) are not in the text.
-_ELIDED = re.compile(r"^(?:\.{3,}|\u2026|\[\s*(?:\.{3}|\u2026|snip(?:ped)?)\s*\]|<\s*(?:\.{3}|snip(?:ped)?)\s*>)(?:\s+#.*)?$",
-                     re.IGNORECASE)
+_ELIDED = lazy_compile(r"^(?:\.{3,}|\u2026|\[\s*(?:\.{3}|\u2026|snip(?:ped)?)\s*\]|<\s*(?:\.{3}|snip(?:ped)?)\s*>)(?:\s+#.*)?$",
+                       re.IGNORECASE)
 
 
 def _output_starts(lines):

@@ -38,14 +38,15 @@ import costs more than reading the ports does. The controller imports them all t
 
 from __future__ import annotations
 
-import re
+
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 
 IB_FACTS = "rdma.node.ib_facts"
 DRIVER_FACTS = "rdma.node.driver_facts"
 CONTAINER_LIMITS = "rdma.node.container_limits"
 
 # A fact path: dotted names, where a name followed by [] stands for every element of a list.
-_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[\])?(?:\.[A-Za-z_][A-Za-z0-9_]*(?:\[\])?)*$")
+_PATH = lazy_compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[\])?(?:\.[A-Za-z_][A-Za-z0-9_]*(?:\[\])?)*$")
 
 _SUBSETS = {}
 

@@ -25,11 +25,12 @@ from ansible_collections.rdma.node.plugins.module_utils._ib_common import (
     port_key,
     port_state,
 )
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 from ansible_collections.rdma.node.plugins.module_utils._numbers import parse_int, parse_uint
 
-_PCI_ADDRESS = re.compile(r"^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-_NATURAL_PARTS = re.compile(r"([0-9]+)")
-_PORT_NUMBER = re.compile(r"[0-9]{1,3}", re.ASCII)
+_PCI_ADDRESS = lazy_compile(r"^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+_NATURAL_PARTS = lazy_compile(r"([0-9]+)")
+_PORT_NUMBER = lazy_compile(r"[0-9]{1,3}", re.ASCII)
 _ATTR_MAX_BYTES = 4096
 _ARPHRD_INFINIBAND = "32"
 
@@ -65,7 +66,7 @@ def _read_guid(path):
 
 
 # The kernel prints every hardware address as colon-separated octets (sysfs_format_mac).
-_HARDWARE_ADDRESS = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2})*$")
+_HARDWARE_ADDRESS = lazy_compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2})*$")
 
 
 def _firmware_version(text):

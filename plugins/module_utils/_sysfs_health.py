@@ -20,6 +20,7 @@ import os
 import re
 
 from ansible_collections.rdma.node.plugins.module_utils._files import add_read_warning, read_lenient
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 from ansible_collections.rdma.node.plugins.module_utils._numbers import parse_int, parse_uint
 from ansible_collections.rdma.node.plugins.module_utils._subsets import IB_FACTS, reader
 from ansible_collections.rdma.node.plugins.module_utils._sysfs import read_attr
@@ -138,9 +139,9 @@ def _scaled(name, value):
 
 # ------------------------------------------------------------------------------------ PCI
 
-_BDF = re.compile(r"^[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-_HOST_BRIDGE = re.compile(r"^pci[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}$")
-_SPEED = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s", re.IGNORECASE)
+_BDF = lazy_compile(r"^[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+_HOST_BRIDGE = lazy_compile(r"^pci[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}$")
+_SPEED = lazy_compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s", re.IGNORECASE)
 
 # PCIe generation by transfer rate per lane (GT/s), for messages such as "Gen3 x8 of Gen4 x16".
 PCIE_GENERATIONS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
@@ -380,8 +381,8 @@ def locality(gpu_list, hcas):
 
 PEERMEM_MODULES = ("nvidia_peermem", "nv_peer_mem")
 DMA_BUF_MIN_KERNEL = (5, 12)  # RDMA dma-buf memory registration (ib_umem_dmabuf) landed in 5.12
-_DRIVER_VERSION = re.compile(r"Kernel Module\s+(?:for\s+\S+\s+)?([0-9]+(?:\.[0-9]+)+)")
-_KERNEL_VERSION = re.compile(r"^([0-9]{1,9})\.([0-9]{1,9})")
+_DRIVER_VERSION = lazy_compile(r"Kernel Module\s+(?:for\s+\S+\s+)?([0-9]+(?:\.[0-9]+)+)")
+_KERNEL_VERSION = lazy_compile(r"^([0-9]{1,9})\.([0-9]{1,9})")
 
 
 def kernel_version(release):
@@ -468,9 +469,9 @@ def gpudirect(root, proc_root):
 # ------------------------------------------------------------------------------------ RoCE
 
 NETNS_PARAMETER = "module/ib_core/parameters/netns_mode"
-_ZERO_GID = re.compile(r"^[0:]+$")
+_ZERO_GID = lazy_compile(r"^[0:]+$")
 # The kernel names GID table entries by their index, 0 to the table's size (at most a few thousand).
-_GID_INDEX = re.compile(r"[0-9]{1,9}", re.ASCII)
+_GID_INDEX = lazy_compile(r"[0-9]{1,9}", re.ASCII)
 
 
 def netns_mode(root):
@@ -614,8 +615,8 @@ def roce_netdev_addresses(netdevs, proc_root):
 # in millidegrees Celsius, and temp<N>_label.
 NO_HWMON = "the kernel exposes no hwmon temperature for it (of the RDMA drivers, mlx5 registers one, from Linux 6.6)"
 NO_PCI_FUNCTION = "it has no PCI function in this sysfs tree (no device link), so no hwmon device to read"
-_TEMP_INPUT = re.compile(r"^temp([0-9]{1,3})_input$")
-_MILLIDEGREES = re.compile(r"^-?[0-9]{1,7}$")
+_TEMP_INPUT = lazy_compile(r"^temp([0-9]{1,3})_input$")
+_MILLIDEGREES = lazy_compile(r"^-?[0-9]{1,7}$")
 
 
 def _celsius(text):

@@ -21,9 +21,9 @@ How systemd (252) assembles a unit, which is what :func:`analyze` reproduces fro
 from __future__ import annotations
 
 import os
-import re
 
 from ansible_collections.rdma.node.plugins.module_utils._files import read_lenient
+from ansible_collections.rdma.node.plugins.module_utils._lazy_re import lazy_compile
 from ansible_collections.rdma.node.plugins.module_utils._rlimits import RlimitError, parse_systemd_limit
 
 SEARCH_PATHS = (
@@ -52,12 +52,12 @@ LIMIT_SECTIONS = {"service": "Service", "socket": "Socket", "mount": "Mount", "s
 
 HEADER = "# Managed by rdma.node.systemd_limits: local changes to this file are overwritten."
 
-_UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.\\@-]+$")
-_SECTION = re.compile(r"^\[([^\]]+)\]\s*$")
+_UNIT_NAME = lazy_compile(r"^[A-Za-z0-9:_.\\@-]+$")
+_SECTION = lazy_compile(r"^\[([^\]]+)\]\s*$")
 
 
 # A property of systemctl show: a name of letters and digits, then "=" ("LimitMEMLOCK=8388608").
-_SHOW_PROPERTY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)=(.*)$")
+_SHOW_PROPERTY = lazy_compile(r"^\s*([A-Za-z][A-Za-z0-9]*)=(.*)$")
 
 
 class DropinError(ValueError):

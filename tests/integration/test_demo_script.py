@@ -94,4 +94,3 @@ def test_the_remediation_refuses_first_without_containerd_and_runc(tmp_path):
 def test_every_spelling_of_the_remediation_is_recognised(tmp_path, spelling):
     run = demo(tmp_path, *spelling, path=without_containerd(tmp_path))
     assert run.returncode == 2 and "nothing was run" in run.stderr
-
