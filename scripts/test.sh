@@ -18,6 +18,10 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 eval "$("$ROOT/scripts/setup.sh" --test)"
+# A machine may set PYTHONDONTWRITEBYTECODE: every Python process the tests start (a module run, a fake
+# server, a tool) would then compile its sources again. Their bytecode goes to the set-up's cache, not the tree.
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX="$RDMA_NODE_CACHE/pycache"
 
 STAGES=("$@")
 PYTEST=(python -m pytest -q -p no:cacheprovider)
@@ -26,7 +30,7 @@ PYTEST=(python -m pytest -q -p no:cacheprovider)
 INTEGRATION_1=(test_k8s_quarantine_fake_api.py test_awx_controller_config.py test_bandwidth_check_role.py test_k8s_rdma_fake_api.py test_pod_proof_fake_api.py)
 # The full run's lanes, each about 1200 s of stages alone; together on 2 cores (2026-11-28) they ended after 1877 s,
 # 1720 s and 1930 s, the cores 92% busy: the run is bound by its CPU time, not by how the lanes wait.
-LANES=("unit sanity lint molecule sanity-2.21" "unit-2.21 demo-2.21 integration-1" "integration-2")
+LANES=("unit sanity molecule sanity-2.21" "unit-2.21 demo-2.21 integration-1" "lint integration-2")
 
 # A directory of links to the commands of Debian's essential packages (coreutils, bash, grep, sed,
 # findutils, util-linux, ...), which every Debian system has: the unit tests' PATH besides the venv.
