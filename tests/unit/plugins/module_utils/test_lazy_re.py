@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-import ansible_collections.rdma.node.plugins.module_utils as module_utils
+from ansible_collections.rdma.node.plugins import module_utils
 from ansible_collections.rdma.node.plugins.module_utils._lazy_re import LazyPattern, lazy_compile
 
 TEXT = "mlx5_0 port 1 ==> ib0 (Up)\nmlx5_1 port 1 ==> ib1 (Down)\n"
