@@ -10,10 +10,9 @@ although a node uses few of them (38 of 166 on a demo node): compiled at first u
 for the forms its own outputs have, and the call took 12% less CPU (0.49 s to 0.43 s, the main job's
 call on a demo node, 12 runs each, interleaved).
 
-``lazy_compile(pattern, flags)`` takes what ``re.compile`` takes and gives an object with the
-methods of a compiled pattern. The first call of any of them compiles the expression and puts the
-compiled pattern's own methods on the object, so that every later call costs what a call of a
-compiled pattern costs.
+``lazy_compile(pattern, flags)`` takes what ``re.compile`` takes and gives an object that answers
+as a compiled pattern. Its first use compiles the expression and puts the compiled pattern's own
+methods on the object, so that every later call costs what a call of a compiled pattern costs.
 """
 
 from __future__ import annotations
@@ -36,38 +35,15 @@ class LazyPattern:
         compiled = self._compiled
         if compiled is None:
             compiled = self._compiled = re.compile(*self._source)
-            # Attributes of the object come before the methods of its class: from now on a call goes
-            # straight to the compiled pattern.
+            # From now on obj.match and the rest are the compiled pattern's own methods, found on the
+            # object itself, without __getattr__.
             for name in _METHODS:
                 setattr(self, name, getattr(compiled, name))
         return compiled
 
-    def match(self, *args, **kwargs):
-        return self.compiled().match(*args, **kwargs)
-
-    def search(self, *args, **kwargs):
-        return self.compiled().search(*args, **kwargs)
-
-    def fullmatch(self, *args, **kwargs):
-        return self.compiled().fullmatch(*args, **kwargs)
-
-    def finditer(self, *args, **kwargs):
-        return self.compiled().finditer(*args, **kwargs)
-
-    def findall(self, *args, **kwargs):
-        return self.compiled().findall(*args, **kwargs)
-
-    def sub(self, *args, **kwargs):
-        return self.compiled().sub(*args, **kwargs)
-
-    def subn(self, *args, **kwargs):
-        return self.compiled().subn(*args, **kwargs)
-
-    def split(self, *args, **kwargs):
-        return self.compiled().split(*args, **kwargs)
-
     def __getattr__(self, name):
-        # Only for what the object itself lacks: pattern, flags, groups, groupindex of the compiled pattern.
+        # Asked only for what the object lacks: before the first use, the methods too. Compiling puts the
+        # compiled pattern's methods on the object, so a later call never comes here.
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self.compiled(), name)
