@@ -34,6 +34,11 @@ APT_PACKAGES=(
   bsdextrautils      # column -t: the parsers are tested on aligned pastes
 )
 DEMO_REMEDIATION_PACKAGES=(containerd runc)
+# The development venvs leave their bytecode to the first import: pip would compile all of the ansible
+# package's collections, most of which no command imports, and the tests keep their bytecode apart
+# (PYTHONPYCACHEPREFIX, scripts/test.sh), where a venv's own would not be read. The demo's small venv
+# is compiled, so that the demo and the benchmarks start alike on every machine.
+NO_COMPILE=(--no-compile)
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 fail() { printf 'setup: %s\n' "$*" >&2; exit 1; }
@@ -53,11 +58,17 @@ install_apt_packages() {
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
-# make_venv PYTHON REQUIREMENTS: prints the path of a venv of PYTHON with exactly REQUIREMENTS installed.
+# venv_path REQUIREMENTS: prints the path of the venv made from REQUIREMENTS (keyed by its hash).
+venv_path() {
+  printf '%s/venv-%s' "$CACHE" "$(sha256sum "$1" | cut -c1-12)"
+}
+
+# make_venv PYTHON REQUIREMENTS [PIP_OPTION...]: makes the venv of venv_path REQUIREMENTS with PYTHON
+# and exactly REQUIREMENTS installed, unless it is there already.
 make_venv() {
-  local python=$1 requirements=$2 hash venv
-  hash=$(sha256sum "$requirements" | cut -c1-12)
-  venv="$CACHE/venv-$hash"
+  local python=$1 requirements=$2 venv
+  shift 2
+  venv=$(venv_path "$requirements")
   if [ ! -x "$venv/bin/ansible-playbook" ]; then
     log "creating the Python venv $venv from $(basename "$requirements")"
     rm -rf "$venv"
@@ -65,13 +76,12 @@ make_venv() {
     "$python" -m venv "$venv"
     # pip's output is kept, and shown only when it fails (this machine's pip configuration warns about
     # local index paths that do not exist).
-    if ! "$venv/bin/pip" install --disable-pip-version-check -r "$requirements" >"$venv/pip-install.log" 2>&1; then
+    if ! "$venv/bin/pip" install --disable-pip-version-check "$@" -r "$requirements" >"$venv/pip-install.log" 2>&1; then
       tail -n 30 "$venv/pip-install.log" >&2
       rm -rf "$venv"
       fail "installing $(basename "$requirements") into $venv failed (pip's last lines above)."
     fi
   fi
-  printf '%s' "$venv"
 }
 
 # The Python 3.12 that ansible-core 2.20 and later need: pyenv's (the image keeps one), else python3.12.
@@ -120,16 +130,29 @@ PY
 }
 
 case "$MODE" in
-  --demo) VENV=$(make_venv python3 "$ROOT/requirements-demo.txt") ;;
+  --demo)
+    make_venv python3 "$ROOT/requirements-demo.txt"
+    VENV=$(venv_path "$ROOT/requirements-demo.txt") ;;
   --demo-remediation)
     install_apt_packages "${DEMO_REMEDIATION_PACKAGES[@]}"
-    VENV=$(make_venv python3 "$ROOT/requirements-demo.txt") ;;
-  --dev) VENV=$(make_venv python3 "$ROOT/requirements.txt") ;;
+    make_venv python3 "$ROOT/requirements-demo.txt"
+    VENV=$(venv_path "$ROOT/requirements-demo.txt") ;;
+  --dev)
+    make_venv python3 "$ROOT/requirements.txt" "${NO_COMPILE[@]}"
+    VENV=$(venv_path "$ROOT/requirements.txt") ;;
   --test)
-    install_apt_packages "${APT_PACKAGES[@]}"
-    VENV=$(make_venv python3 "$ROOT/requirements.txt")
+    # The Debian packages and the two venvs do not need each other: a new machine makes them at once,
+    # and waits for its downloads once instead of three times.
     PYTHON_3_12=$(python_3_12)
-    VENV_2_21=$(make_venv "$PYTHON_3_12" "$ROOT/requirements-ansible-2.21.txt")
+    install_apt_packages "${APT_PACKAGES[@]}" &
+    apt_job=$!
+    make_venv python3 "$ROOT/requirements.txt" "${NO_COMPILE[@]}" &
+    venv_job=$!
+    make_venv "$PYTHON_3_12" "$ROOT/requirements-ansible-2.21.txt" "${NO_COMPILE[@]}"
+    wait "$venv_job" || exit 1
+    wait "$apt_job" || exit 1
+    VENV=$(venv_path "$ROOT/requirements.txt")
+    VENV_2_21=$(venv_path "$ROOT/requirements-ansible-2.21.txt")
     offline_get_pip ;;
   *) fail "unknown mode $MODE (known: --demo --demo-remediation --dev --test)" ;;
 esac

@@ -9,8 +9,9 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.module_utils._dkms import DkmsParseError
-from ansible_collections.rdma.node.plugins.module_utils._dkms import parse_dkms_status as _parse
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import LazyModule
+
+_dkms = LazyModule("ansible_collections.rdma.node.plugins.module_utils._dkms")
 
 
 def parse_dkms_status(data, strict=False):
@@ -29,8 +30,8 @@ def parse_dkms_status(data, strict=False):
     if not isinstance(strict, bool):
         raise AnsibleFilterError("rdma.node.parse_dkms_status: strict must be true or false, not %r" % (strict,))
     try:
-        return _parse(text, strict=strict)
-    except DkmsParseError as exc:
+        return _dkms.parse_dkms_status(text, strict=strict)
+    except _dkms.DkmsParseError as exc:
         raise AnsibleFilterError("rdma.node.parse_dkms_status: %s" % exc) from None
 
 

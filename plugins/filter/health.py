@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.module_utils._health_text import (
-    HealthTextError,
-    parse_carrier_events as _parse_carrier_events,
-    parse_rdma_system as _parse_rdma_system,
-)
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import LazyModule
+
+_health_text = LazyModule("ansible_collections.rdma.node.plugins.module_utils._health_text")
 
 
 def _plain(data):
@@ -28,16 +26,16 @@ def _plain(data):
 def parse_carrier_events(data):
     """Kernel log text (string or list of lines) -> carrier events, per-netdev counts and notes."""
     try:
-        return _parse_carrier_events(_plain(data))
-    except HealthTextError as exc:
+        return _health_text.parse_carrier_events(_plain(data))
+    except _health_text.HealthTextError as exc:
         raise AnsibleFilterError(str(exc)) from None
 
 
 def parse_rdma_system(data):
     """``rdma system`` output (string or list of lines) -> netns mode and the flags it prints."""
     try:
-        return _parse_rdma_system(_plain(data))
-    except HealthTextError as exc:
+        return _health_text.parse_rdma_system(_plain(data))
+    except _health_text.HealthTextError as exc:
         raise AnsibleFilterError(str(exc)) from None
 
 

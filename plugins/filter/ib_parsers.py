@@ -10,14 +10,9 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.module_utils._ib_text import (
-    IbTextError,
-    parse_ibdev2netdev as _parse_ibdev2netdev,
-    parse_ibstat as _parse_ibstat,
-    parse_ibstatus as _parse_ibstatus,
-    parse_ibv_devinfo as _parse_ibv_devinfo,
-    parse_rdma_link as _parse_rdma_link,
-)
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import LazyModule
+
+_ib_text = LazyModule("ansible_collections.rdma.node.plugins.module_utils._ib_text")
 
 
 def _run(parser, data, strict):
@@ -25,33 +20,33 @@ def _run(parser, data, strict):
         raise AnsibleFilterError("rdma.node.%s: strict must be true or false, not %r" % (parser.__name__, strict))
     try:
         return parser(data, strict=strict)
-    except IbTextError as exc:
+    except _ib_text.IbTextError as exc:
         raise AnsibleFilterError(str(exc)) from None
 
 
 def parse_ibstat(data, strict=False):
     """``ibstat`` output (string or list of lines) -> ``{ports, notes}``."""
-    return _run(_parse_ibstat, data, strict)
+    return _run(_ib_text.parse_ibstat, data, strict)
 
 
 def parse_ibstatus(data, strict=False):
     """``ibstatus`` output (string or list of lines) -> ``{ports, notes}``."""
-    return _run(_parse_ibstatus, data, strict)
+    return _run(_ib_text.parse_ibstatus, data, strict)
 
 
 def parse_ibv_devinfo(data, strict=False):
     """``ibv_devinfo`` output (string or list of lines) -> ``{ports, notes}``."""
-    return _run(_parse_ibv_devinfo, data, strict)
+    return _run(_ib_text.parse_ibv_devinfo, data, strict)
 
 
 def parse_ibdev2netdev(data, strict=False):
     """``ibdev2netdev`` / ``ibdev2netdev -v`` output (string or list of lines) -> ``{ports, notes}``."""
-    return _run(_parse_ibdev2netdev, data, strict)
+    return _run(_ib_text.parse_ibdev2netdev, data, strict)
 
 
 def parse_rdma_link(data, strict=False):
     """``rdma link show`` output (string or list of lines) -> ``{ports, notes}``."""
-    return _run(_parse_rdma_link, data, strict)
+    return _run(_ib_text.parse_rdma_link, data, strict)
 
 
 class FilterModule:

@@ -13,16 +13,10 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import call, plain_data
-from ansible_collections.rdma.node.plugins.plugin_utils._checks.cluster import mofed_wait_findings, resource_findings
-from ansible_collections.rdma.node.plugins.plugin_utils._k8s_rdma import (
-    MOFED_WAIT_LABEL,
-    K8sRdmaError,
-    device_plugin_config,
-    merge_device_plugin_config,
-    merge_tolerations,
-    stale_resource_patches,
-)
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import LazyModule, call, plain_data
+
+_k8s_rdma = LazyModule("ansible_collections.rdma.node.plugins.plugin_utils._k8s_rdma")
+_cluster_checks = LazyModule("ansible_collections.rdma.node.plugins.plugin_utils._checks.cluster")
 
 
 def _host_facts(hostvars, host):
@@ -60,11 +54,11 @@ def rdma_shared_device_plugin_config(data, resources, groups=None, rdma_hca_max=
             if not isinstance(members, (list, tuple)):
                 raise AnsibleFilterError("rdma.node.%s: input[%s] must be a list of ansible_facts.rdma, got %r" % (name, group, members))
             group_hosts[group] = [("%s[%d]" % (group, i), None if f is None else plain_data(f)) for i, f in enumerate(members)]
-    result = call(name, device_plugin_config, group_hosts, resources, rdma_hca_max=rdma_hca_max, strict=strict)
+    result = call(name, _k8s_rdma.device_plugin_config, group_hosts, resources, rdma_hca_max=rdma_hca_max, strict=strict)
     if current_config is not None:
         try:
-            merged = merge_device_plugin_config(plain_data(current_config), result["configList"])
-        except K8sRdmaError as exc:
+            merged = _k8s_rdma.merge_device_plugin_config(plain_data(current_config), result["configList"])
+        except _k8s_rdma.K8sRdmaError as exc:
             if strict:
                 raise AnsibleFilterError("rdma.node.%s: %s" % (name, exc)) from None
             result["problems"].append({"group": None, "message": str(exc)})
@@ -75,14 +69,15 @@ def rdma_shared_device_plugin_config(data, resources, groups=None, rdma_hca_max=
 
 def k8s_tolerations_merge(existing, wanted):
     """Merge wanted tolerations into a policy's existing ones without duplicates."""
-    return call("k8s_tolerations_merge", merge_tolerations, plain_data(existing), plain_data(wanted))
+    return call("k8s_tolerations_merge", _k8s_rdma.merge_tolerations, plain_data(existing), plain_data(wanted))
 
 
 def k8s_mofed_wait_findings(nodes, tolerations, planned_tolerations=None, policy_name="nic-cluster-policy",
-                            label=MOFED_WAIT_LABEL, waited_seconds=None, previously_stuck=None, check_mode=False):
-    """Why nodes are stuck at network.nvidia.com/operator.mofed.wait=true."""
-    return call("k8s_mofed_wait_findings", mofed_wait_findings, plain_data(nodes), plain_data(tolerations or []),
-                planned_tolerations=plain_data(planned_tolerations), policy_name=str(policy_name), label=str(label),
+                            label=None, waited_seconds=None, previously_stuck=None, check_mode=False):
+    """Why nodes are stuck at network.nvidia.com/operator.mofed.wait=true (``label``: that one when None)."""
+    return call("k8s_mofed_wait_findings", _cluster_checks.mofed_wait_findings, plain_data(nodes), plain_data(tolerations or []),
+                planned_tolerations=plain_data(planned_tolerations), policy_name=str(policy_name),
+                label=_k8s_rdma.MOFED_WAIT_LABEL if label is None else str(label),
                 waited_seconds=waited_seconds, previously_stuck=plain_data(previously_stuck), check_mode=bool(check_mode))
 
 
@@ -101,13 +96,13 @@ def k8s_node_resource_findings(nodes, resources, groups, hostvars=None, prefix="
             value = (hostvars.get(host) or {}).get("k8s_node_name")
             if value:
                 node_names[host] = str(value)
-    return call(name, resource_findings, plain_data(nodes), plain_data(resources), inventory_groups, node_names, prefix=str(prefix),
+    return call(name, _cluster_checks.resource_findings, plain_data(nodes), plain_data(resources), inventory_groups, node_names, prefix=str(prefix),
                 expected_count=expected_count, mofed_label=str(mofed_label) if mofed_label else None)
 
 
 def k8s_stale_resource_patches(nodes, names, node_names=None):
     """JSON patches removing stale extended resources from the nodes' status, where present."""
-    return call("k8s_stale_resource_patches", stale_resource_patches, plain_data(nodes), plain_data(names), plain_data(node_names))
+    return call("k8s_stale_resource_patches", _k8s_rdma.stale_resource_patches, plain_data(nodes), plain_data(names), plain_data(node_names))
 
 
 class FilterModule:

@@ -10,7 +10,9 @@ import json
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.plugin_utils._metrics import render
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import LazyModule
+
+_metrics = LazyModule("ansible_collections.rdma.node.plugins.plugin_utils._metrics")
 
 
 def node_health_metrics(facts, now=None, groups=None):
@@ -20,7 +22,7 @@ def node_health_metrics(facts, now=None, groups=None):
     try:
         if groups is not None and (not isinstance(groups, list) or not all(isinstance(g, str) for g in groups)):
             raise AnsibleFilterError("node_health_metrics: groups must be the host's group_names (a list of names), got %r" % (groups,))
-        return render(json.loads(json.dumps(facts, default=str)), now, groups)  # Ansible's own types as plain JSON
+        return _metrics.render(json.loads(json.dumps(facts, default=str)), now, groups)  # Ansible's own types as plain JSON
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError("node_health_metrics: %s" % exc) from None
 

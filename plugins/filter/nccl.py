@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.module_utils._nccl_output import NcclOutputError
-from ansible_collections.rdma.node.plugins.module_utils._nccl_output import parse_nccl_log as _parse_log
-from ansible_collections.rdma.node.plugins.module_utils._nccl_output import parse_nccl_tests as _parse_tests
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import LazyModule
+
+_nccl_output = LazyModule("ansible_collections.rdma.node.plugins.module_utils._nccl_output")
 
 
 def _text(data, name):
@@ -47,16 +47,16 @@ def _strict(value, name):
 def parse_nccl_log(data, strict=False):
     """An NCCL_DEBUG=INFO log -> NCCL's network, HCAs and the transport of every channel."""
     try:
-        return _parse_log(_text(data, "parse_nccl_log"), strict=_strict(strict, "parse_nccl_log"))
-    except NcclOutputError as exc:
+        return _nccl_output.parse_nccl_log(_text(data, "parse_nccl_log"), strict=_strict(strict, "parse_nccl_log"))
+    except _nccl_output.NcclOutputError as exc:
         raise AnsibleFilterError("rdma.node.parse_nccl_log: %s" % exc) from None
 
 
 def parse_nccl_tests(data, strict=False):
     """nccl-tests output (all_reduce_perf...) -> its rows and the bus bandwidth at the largest size."""
     try:
-        return _parse_tests(_text(data, "parse_nccl_tests"), strict=_strict(strict, "parse_nccl_tests"))
-    except NcclOutputError as exc:
+        return _nccl_output.parse_nccl_tests(_text(data, "parse_nccl_tests"), strict=_strict(strict, "parse_nccl_tests"))
+    except _nccl_output.NcclOutputError as exc:
         raise AnsibleFilterError("rdma.node.parse_nccl_tests: %s" % exc) from None
 
 

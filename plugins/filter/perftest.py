@@ -9,8 +9,9 @@ from collections.abc import Mapping, Sequence
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.module_utils._perftest_output import PerftestOutputError
-from ansible_collections.rdma.node.plugins.module_utils._perftest_output import parse_perftest as _parse
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import LazyModule
+
+_perftest_output = LazyModule("ansible_collections.rdma.node.plugins.module_utils._perftest_output")
 
 
 def _text(value, what):
@@ -33,7 +34,7 @@ def parse_perftest(data, strict=False):
         raise AnsibleFilterError("rdma.node.parse_perftest: strict must be true or false, not %r" % (strict,))
     try:
         return _parse_input(data, strict)
-    except PerftestOutputError as exc:
+    except _perftest_output.PerftestOutputError as exc:
         raise AnsibleFilterError("rdma.node.parse_perftest: %s" % exc) from None
 
 
@@ -50,9 +51,9 @@ def _parse_input(data, strict):
         rc = data.get("rc")
         if rc is not None and (not isinstance(rc, int) or isinstance(rc, bool)):
             raise AnsibleFilterError("rdma.node.parse_perftest: rc must be an integer, not %r" % (rc,))
-        return _parse(stdout, stderr, rc=rc, strict=strict)
+        return _perftest_output.parse_perftest(stdout, stderr, rc=rc, strict=strict)
     if isinstance(data, str) or (isinstance(data, Sequence) and not isinstance(data, (bytes, Mapping))):
-        return _parse(_text(data, "the input"), strict=strict)
+        return _perftest_output.parse_perftest(_text(data, "the input"), strict=strict)
     raise AnsibleFilterError(
         "rdma.node.parse_perftest expects perftest output: a string, a list of lines, or a registered "
         "command result with stdout, not %s" % type(data).__name__

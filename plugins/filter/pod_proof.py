@@ -12,8 +12,9 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.plugin_utils import _pod_proof
-from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import call, plain_data
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import LazyModule, call, plain_data
+
+_pod_proof = LazyModule("ansible_collections.rdma.node.plugins.plugin_utils._pod_proof")
 
 # What the proof reads of an inventory host: its node name and the facts its messages use.
 HOST_KEYS = ("rdma", "rdma_memlock", "node_remediation_status")

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdma.node contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fleet report's data, built from hostvars (live, or loaded from a fact cache)."""
+"""The fleet report's data, built from hostvars (live, or loaded from a fact cache).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_artifact import DEFAULT_MAX_BYTES, fleet_artifact as _fleet_artifact
-from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report_hosts import report_from_hostvars
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import LazyModule
 from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report_upload import redact_url
+
+_report_hosts = LazyModule("ansible_collections.rdma.node.plugins.plugin_utils._fleet_report_hosts")
 
 
 def fleet_report_data(host_names, hostvars, title="RDMA fleet report", sources=None, cluster_hosts=("localhost",)):
@@ -22,7 +25,7 @@ def fleet_report_data(host_names, hostvars, title="RDMA fleet report", sources=N
     of the check registry); ``cluster_hosts`` are where cluster-scope roles (k8s_rdma) ran.
     """
     try:
-        return report_from_hostvars(host_names, hostvars, title, sources, cluster_hosts)
+        return _report_hosts.report_from_hostvars(host_names, hostvars, title, sources, cluster_hosts)
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError("rdma.node.fleet_report_data: %s" % exc) from None
 

@@ -9,14 +9,16 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.plugin_utils._fleet_report_page import page_data, script_json
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import LazyModule
+
+_fleet_report_page = LazyModule("ansible_collections.rdma.node.plugins.plugin_utils._fleet_report_page")
 
 
 def fleet_report_page_json(report):
     """Return the data the HTML report's page renders, as JSON text for ``<script type="application/json">``."""
     if not isinstance(report, Mapping) or not isinstance(report.get("hosts"), list):
         raise AnsibleFilterError("rdma.node.fleet_report_page_json: expected the report of rdma.node.fleet_report_data (a mapping with a 'hosts' list)")
-    return script_json(page_data(report))
+    return _fleet_report_page.script_json(_fleet_report_page.page_data(report))
 
 
 class FilterModule:

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.module_utils._rlimits import RlimitError, parse_rlimit_value
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import LazyModule
+
+_rlimits = LazyModule("ansible_collections.rdma.node.plugins.module_utils._rlimits")
 
 
 def rlimit_value(value):
     """Return the integer an OCI runtime expects for ``unlimited``, ``64K``, ``8M`` or a number."""
     try:
-        return parse_rlimit_value(value, "rlimit_value input")
-    except RlimitError as exc:
+        return _rlimits.parse_rlimit_value(value, "rlimit_value input")
+    except _rlimits.RlimitError as exc:
         raise AnsibleFilterError(str(exc))
 
 

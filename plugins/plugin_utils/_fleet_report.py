@@ -59,6 +59,16 @@ def _lookup(host_vars, name):
     return value
 
 
+def _findings_of(host, role, value):
+    """A role's findings on a host as a list of mappings; ValueError when they are something else (a hand-set
+    variable, an edited fact cache), rather than a report that reads them as no findings."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(finding, dict) for finding in value):
+        raise ValueError("%s_findings of %s: expected a list of findings (mappings), got %s" % (role, host, repr(value)[:80]))
+    return value
+
+
 def _is_cluster(status):
     return str((status or {}).get("subject") or "").startswith(CLUSTER_PREFIX)
 
@@ -232,7 +242,7 @@ def host_entry(name, host_vars, sources, node_findings=None, removed=False, pod_
         status = _lookup(host_vars, source + "_status")
         if _is_cluster(status):
             continue
-        findings.extend(_lookup(host_vars, source + "_findings") or [])
+        findings.extend(_findings_of(name, source, _lookup(host_vars, source + "_findings")))
         if status is not None:
             statuses[source] = status
     node_findings = node_findings or {}
