@@ -111,20 +111,31 @@ link_collection() {
 
 offline_get_pip() {
   # ansible-test --venv downloads get-pip.py (get_pip_24_2.py for ansible-core 2.19's ansible-test,
-  # get_pip_25_2.py for 2.21's); ensurepip gives pip without a download, and pip then installs the
-  # version asked for.
+  # get_pip_25_2.py for 2.21's) for each venv it makes, ten or eleven per release on a new machine. The stand-in
+  # installs the pip version asked for with the pip wheel that Python bundles for ensurepip, run from the
+  # wheel: no download, and no setuptools and older pip installed first (ensurepip's way, kept for a
+  # Python without that wheel).
   local shim_dir=$HOME/.ansible/test/cache name
   mkdir -p "$shim_dir"
   for name in get_pip_24_2.py get_pip_25_2.py; do
     cat > "$shim_dir/$name" <<'PY'
-"""Stand-in for get-pip.py: bootstrap pip with ensurepip, then install what was asked for."""
+"""Stand-in for get-pip.py (scripts/setup.sh): installs what was asked for with the pip wheel bundled for ensurepip."""
+import glob
+import os
 import subprocess
 import sys
 
+import ensurepip
+
 args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
-subprocess.check_call([sys.executable, "-m", "ensurepip", "--default-pip"])
-if args:
-    subprocess.check_call([sys.executable, "-m", "pip", "install", *args])
+bundled = sorted(glob.glob(os.path.join(os.path.dirname(ensurepip.__file__), "_bundled", "pip-*.whl")))
+if bundled and any(not a.startswith("-") for a in args):
+    # Python compiles pip's modules when it first imports them.
+    subprocess.check_call([sys.executable, os.path.join(bundled[-1], "pip"), "install", "--no-compile", *args])
+else:
+    subprocess.check_call([sys.executable, "-m", "ensurepip", "--default-pip"])
+    if args:
+        subprocess.check_call([sys.executable, "-m", "pip", "install", *args])
 PY
   done
 }
