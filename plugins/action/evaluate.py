@@ -34,6 +34,7 @@ from ansible_collections.rdma.node.plugins.plugin_utils._metrics import render a
 from ansible_collections.rdma.node.plugins.plugin_utils._publish import publish
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
 from ansible_collections.rdma.node.plugins.plugin_utils._role_options import RoleOptionsError, load_specs, reads_options, role_options
+from ansible_collections.rdma.node.plugins.plugin_utils._safe_text import visible
 
 # The checks and fact readers are imported with _judge, and every role's argument specification is
 # read now, while this plugin is loaded: the strategy loads an action's class in ansible-playbook's
@@ -162,9 +163,10 @@ class ActionModule(ActionBase):
         return _node_writer.write_metrics(self, path, text)
 
     def _gather(self, calls, task_vars, result):
-        """Run the fact modules on the node; their facts, ``rdma_unreachable`` when the host cannot be
-        reached (every check is then skipped with Ansible's reason, and a later run that reaches it
-        clears it), or the task fails with the module's own message."""
+        """Run the fact modules on the node; the facts each fills by its declarations (a node's answer is
+        hostile: anything else it returns is left out, with a warning), ``rdma_unreachable`` when the host
+        cannot be reached (every check is then skipped with Ansible's reason, and a later run that
+        reaches it clears it), or the task fails with the module's own message."""
         gathered = {UNREACHABLE: None}
         for module, module_args in calls:
             try:
@@ -176,7 +178,13 @@ class ActionModule(ActionBase):
                 result.setdefault("warnings", []).extend(facts["warnings"])
             if facts.get("failed") or facts.get("unreachable"):
                 raise AnsibleActionFail("rdma.node.evaluate: %s failed on the node: %s" % (module, self._module_failure(facts)))
-            gathered.update(facts.get("ansible_facts") or {})
+            returned = facts.get("ansible_facts") if isinstance(facts.get("ansible_facts"), dict) else {}
+            declared = _gather_plan.fact_names(module)
+            gathered.update((name, value) for name, value in returned.items() if name in declared)
+            foreign = sorted(name for name in returned if name not in declared)
+            if foreign:
+                result.setdefault("warnings", []).append(
+                    "rdma.node.evaluate: %s returned facts it does not fill, left out: %s" % (module, ", ".join(visible(name) for name in foreign)[:300]))
         return gathered
 
     @staticmethod

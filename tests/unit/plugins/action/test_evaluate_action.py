@@ -34,3 +34,40 @@ def test_a_module_crash_is_passed_on_with_its_reason():
     assert ActionModule._module_failure(crash).endswith("ValueError: invalid literal for int()")
     assert ActionModule._module_failure({"failed": True, "msg": "sysfs_root /x is not a directory"}) == "sysfs_root /x is not a directory"
     assert ActionModule._module_failure({"failed": True, "rc": 137}) == "it gave no reason (rc 137)"
+
+
+class _Shell:
+    tmpdir = None
+
+
+class _Connection:
+    _shell = _Shell()
+
+
+def _gather_from(returned, module="rdma.node.node_facts"):
+    """The action's gather with the node's module answer ``returned``: the node is the fake here, and only its answer."""
+    action = ActionModule.__new__(ActionModule)
+    action._connection = _Connection()
+    action._remove_tmp_path = lambda path: None
+    action._execute_module = lambda module_name, module_args, task_vars: returned
+    result = {}
+    return action._gather([(module, {})], {}, result), result
+
+
+def test_a_node_cannot_set_facts_its_module_does_not_fill():
+    """A node answers for its own reads only: not for a role's findings, another play's facts or the controller's."""
+    rdma, driver = {"ports": []}, {"running_kernel": "6.1.0-27-amd64"}
+    gathered, result = _gather_from({"changed": False, "ansible_facts": {
+        "rdma": rdma, "rdma_driver": driver, "bandwidth_check_findings": [], "pod_proof_node": {"nccl": "ok"},
+        "ib_inventory_status": {"ok": True}, "\x1b[31mred": 1}})
+    assert gathered == {"rdma_unreachable": None, "rdma": rdma, "rdma_driver": driver}
+    assert result["warnings"] == ["rdma.node.evaluate: rdma.node.node_facts returned facts it does not fill, left out: "
+                                  "\\x1b[31mred, bandwidth_check_findings, ib_inventory_status, pod_proof_node"]
+
+
+def test_each_fact_module_keeps_what_it_fills():
+    memlock = {"limit": "unlimited"}
+    assert _gather_from({"ansible_facts": {"rdma_memlock": memlock, "rdma": {}}}, "rdma.node.container_limits") == (
+        {"rdma_unreachable": None, "rdma_memlock": memlock},
+        {"warnings": ["rdma.node.evaluate: rdma.node.container_limits returned facts it does not fill, left out: rdma"]})
+    assert _gather_from({"ansible_facts": "not a mapping"}, "rdma.node.ib_facts") == ({"rdma_unreachable": None}, {})
