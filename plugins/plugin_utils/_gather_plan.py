@@ -46,7 +46,7 @@ def fact_names(module):
     """The top-level facts ``module`` fills by its subsets' declarations (``rdma`` for ib_facts; node_facts: those of the
     modules it runs). What else a node's module returns is no fact of the collection's: a node does not write the
     findings of a role (``<role>_findings``) or anything a later play reads as the controller's."""
-    modules = [name for name in _NODE_FACTS_PARTS] if module == NODE_FACTS else [module]
+    modules = list(_NODE_FACTS_PARTS) if module == NODE_FACTS else [module]
     return {path.split(".")[0].split("[")[0] for subset in subsets() if subset.module in modules for path in subset.fills}
 
 
