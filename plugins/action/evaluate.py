@@ -34,7 +34,7 @@ from ansible_collections.rdma.node.plugins.plugin_utils._metrics import render a
 from ansible_collections.rdma.node.plugins.plugin_utils._publish import publish
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
 from ansible_collections.rdma.node.plugins.plugin_utils._role_options import RoleOptionsError, load_specs, reads_options, role_options
-from ansible_collections.rdma.node.plugins.plugin_utils._safe_text import visible
+from ansible_collections.rdma.node.plugins.plugin_utils._safe_text import strip_controls, visible
 
 # The checks and fact readers are imported with _judge, and every role's argument specification is
 # read now, while this plugin is loaded: the strategy loads an action's class in ansible-playbook's
@@ -175,7 +175,9 @@ class ActionModule(ActionBase):
                 return {UNREACHABLE: {"reason": " ".join(str(exc).split()), "time": _now()}}
             self._remove_tmp_path(self._connection._shell.tmpdir)
             if facts.get("warnings"):
-                result.setdefault("warnings", []).extend(facts["warnings"])
+                # The node's words reach the terminal: without escape sequences, and a list whatever it sent.
+                warnings = facts["warnings"] if isinstance(facts["warnings"], list) else [facts["warnings"]]
+                result.setdefault("warnings", []).extend(strip_controls(warning) for warning in warnings)
             if facts.get("failed") or facts.get("unreachable"):
                 raise AnsibleActionFail("rdma.node.evaluate: %s failed on the node: %s" % (module, self._module_failure(facts)))
             returned = facts.get("ansible_facts") if isinstance(facts.get("ansible_facts"), dict) else {}

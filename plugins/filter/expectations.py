@@ -1,8 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdma.node contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that compare gathered facts with a group's expectations, through the check registry.
-"""
+"""Filters that compare gathered facts with a group's expectations, through the check registry."""
 
 from __future__ import annotations
 

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import LazyModule
+from ansible_collections.rdma.node.plugins.plugin_utils._findings import FindingError, plain
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
 
-_findings = LazyModule("ansible_collections.rdma.node.plugins.plugin_utils._findings")
 _quarantine = LazyModule("ansible_collections.rdma.node.plugins.plugin_utils._quarantine")
 
 # What a host's ansible_facts may hold for the plan besides the roles' results: the time of its checks.
@@ -27,7 +27,7 @@ HOST_KEYS = ("group_names", "k8s_node_name")
 def _call(name, func, *args, **kwargs):
     try:
         return func(*args, **kwargs)
-    except (CheckError, _findings.FindingError) as exc:  # QuarantineError too
+    except (CheckError, FindingError) as exc:  # QuarantineError too
         raise AnsibleFilterError("rdma.node.%s: %s" % (name, exc)) from None
 
 
@@ -45,20 +45,20 @@ def host_inputs(hostvars, host, roles):
     status (at the top level in this run, in ansible_facts from a fact cache) and the counters' time."""
     found = _raw(hostvars, host)
     wanted = [role + suffix for role in roles for suffix in ("_findings", "_status")]
-    out = {key: _findings.plain(found[key], "%s of %s" % (key, host)) for key in HOST_KEYS + tuple(wanted) if found.get(key) is not None}
+    out = {key: plain(found[key], "%s of %s" % (key, host)) for key in HOST_KEYS + tuple(wanted) if found.get(key) is not None}
     facts = found.get("ansible_facts")
     if isinstance(facts, Mapping):
-        kept = {key: _findings.plain(facts[key], "ansible_facts.%s of %s" % (key, host)) for key in wanted if facts.get(key) is not None}
+        kept = {key: plain(facts[key], "ansible_facts.%s of %s" % (key, host)) for key in wanted if facts.get(key) is not None}
         rdma = facts.get("rdma")
         if isinstance(rdma, Mapping) and rdma.get("counters_time") is not None:
-            kept["rdma"] = {"counters_time": _findings.plain(rdma["counters_time"])}
+            kept["rdma"] = {"counters_time": plain(rdma["counters_time"])}
         out["ansible_facts"] = kept
     return out
 
 
 def k8s_quarantine_settings(options):
     """The role's options checked, with their defaults: one sentence naming the option when one is wrong."""
-    return _call("k8s_quarantine_settings", _quarantine.settings, _findings.plain(options, "k8s_quarantine options"))
+    return _call("k8s_quarantine_settings", _quarantine.settings, plain(options, "k8s_quarantine options"))
 
 
 def k8s_quarantine_plan(hostvars, hosts, reading, options, now=None, guard_failed=None):
@@ -73,7 +73,7 @@ def k8s_quarantine_plan(hostvars, hosts, reading, options, now=None, guard_faile
         raise AnsibleFilterError("rdma.node.%s: reading must be what the role read from the cluster (a mapping), got %r" % (name, reading))
     cfg = k8s_quarantine_settings(options)
     inputs = {str(h): host_inputs(hostvars, str(h), cfg["roles"]) for h in hosts}
-    return _call(name, _quarantine.plan, inputs, _findings.plain(dict(reading), "reading"), cfg, time.time() if now is None else float(now),
+    return _call(name, _quarantine.plan, inputs, plain(dict(reading), "reading"), cfg, time.time() if now is None else float(now),
                  guard_failed=str(guard_failed) if guard_failed else None)
 
 
@@ -82,7 +82,7 @@ def k8s_quarantine_pods(pods, resources):
     if isinstance(resources, str) or not isinstance(resources, (list, tuple)):
         raise AnsibleFilterError("rdma.node.k8s_quarantine_pods: resources must be a list such as ['rdma/*', 'nvidia.com/gpu'], got %r"
                                  % (resources,))
-    return _call("k8s_quarantine_pods", _quarantine.pods_to_evict, _findings.plain(pods or [], "pods"), [str(r) for r in resources])
+    return _call("k8s_quarantine_pods", _quarantine.pods_to_evict, plain(pods or [], "pods"), [str(r) for r in resources])
 
 
 class FilterModule:

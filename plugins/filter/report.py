@@ -1,8 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: rdma.node contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fleet report's data, built from hostvars (live, or loaded from a fact cache).
-"""
+"""The fleet report's data, built from hostvars (live, or loaded from a fact cache)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ walks plugins/filter), in each worker process that templates one, and the collec
 every module it imports from source (it keeps no bytecode). A filter file that imported its logic at
 its top would cost each such process all of the collection's parsers, plans and checks: about 0.4 s
 of CPU. So a filter file imports only this module and Ansible's at its top, and its logic through
-``LazyModule`` or inside the filter that calls it.
+``LazyModule``.
 """
 
 from __future__ import annotations

@@ -71,3 +71,14 @@ def test_each_fact_module_keeps_what_it_fills():
         {"rdma_unreachable": None, "rdma_memlock": memlock},
         {"warnings": ["rdma.node.evaluate: rdma.node.container_limits returned facts it does not fill, left out: rdma"]})
     assert _gather_from({"ansible_facts": "not a mapping"}, "rdma.node.ib_facts") == ({"rdma_unreachable": None}, {})
+
+
+@pytest.mark.parametrize("warnings, shown", [
+    (["reads \x1b]0;owned\x07fine\x1b[2J"], ["reads fine"]),
+    ("one warning, not a list", ["one warning, not a list"]),
+    ([7], ["7"]),
+])
+def test_a_nodes_warnings_reach_the_terminal_as_text(warnings, shown):
+    rdma = {"ports": []}
+    gathered, result = _gather_from({"ansible_facts": {"rdma": rdma}, "warnings": warnings}, "rdma.node.ib_facts")
+    assert (gathered, result) == ({"rdma_unreachable": None, "rdma": rdma}, {"warnings": shown})
