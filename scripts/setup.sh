@@ -64,12 +64,13 @@ venv_path() {
 }
 
 # make_venv PYTHON REQUIREMENTS [PIP_OPTION...]: makes the venv of venv_path REQUIREMENTS with PYTHON
-# and exactly REQUIREMENTS installed, unless it is there already.
+# and exactly REQUIREMENTS installed, unless it is there already. The mark is written last: a set-up
+# stopped half-way (Ctrl-C, a lost download) leaves a venv that the next run makes again.
 make_venv() {
   local python=$1 requirements=$2 venv
   shift 2
   venv=$(venv_path "$requirements")
-  if [ ! -x "$venv/bin/ansible-playbook" ]; then
+  if [ ! -f "$venv/.rdma-node-installed" ]; then
     log "creating the Python venv $venv from $(basename "$requirements")"
     rm -rf "$venv"
     mkdir -p "$CACHE"
@@ -81,6 +82,7 @@ make_venv() {
       rm -rf "$venv"
       fail "installing $(basename "$requirements") into $venv failed (pip's last lines above)."
     fi
+    touch "$venv/.rdma-node-installed"
   fi
 }
 
