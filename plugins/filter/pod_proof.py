@@ -75,8 +75,11 @@ def pod_proof_host_views(hostvars, hosts):
 
 
 def pod_proof_plan(host_views, groups, hosts, options):
-    """The pairs of each group, their pods' batches and notes (``_pod_proof.plan``)."""
-    return call("pod_proof_plan", _pod_proof.plan, host_views, groups, hosts, options)
+    """The pairs of each group, their pods' batches and notes (``_pod_proof.plan``). Without pods
+    (``run_pods`` false) no pair is planned, and the hosts' views are not even copied: the main job's
+    NCCL play passes every host's."""
+    run_pods = options.get("run_pods", True) if isinstance(options, Mapping) else True
+    return call("pod_proof_plan", _pod_proof.plan, host_views if run_pods else {}, groups, hosts, options)
 
 
 def pod_proof_manifests(plan, batch, side, options, run_id, pods=None):

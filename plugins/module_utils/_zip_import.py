@@ -32,7 +32,6 @@ fail it. Entries not rewritten for 30 days are removed when a new one is written
 from __future__ import annotations
 
 import hashlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import marshal
@@ -52,7 +51,7 @@ CACHE_VARIABLE = "RDMA_NODE_CODE_CACHE"
 ROOT_CACHE = "/var/cache/rdma.node/bytecode"
 USER_CACHE = (".cache", "rdma.node", "bytecode")  # under the effective user's home
 # What an entry's file starts with; then the SHA-256 of the source and that of the marshalled code.
-ENTRY_MAGIC = b"rdma.node code 1\n"
+ENTRY_MAGIC = b"rdma.node code 2\n"  # 2: code named by code_name()
 ENTRY_SUFFIX = ".code"
 MAX_AGE = 30 * 86400
 # Python's bytecode tag (cpython-311) and its magic number: marshalled code is read only by the Python
@@ -184,21 +183,24 @@ class CodeCache:
                 pass
 
 
-def _with_filename(code, filename):
-    """``code`` and the code nested in it, named after ``filename`` (where this call's zip is), so that
-    a traceback names the file as an uncached import would."""
-    nested = tuple(_with_filename(value, filename) if isinstance(value, types.CodeType) else value for value in code.co_consts)
-    return code.replace(co_filename=filename, co_consts=nested)
+def code_name(fullname, package):
+    """The file name a module's code carries, which a traceback shows: its path in the collection
+    (``ansible_collections/rdma/node/plugins/module_utils/_files.py``), the same at every call. The
+    zip's own path is a new temporary directory at each call: code named after it would have to be
+    renamed, function by function, whenever it comes from the cache (a fifth of the cache's cost)."""
+    return fullname.replace(".", "/") + ("/__init__.py" if package else ".py")
 
 
-class _SourceLoader(importlib.abc.Loader):
+# A finder and a loader need only their methods: importlib.abc's base classes would import
+# importlib.resources at every module call, which nothing else of a module needs.
+class _SourceLoader:
     """Runs one module from its source, compiled once or taken from the code cache; gives the source
     back for tracebacks."""
 
-    def __init__(self, fullname, source, filename, cache):
+    def __init__(self, fullname, source, code_filename, cache):
         self._fullname = fullname
         self._source = source
-        self._filename = filename
+        self._code_filename = code_filename
         self._cache = cache
 
     def create_module(self, spec):
@@ -207,10 +209,8 @@ class _SourceLoader(importlib.abc.Loader):
     def exec_module(self, module):
         key = self._cache.key(self._source) if self._cache else None
         code = self._cache.load(key) if key else None
-        if code is not None:
-            code = _with_filename(code, self._filename)
-        else:
-            code = compile(self._source, self._filename, "exec", dont_inherit=True)
+        if code is None:
+            code = compile(self._source, self._code_filename, "exec", dont_inherit=True)
             if key:
                 self._cache.store(key, code)
         exec(code, module.__dict__)  # noqa: S102  (the module's own code, read from its zip)
@@ -220,7 +220,7 @@ class _SourceLoader(importlib.abc.Loader):
         return self._source if fullname == self._fullname else None
 
 
-class ZipSourceFinder(importlib.abc.MetaPathFinder):
+class ZipSourceFinder:
     """Finds the collection's module_utils in a zip on the parent package's path."""
 
     def __init__(self, cache=None):
@@ -241,7 +241,7 @@ class ZipSourceFinder(importlib.abc.MetaPathFinder):
                 continue  # only compiled code: zipimport's business
             filename = os.path.join(entry, name, "__init__.py") if package else os.path.join(entry, name + ".py")
             return importlib.util.spec_from_file_location(
-                fullname, filename, loader=_SourceLoader(fullname, source, filename, self.cache),
+                fullname, filename, loader=_SourceLoader(fullname, source, code_name(fullname, package), self.cache),
                 submodule_search_locations=[os.path.join(entry, name)] if package else None)
         return None
 

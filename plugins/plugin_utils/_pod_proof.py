@@ -145,10 +145,12 @@ def plan(hostvars, groups, hosts, options):
     variables (facts included). ``options``: ``groups`` (group -> settings), ``groups_text`` (more groups
     as YAML or JSON text, as an AWX survey gives them: a group there replaces the same group of
     ``groups``), ``defaults`` (the role's default settings), ``rounds``, ``max_pairs``, ``tool``,
-    ``tcp_port``, ``run_pods`` (false: the pairs are planned and shown, nothing is run or judged of them).
+    ``tcp_port``, ``run_pods`` (false: only the groups' NCCL evidence is judged, so no pair is planned and
+    ``hostvars`` is not read; check mode plans and shows the pairs without running them).
     A host is paired within the first of its groups that has settings; a host without RDMA facts is
     left out with a note.
     """
+    run_pods = bool(options.get("run_pods", True))
     settings_raw = options.get("groups") or {}
     if not isinstance(settings_raw, Mapping):
         raise PodProofError("pod_proof_groups: expected a mapping of inventory group to settings, got %r" % (settings_raw,))
@@ -173,6 +175,8 @@ def plan(hostvars, groups, hosts, options):
         if group is None:
             continue
         group_of[host] = group
+        if not run_pods:
+            continue
         values, facts = _hosts_facts(hostvars, host)
         rdma = facts.get("rdma") if isinstance(facts.get("rdma"), Mapping) else None
         if rdma is None or not isinstance(rdma.get("ports"), list):
@@ -214,7 +218,7 @@ def plan(hostvars, groups, hosts, options):
         "tool": built["tool"], "groups": built["groups"], "settings": settings, "hosts": order, "group_of": group_of,
         "nodes": {host: node_name(hostvars, host) for host in order}, "tests": tests, "batches": batches,
         "notes": notes, "bandwidth_plan": built, "max_pairs": max_pairs, "tcp_port": tcp_port,
-        "run_pods": bool(options.get("run_pods", True)),
+        "run_pods": run_pods,
     }
 
 

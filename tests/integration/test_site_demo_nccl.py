@@ -53,6 +53,8 @@ def test_the_saved_logs_are_judged_in_the_cluster_section(demo, site):
     status = cluster["roles"]["pod_proof"]
     assert (status["run_pods"], status["pairs"], status["pods"]) == (False, [], [])
     assert [(n["check"], n["subject"]) for n in status["not_checked"]] == [("pair_not_run", "pods")]
+    assert status["not_checked"][0]["reason"].startswith("pod_proof_run_pods is false: no pod pair was planned or run in the group(s) "
+                                                         "ib-a100, ib-v100; only the groups' NCCL evidence was judged")
     assert [(n["group"], n["network"], n["transports"], n["gdrdma_channels"]) for n in status["nccl"]] == [
         ("ib-a100", None, {"net_ib": 16}, 0), ("ib-v100", "Socket", {"net_socket": 7}, 0)]
     assert report["totals"]["cluster_findings"] == 2

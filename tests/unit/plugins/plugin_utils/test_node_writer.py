@@ -71,25 +71,30 @@ def fake_tool(directory, name, script):
 
 
 def test_a_link_planted_under_the_very_temporary_name_makes_the_write_fail_not_follow(tmp_path):
-    # A fake mktemp that "predicts" the name: the attacker planted a link there, to a file and to a
-    # name that does not exist yet. The exclusive create refuses both; the victim is untouched.
+    # The attacker "predicted" the random name (the test gives it): a link planted there, to a file and
+    # to a name that does not exist yet. The exclusive create refuses both; the victim is untouched.
     victim = tmp_path / "shadow"
     victim.write_text("root:secret\n")
     textfiles = tmp_path / "textfile"
     textfiles.mkdir()
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     for planted_target in (victim, tmp_path / "created-by-root"):
         planted = textfiles / (TEMPORARY_PREFIX + "predicted")
         if planted.is_symlink():
             planted.unlink()
         planted.symlink_to(planted_target)
-        env = fake_tool(bin_dir, "mktemp", "echo %s\n" % planted)
-        done = run(write_command(str(textfiles / "rdma_node.prom")), "x 1\n", env=env)
+        done = run(write_command(str(textfiles / "rdma_node.prom"), suffix="predicted"), "x 1\n")
         assert done.returncode != 0
         assert victim.read_text() == "root:secret\n"
         assert not (tmp_path / "created-by-root").exists()
         assert not (textfiles / "rdma_node.prom").exists()
+
+
+def test_the_temporary_name_is_drawn_anew_for_each_write_and_no_tool_draws_it_on_the_node(tmp_path):
+    commands = [write_command(str(tmp_path / "rdma_node.prom")) for dummy in range(50)]
+    names = {command.split("t=\"$d\"/", 1)[1].split(";", 1)[0] for command in commands}
+    assert len(names) == 50 and all(len(name) == len(TEMPORARY_PREFIX) + 16 for name in names)
+    # Only the shell's builtins, cat and mv: nothing else runs on the node.
+    assert "mktemp" not in commands[0] and "$(" not in commands[0]
 
 
 def test_a_failed_write_leaves_no_temporary_file_and_the_old_metrics(tmp_path):

@@ -80,13 +80,19 @@ def test_the_pods_perftest_uses_the_gpu_nearest_its_hca(views):
     assert (test["client_memory"]["mode"], test["expected_gbps"]) == ("dmabuf", 180.0)
 
 
-def test_without_pods_the_pairs_are_not_checked_never_passed(views):
+def test_without_pods_no_pair_is_planned_and_the_pairs_are_not_checked_never_passed(views):
     planned = plan(views, GROUPS, DEMO_HOSTS, {"groups": {"ib-v100": {"rdma_resource": "rdma/rdma_v100"}}, "defaults": DEFAULTS,
                                                "run_pods": False})
+    # The group's hosts are known (the NCCL checks read them); no pair, no batch, no note about a host's facts.
+    assert (planned["tests"], planned["batches"], planned["notes"]) == ([], [], [])
+    assert [h for h in planned["hosts"] if planned["group_of"].get(h) == "ib-v100"] == ["v100-node-01", "v100-node-02"]
+    # The hosts' facts are not read at all: without them the plan is the same.
+    assert plan({}, GROUPS, DEMO_HOSTS, {"groups": {"ib-v100": {"rdma_resource": "rdma/rdma_v100"}}, "defaults": DEFAULTS,
+                                         "run_pods": False})["group_of"] == planned["group_of"]
     params = {"plan": planned, "pods": [], "logs": {}, "check_mode": False, "nodes": {}, "memlock_wanted": "unlimited",
               "leftovers": [], "leftovers_removed": False, "nccl": [], "start_timeout": 120}
     status = evaluate_role(_pod_proof.ROLE, {}, params, subject="cluster/kubernetes")["status"]
     assert (status["ok"], status["warning"]) == (True, 0)
     assert status["not_checked"] == [{"check": "pair_not_run", "subject": "pods", "reason": (
-        "pod_proof_run_pods is false: the 1 planned pod pair(s) were not run (v100-node-01:mlx5_0/1>v100-node-02:mlx5_0/1); "
-        "only the groups' NCCL evidence was judged")}]
+        "pod_proof_run_pods is false: no pod pair was planned or run in the group(s) ib-v100; "
+        "only the groups' NCCL evidence was judged (the rdma.node.pod_proof playbook runs the pods)")}]
