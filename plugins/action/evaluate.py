@@ -191,9 +191,10 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def _module_failure(facts):
-        """The reason a module gave, or what its crash left (its exception, its output), in one line."""
+        """The reason a module gave, or what its crash left (its exception, its output), in one line; the
+        node's words without escape sequences, as its warnings."""
         for key in ("msg", "exception", "module_stderr", "module_stdout"):
-            text = " ".join(str(facts.get(key) or "").split())
+            text = " ".join(strip_controls(facts.get(key) or "").split())
             if text and text != "MODULE FAILURE See stdout/stderr for the exact error":
                 return text[-2000:] if key != "msg" else text
         return "it gave no reason (rc %s)" % facts.get("rc")

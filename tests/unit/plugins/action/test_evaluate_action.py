@@ -36,6 +36,11 @@ def test_a_module_crash_is_passed_on_with_its_reason():
     assert ActionModule._module_failure({"failed": True, "rc": 137}) == "it gave no reason (rc 137)"
 
 
+def test_a_nodes_failure_reaches_the_terminal_as_text():
+    assert ActionModule._module_failure({"failed": True, "msg": "bad \x1b]0;owned\x07read\x1b[2J\nof /sys"}) == "bad read of /sys"
+    assert ActionModule._module_failure({"failed": True, "module_stderr": "\x1b[31mTraceback\x1b[0m\nOSError"}) == "Traceback OSError"
+
+
 class _Shell:
     tmpdir = None
 
