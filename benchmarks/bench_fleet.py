@@ -29,6 +29,10 @@ and forks setting, it times side by side, alternating in rounds so that they sha
   the top level, in the worker of each task that returns facts and in every variable lookup of a host;
   rdma.node reads ``ansible_facts`` only.
 
+The hosts' paths under their node roots (sysfs, saved outputs, the metrics directory) are plain host
+variables, as a real inventory gives a node's paths; ``--node-paths templated`` keeps the demo's
+templates of the node root instead, which every evaluate task renders and compiles anew.
+
 ansible-playbook runs as an operator runs it: default stdout callback (its output goes to a file),
 no retry files. For each job it records the wall time and the CPU time (user + system of
 ansible-playbook and every process it waited for: workers and modules), which other load on the
@@ -36,7 +40,8 @@ machine disturbs much less. Prints a Markdown table of the medians of each, thei
 ``ping`` and, per forks setting, t(largest N)/t(smallest N). Usage::
 
     python benchmarks/bench_fleet.py [--hosts 100,200,1000] [--forks default,50] [--rounds 3]
-                                     [--only ping,site] [--json FILE] [--keep DIR]
+                                     [--only ping,site] [--node-paths plain|templated]
+                                     [--json FILE] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import jinja2
+import jinja2.meta
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,8 +110,34 @@ def group_of(profile):
     return "ib-" + profile.split("-", 1)[0]
 
 
-def build_fleet(base, host_counts):
-    """Node roots of the demo profiles, and one inventory per host count whose hosts point at them."""
+def node_path_templates(all_vars):
+    """The demo's variables that are templates of the node root alone, ``{name: jinja2 template}``.
+
+    The demo names each simulated node's paths (its sysfs root, its saved outputs) by templates of
+    ``rdma_demo_node_root``; ``rdma.demo.simulated_nodes`` gives that root per host."""
+    environment = jinja2.Environment()
+    environment.tests["exists"] = os.path.exists  # Ansible's test of a path on the controller
+    templates = {}
+    for name, value in all_vars.items():
+        if isinstance(value, str) and "{{" in value:
+            parsed = environment.parse(value)
+            if jinja2.meta.find_undeclared_variables(parsed) == {"rdma_demo_node_root"}:
+                templates[name] = environment.from_string(value)
+    return templates
+
+
+def build_fleet(base, host_counts, node_paths="plain"):
+    """Node roots of the demo profiles, and one inventory per host count whose hosts point at them.
+
+    ``node_paths`` "plain": each host's paths under its node root are plain values in its host
+    variables, as a real inventory gives a node's paths (/sys, /proc, a directory of saved outputs);
+    "templated": they are the demo's templates of the node root, which every task that reads them
+    renders, and compiles once in each worker process (about 26 ms of CPU per host and evaluate task
+    at 200 hosts; benchmarks/README.md)."""
+    if node_paths not in ("plain", "templated"):
+        raise ValueError("node_paths: expected plain or templated, got %r" % (node_paths,))
+    demo_vars = yaml.safe_load((DEMO / "group_vars/all.yml").read_text())
+    templates = node_path_templates(demo_vars) if node_paths == "plain" else {}
     profiles = sysfs_tree.build_hardware_file(str(DEMO / "demo.simulated_nodes.yml"), str(base / "profiles"))
     inventories = {}
     for count in host_counts:
@@ -118,11 +151,14 @@ def build_fleet(base, host_counts):
             host = "%s-%04d" % (profile.split("-", 1)[0] + "-node", index + 1)
             (nodes / host).symlink_to(base / "profiles" / profile, target_is_directory=True)
             # What the demo's inventory plugin (rdma.demo.simulated_nodes) gives each of its hosts.
-            groups.setdefault(group_of(profile), {})[host] = {"rdma_demo_node_root": str(nodes / host)}
+            host_vars = {"rdma_demo_node_root": str(nodes / host)}
+            host_vars.update((name, template.render(rdma_demo_node_root=str(nodes / host)).strip())
+                             for name, template in templates.items())
+            groups.setdefault(group_of(profile), {})[host] = host_vars
         inventory = {"all": {"children": {group: {"hosts": hosts} for group, hosts in groups.items()}}}
         (directory / "hosts.yml").write_text("---\n" + yaml.safe_dump(inventory, sort_keys=False))
         shutil.copytree(DEMO / "group_vars", directory / "group_vars")
-        all_vars = yaml.safe_load((directory / "group_vars/all.yml").read_text())
+        all_vars = {name: value for name, value in demo_vars.items() if name not in templates}
         all_vars["ansible_python_interpreter"] = sys.executable  # the venv's, without templating per host
         # Where the demo's groups keep their saved NCCL logs (site's NCCL play reads them), as the demo's
         # inventory plugin says it.
@@ -262,6 +298,9 @@ def main(argv=None):
                         + ", ".join(JOBS + OPTIONAL_JOBS) + " (default: %(default)s)")
     parser.add_argument("--skip-default-forks-at", default="",
                         help="host counts at which the default forks setting is not measured (e.g. 1000: ~20 min a site run)")
+    parser.add_argument("--node-paths", choices=("plain", "templated"), default="plain",
+                        help="each host's paths under its node root as plain host variables (default), or as the demo's "
+                        "templates of the node root")
     parser.add_argument("--json", help="also write the raw times and medians to this file")
     parser.add_argument("--keep", help="build the fleet in this directory and keep it (logs, reports, fact caches)")
     options = parser.parse_args(argv)
@@ -284,7 +323,7 @@ def main(argv=None):
         base = Path(context.name)
     try:
         (base / "tmp").mkdir(exist_ok=True)
-        inventories = build_fleet(base, host_counts)
+        inventories = build_fleet(base, host_counts, options.node_paths)
         times = measure(options, base, inventories)
     finally:
         if context is not None:
