@@ -31,7 +31,9 @@ and forks setting, it times side by side, alternating in rounds so that they sha
 
 The hosts' paths under their node roots (sysfs, saved outputs, the metrics directory) are plain host
 variables, as a real inventory gives a node's paths; ``--node-paths templated`` keeps the demo's
-templates of the node root instead, which every evaluate task renders and compiles anew.
+templates of the node root instead, which every evaluate task renders and compiles anew. Neither is
+free: the templates cost each evaluate task their compile, the plain values make the main process
+larger (14 values a host; at 1000 hosts ``ping``'s main process 139 MB against 74 MB, about 5% slower).
 
 ansible-playbook runs as an operator runs it: default stdout callback (its output goes to a file),
 no retry files. For each job it records the wall time and the CPU time (user + system of
