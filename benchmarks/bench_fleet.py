@@ -154,7 +154,7 @@ def build_fleet(base, host_counts, node_paths="plain"):
             (nodes / host).symlink_to(base / "profiles" / profile, target_is_directory=True)
             # What the demo's inventory plugin (rdma.demo.simulated_nodes) gives each of its hosts.
             host_vars = {"rdma_demo_node_root": str(nodes / host)}
-            host_vars.update((name, template.render(rdma_demo_node_root=str(nodes / host)).strip())
+            host_vars.update((name, template.render(rdma_demo_node_root=str(nodes / host)))
                              for name, template in templates.items())
             groups.setdefault(group_of(profile), {})[host] = host_vars
         inventory = {"all": {"children": {group: {"hosts": hosts} for group, hosts in groups.items()}}}

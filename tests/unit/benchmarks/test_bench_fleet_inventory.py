@@ -12,7 +12,6 @@ import sys
 import pytest
 import yaml
 
-from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from testpaths import COLLECTION_ROOT
@@ -44,7 +43,7 @@ def test_each_host_has_the_paths_ansible_renders_from_the_demos_templates(fleets
             "node_health_metrics_dir", "driver_verify_dkms_status_file"} <= set(names)
     resampled = []
     for host, variables in host_vars(plain).items():
-        templar = Templar(loader=DataLoader(), variables={"rdma_demo_node_root": variables["rdma_demo_node_root"]})
+        templar = Templar(variables={"rdma_demo_node_root": variables["rdma_demo_node_root"]})
         for name in names:
             assert variables[name] == templar.template(trust_as_template(demo[name])), (host, name)
         resampled.append(bool(variables["node_health_counters_resample_root"]))
