@@ -48,8 +48,9 @@ def _finished(manifest, exit_code, node):
     return pod
 
 
-def pod_proof_run(tmp_path):
-    """``(localhost variables as the role leaves them, the plan)``: pod_proof_status and pod_proof_findings."""
+def pod_proof_run(tmp_path, nodes=None):
+    """``(localhost variables as the role leaves them, the plan)``: pod_proof_status and pod_proof_findings.
+    ``nodes`` are the hosts' facts the checks read (none by default: node_remediation has not reported)."""
     demo = demo_hosts(tmp_path)
     views = {host: {"ansible_facts": {"rdma": demo[host]["rdma"]}} for host in DEMO_HOSTS}
     plan = _pod_proof.plan(views, GROUPS, DEMO_HOSTS, {"groups": SETTINGS, "defaults": DEFAULTS})
@@ -66,6 +67,6 @@ def pod_proof_run(tmp_path):
     nccl = [{"group": "ib-v100", "source": "the saved file ib-v100.log", "log": (NCCL / "nccl_info_socket_no_ib_device_nccl_2.7.8_issue447.log").read_text(),
              "tests": None, "read_error": None, "min_busbw": None, "rdma_resource": "rdma/rdma_v100", "hosts": GROUPS["ib-v100"]}]
     params = {"plan": plan, "pods": pods, "logs": logs, "check_mode": False, "leftovers": [], "leftovers_removed": False,
-              "nccl": nccl, "nodes": {}, "memlock_wanted": "unlimited", "start_timeout": 120}
+              "nccl": nccl, "nodes": {} if nodes is None else nodes, "memlock_wanted": "unlimited", "start_timeout": 120}
     result = evaluate_role(_pod_proof.ROLE, {}, params, subject="cluster/kubernetes")
     return {"pod_proof_status": result["status"], "pod_proof_findings": result["findings"]}, plan

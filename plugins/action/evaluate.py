@@ -31,6 +31,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.rdma.node.plugins.plugin_utils import _gather_plan, _node_writer
 from ansible_collections.rdma.node.plugins.plugin_utils._judge import UNREACHABLE, judge
 from ansible_collections.rdma.node.plugins.plugin_utils._metrics import render as render_metrics
+from ansible_collections.rdma.node.plugins.plugin_utils._pod_proof import HostFacts
 from ansible_collections.rdma.node.plugins.plugin_utils._publish import publish
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
 from ansible_collections.rdma.node.plugins.plugin_utils._role_options import RoleOptionsError, load_specs, reads_options, role_options
@@ -47,6 +48,7 @@ ARGUMENT_SPEC = {
     "role": {"type": "str"},
     "roles": {"type": "list", "elements": "str"},
     "params": {"type": "dict"},
+    "node_hosts": {"type": "list", "elements": "str"},
     "facts": {"type": "dict"},
     "subject": {"type": "str"},
     "only": {"type": "list", "elements": "str", "default": []},
@@ -57,7 +59,7 @@ ARGUMENT_SPEC = {
     "metrics_file": {"type": "str"},
     "fail_on_findings": {"type": "bool"},
 }
-MUTUALLY_EXCLUSIVE = [("role", "roles")]
+MUTUALLY_EXCLUSIVE = [("role", "roles"), ("roles", "node_hosts")]
 REQUIRED_ONE_OF = [("role", "roles")]
 
 
@@ -79,6 +81,8 @@ class ActionModule(ActionBase):
         roles = args["roles"] or [args["role"]]
         if len(roles) > 1 and args["params"] is not None:
             raise AnsibleActionFail("rdma.node.evaluate: params is for one role; with roles, each role's options are read from its variables")
+        if args["node_hosts"] is not None:
+            args["params"] = self._with_node_facts(args["params"], args["node_hosts"], task_vars)
         facts = dict(task_vars.get("ansible_facts") or {}) if args["facts"] is None else args["facts"]
         subject = args["subject"] or task_vars.get("inventory_hostname") or "localhost"
 
@@ -126,6 +130,16 @@ class ActionModule(ActionBase):
             else:
                 runtime[name] = value
         return options, runtime
+
+    @staticmethod
+    def _with_node_facts(params, hosts, task_vars):
+        """``params`` with ``nodes``: the facts of ``hosts``, read from hostvars when a check asks for a host."""
+        if "nodes" in (params or {}):
+            raise AnsibleActionFail("rdma.node.evaluate: give the hosts' facts as params.nodes or their names as node_hosts, not both")
+        try:
+            return dict(params or {}, nodes=HostFacts(task_vars.get("hostvars"), hosts))
+        except CheckError as exc:
+            raise AnsibleActionFail("rdma.node.evaluate: node_hosts: %s" % exc) from None
 
     @staticmethod
     def _fails_on_findings(role, asked, options):

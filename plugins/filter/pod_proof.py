@@ -12,51 +12,13 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import LazyModule, call, plain_data
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import LazyModule, call
 
 _pod_proof = LazyModule("ansible_collections.rdma.node.plugins.plugin_utils._pod_proof")
 
-# What the proof reads of an inventory host: its node name and the facts its messages use.
-HOST_KEYS = ("rdma", "rdma_memlock", "node_remediation_status")
-# Of the RDMA facts, what the plan (ports, the GPU nearest each HCA, its NUMA node) and the checks'
-# messages (GPUDirect readiness, locality) read. The rest (counters' time, PCIe paths, AER, optics, the
-# kernel log...) is left where it is: copying it for every host of a large fleet was most of the
-# NCCL play's time in the main job.
-RDMA_KEYS = ("ports", "devices", "gpus", "locality", "gpudirect")
-# Of each port, all but its counters, which neither the plan nor the checks read: about half of a port's
-# values, each copied and templated again by every task that reads the views (the plan, the judgement).
-PORT_COUNTER_KEYS = frozenset(("counters", "counters_ext", "counters_saturated", "counters_data_width_bits",
-                               "hw_counters", "hw_counters_lifespan_ms"))
-
-
-def _without_counters(port):
-    return {key: item for key, item in port.items() if key not in PORT_COUNTER_KEYS} if isinstance(port, Mapping) else port
-
-
-def _host_view(host_vars):
-    """One host's variables -> ``{k8s_node_name, ansible_facts: {rdma, rdma_memlock, node_remediation_status}}``
-    (``rdma``: RDMA_KEYS, the ports without their counters).
-
-    Facts come from ``ansible_facts`` (live or a fact cache) or, injected, from the top level."""
-    facts = host_vars.get("ansible_facts") if isinstance(host_vars.get("ansible_facts"), Mapping) else {}
-    picked = {}
-    for key in HOST_KEYS:
-        # The top level only where ansible_facts lacks the key (facts injected as variables).
-        value = facts[key] if key in facts else host_vars.get(key)
-        if key == "rdma" and isinstance(value, Mapping):
-            value = {name: value[name] for name in RDMA_KEYS if name in value}
-            if isinstance(value.get("ports"), list):
-                value["ports"] = [_without_counters(port) for port in value["ports"]]
-        if value is not None:
-            picked[key] = plain_data(value)
-    view = {"ansible_facts": picked}
-    if host_vars.get("k8s_node_name"):
-        view["k8s_node_name"] = str(host_vars["k8s_node_name"])
-    return view
-
 
 def pod_proof_host_views(hostvars, hosts):
-    """``{host: view}`` of each of ``hosts`` (see :func:`_host_view`), read from Ansible's ``hostvars``.
+    """``{host: view}`` of each of ``hosts`` (``_pod_proof.host_view``), read from Ansible's ``hostvars``.
 
     Facts and inventory names are never templates, so each host's variables are read raw where hostvars
     can (``raw_get``): rendering every host's variables, as ``hostvars[host]`` does, cost the main job's
@@ -70,7 +32,7 @@ def pod_proof_host_views(hostvars, hosts):
         # A host outside the inventory: raw_get gives an undefined value, a plain mapping None; either
         # way the host has no facts, and the plan leaves it out with a note.
         host_vars = hostvars.raw_get(host) if hasattr(hostvars, "raw_get") else hostvars.get(host)
-        views[str(host)] = _host_view(host_vars) if isinstance(host_vars, Mapping) else {"ansible_facts": {}}
+        views[str(host)] = _pod_proof.host_view(host_vars) if isinstance(host_vars, Mapping) else {"ansible_facts": {}}
     return views
 
 

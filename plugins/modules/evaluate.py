@@ -59,6 +59,15 @@ options:
       - For a readiness role, these are added to (and win over) the parameters derived from its
         options. Not with O(roles).
     type: dict
+  node_hosts:
+    description:
+      - Inventory hosts whose facts the checks read as the parameter C(nodes) (host to its facts), for a
+        cluster-scope role that judges nodes from the controller (C(pod_proof)). The action reads a host's
+        facts from C(hostvars) when a check asks about that host, instead of a template copying every
+        host's facts into O(params).
+      - Not with O(params.nodes), nor with O(roles).
+    type: list
+    elements: str
   facts:
     description: The facts to check. Default is the host's C(ansible_facts).
     type: dict

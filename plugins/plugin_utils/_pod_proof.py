@@ -26,6 +26,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 
 from ansible_collections.rdma.node.plugins.plugin_utils import _bandwidth_plan, _gpu_memory
+from ansible_collections.rdma.node.plugins.plugin_utils._filter_calls import plain_data
 from ansible_collections.rdma.node.plugins.plugin_utils._registry import CheckError
 from ansible_collections.rdma.node.plugins.module_utils._perftest import PerftestError, build_argv, parse_size
 from ansible_collections.rdma.node.plugins.module_utils._perftest_output import average_for, parse_perftest
@@ -593,6 +594,79 @@ def nccl_evidence(saved, launched, plan_, groups):
 # What a node's part of the proof keeps: its side of each pod pair, what its pods printed, its groups' NCCL.
 NODE_PAIR_KEYS = ("id", "group", "port", "peer_port", "memory", "rate_gbps", "expected_gbps", "measured_gbps", "verdict", "cause")
 NODE_POD_KEYS = ("name", "side", "phase", "stuck", "uid", "memlock", "ipc_lock", "pinning", "gpu")
+# What the proof reads of an inventory host: its node name and the facts its messages use.
+HOST_KEYS = ("rdma", "rdma_memlock", "node_remediation_status")
+# Of the RDMA facts, what the plan (ports, the GPU nearest each HCA, its NUMA node) and the checks'
+# messages (GPUDirect readiness, locality) read. The rest (counters' time, PCIe paths, AER, optics, the
+# kernel log...) is left where it is: copying it for every host of a large fleet was most of the
+# NCCL play's time in the main job.
+RDMA_KEYS = ("ports", "devices", "gpus", "locality", "gpudirect")
+# Of each port, all but its counters, which neither the plan nor the checks read: about half of a port's
+# values, each copied and templated again by every task that reads the views (the plan, the judgement).
+PORT_COUNTER_KEYS = frozenset(("counters", "counters_ext", "counters_saturated", "counters_data_width_bits",
+                               "hw_counters", "hw_counters_lifespan_ms"))
+
+
+def _without_counters(port):
+    return {key: item for key, item in port.items() if key not in PORT_COUNTER_KEYS} if isinstance(port, Mapping) else port
+
+
+def host_view(host_vars):
+    """One host's variables -> ``{k8s_node_name, ansible_facts: {rdma, rdma_memlock, node_remediation_status}}``
+    (``rdma``: RDMA_KEYS, the ports without their counters), as plain data.
+
+    Facts come from ``ansible_facts`` (live or a fact cache) or, injected, from the top level."""
+    facts = host_vars.get("ansible_facts") if isinstance(host_vars.get("ansible_facts"), Mapping) else {}
+    picked = {}
+    for key in HOST_KEYS:
+        # The top level only where ansible_facts lacks the key (facts injected as variables).
+        value = facts[key] if key in facts else host_vars.get(key)
+        if key == "rdma" and isinstance(value, Mapping):
+            value = {name: value[name] for name in RDMA_KEYS if name in value}
+            if isinstance(value.get("ports"), list):
+                value["ports"] = [_without_counters(port) for port in value["ports"]]
+        if value is not None:
+            picked[key] = plain_data(value)
+    view = {"ansible_facts": picked}
+    if host_vars.get("k8s_node_name"):
+        view["k8s_node_name"] = str(host_vars["k8s_node_name"])
+    return view
+
+
+class HostFacts(Mapping):
+    """``{host: facts}`` of ``hosts`` as the checks read them (``nodes``: the ``ansible_facts`` of
+    :func:`host_view`), each read from Ansible's ``hostvars`` only when a check asks for that host.
+
+    The checks ask about the hosts of a group whose NCCL log shows a fault, or of a pod that failed; the
+    facts of a thousand hosts are not copied through a template (and its finalising walk) for them. Read
+    raw (``raw_get``): facts and inventory names are never templates."""
+
+    def __init__(self, hostvars, hosts):
+        if not hasattr(hostvars, "raw_get") and not isinstance(hostvars, Mapping):
+            raise CheckError("the hosts' facts need Ansible's hostvars, got %s" % type(hostvars).__name__)
+        self._hostvars = hostvars
+        self._hosts = list(dict.fromkeys(str(host) for host in hosts))
+        self._read = {}
+
+    def __getitem__(self, host):
+        if host not in self._read:
+            if host not in self._hosts:
+                raise KeyError(host)
+            try:
+                host_vars = self._hostvars.raw_get(host) if hasattr(self._hostvars, "raw_get") else self._hostvars.get(host)
+            except Exception:  # hostvars raises for a host outside the inventory (an implicit localhost)
+                host_vars = None
+            # A host outside the inventory: raw_get gives an undefined value; it has no facts.
+            self._read[host] = host_view(host_vars)["ansible_facts"] if isinstance(host_vars, Mapping) else {}
+        return self._read[host]
+
+    def __iter__(self):
+        return iter(self._hosts)
+
+    def __len__(self):
+        return len(self._hosts)
+
+
 NODE_NCCL_KEYS = ("group", "source", "network", "transports", "hcas_used", "gdrdma_channels", "busbw_at_largest", "min_busbw")
 
 
