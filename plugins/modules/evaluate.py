@@ -65,7 +65,7 @@ options:
         cluster-scope role that judges nodes from the controller (C(pod_proof)). The action reads a host's
         facts from C(hostvars) when a check asks about that host, instead of a template copying every
         host's facts into O(params).
-      - Not with O(params.nodes), nor with O(roles).
+      - Not with a C(nodes) in O(params), nor with O(roles).
     type: list
     elements: str
   facts:
