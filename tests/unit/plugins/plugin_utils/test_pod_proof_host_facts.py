@@ -74,9 +74,9 @@ def test_the_judgement_reads_only_the_hosts_it_asks_about_and_judges_the_same(tm
     demo = demo_hosts(tmp_path / "facts")
     variables = {host: {"ansible_facts": dict({"rdma": demo[host]["rdma"]}, **({"rdma_memlock": CAPPED} if host == "v100-node-02" else {}))}
                  for host in DEMO_HOSTS}
-    copied, _ = pod_proof_run(tmp_path / "copied", nodes={host: host_view(variables[host])["ansible_facts"] for host in DEMO_HOSTS})
+    copied = pod_proof_run(tmp_path / "copied", nodes={host: host_view(variables[host])["ansible_facts"] for host in DEMO_HOSTS})[0]
     hostvars = RawHostvars(variables)
-    on_demand, _ = pod_proof_run(tmp_path / "on-demand", nodes=HostFacts(hostvars, DEMO_HOSTS))
+    on_demand = pod_proof_run(tmp_path / "on-demand", nodes=HostFacts(hostvars, DEMO_HOSTS))[0]
     assert on_demand == copied
     # The node's own probe is in the findings it explains: the facts reached the checks.
     said = " ".join(f["message"] for f in copied["pod_proof_findings"])
