@@ -29,10 +29,9 @@ def pod_proof_host_views(hostvars, hosts):
         raise AnsibleFilterError("rdma.node.pod_proof_host_views: expected a list of inventory hosts, got %s" % type(hosts).__name__)
     views = {}
     for host in hosts:
-        # A host outside the inventory: raw_get gives an undefined value, a plain mapping None; either
-        # way the host has no facts, and the plan leaves it out with a note.
-        host_vars = hostvars.raw_get(host) if hasattr(hostvars, "raw_get") else hostvars.get(host)
-        views[str(host)] = _pod_proof.host_view(host_vars) if isinstance(host_vars, Mapping) else {"ansible_facts": {}}
+        # A host outside the inventory has no facts, and the plan leaves it out with a note.
+        host_vars = _pod_proof.raw_host_variables(hostvars, host)
+        views[str(host)] = _pod_proof.host_view(host_vars) if host_vars is not None else {"ansible_facts": {}}
     return views
 
 

@@ -633,6 +633,17 @@ def host_view(host_vars):
     return view
 
 
+def raw_host_variables(hostvars, host):
+    """A host's variables from Ansible's ``hostvars`` read raw (``raw_get``: facts and inventory names are never
+    templates), or from a plain mapping; None for a host outside the inventory (raw_get gives an undefined value,
+    and hostvars raises for an implicit localhost)."""
+    try:
+        host_vars = hostvars.raw_get(host) if hasattr(hostvars, "raw_get") else hostvars.get(host)
+    except Exception:  # hostvars raises for a host outside the inventory (an implicit localhost)
+        return None
+    return host_vars if isinstance(host_vars, Mapping) else None
+
+
 class HostFacts(Mapping):
     """``{host: facts}`` of ``hosts`` as the checks read them (``nodes``: the ``ansible_facts`` of
     :func:`host_view`), each read from Ansible's ``hostvars`` only when a check asks for that host.
@@ -645,19 +656,17 @@ class HostFacts(Mapping):
         if not hasattr(hostvars, "raw_get") and not isinstance(hostvars, Mapping):
             raise CheckError("the hosts' facts need Ansible's hostvars, got %s" % type(hostvars).__name__)
         self._hostvars = hostvars
-        self._hosts = list(dict.fromkeys(str(host) for host in hosts))
+        # A dict, not a list: a check asks about a host in constant time, a thousand hosts or four.
+        self._hosts = dict.fromkeys(str(host) for host in hosts)
         self._read = {}
 
     def __getitem__(self, host):
         if host not in self._read:
             if host not in self._hosts:
                 raise KeyError(host)
-            try:
-                host_vars = self._hostvars.raw_get(host) if hasattr(self._hostvars, "raw_get") else self._hostvars.get(host)
-            except Exception:  # hostvars raises for a host outside the inventory (an implicit localhost)
-                host_vars = None
-            # A host outside the inventory: raw_get gives an undefined value; it has no facts.
-            self._read[host] = host_view(host_vars)["ansible_facts"] if isinstance(host_vars, Mapping) else {}
+            host_vars = raw_host_variables(self._hostvars, host)
+            # A host outside the inventory has no facts.
+            self._read[host] = host_view(host_vars)["ansible_facts"] if host_vars is not None else {}
         return self._read[host]
 
     def __iter__(self):
