@@ -13,10 +13,18 @@ off: bench_fleet's ``site_noinject``), it times side by side, alternating in rou
 * ``ping``: ``ansible.builtin.ping`` on every host;
 * ``site``: ``rdma.node.site`` without remediation, with the jsonfile fact cache.
 
+Each command of a session runs through root's login shell, bash, which sources ``~/.bashrc`` when sshd
+starts it. On a node that file does next to nothing for a command; on the machine that runs this
+benchmark it may set up a developer's tools (a ``pyenv init`` costs 190 ms of CPU per command here),
+which would be charged to every command of the fleet, twice to a host of ``site`` (its module, then its
+metrics file) and once to a host of ``ping``. So by default the daemons give their sessions
+``SHLVL=1`` (sshd's ``SetEnv``): bash sources the rc files under sshd only as a shell of the first
+level. ``--root-bashrc source`` keeps this machine's rc files, to compare.
+
 Prints the medians, hosts per minute, and site / ping per setting. Usage::
 
     python benchmarks/bench_ssh_fleet.py [--hosts 200] [--rounds 3] [--forks default] [--pipelining on,off]
-                                         [--facts-as-vars on]
+                                         [--facts-as-vars on] [--root-bashrc skip]
 
 Needs ``/usr/sbin/sshd`` (Debian's openssh-server) and root (sshd's privilege separation).
 """
@@ -61,8 +69,9 @@ def free_port():
 class SshFleet:
     """sshd daemons on loopback addresses, keys, and the inventory variables that reach them."""
 
-    def __init__(self, base, count):
+    def __init__(self, base, count, root_bashrc="skip"):
         self.base, self.count = base / "ssh", count
+        self.root_bashrc = root_bashrc
         self.port = free_port()
         self.daemons = []
 
@@ -78,7 +87,9 @@ class SshFleet:
             number = start // ADDRESSES_PER_SSHD
             config = self.base / ("sshd-%d.conf" % number)
             listen = "".join("ListenAddress %s:%d\n" % (address, self.port) for address in addresses[start:start + ADDRESSES_PER_SSHD])
-            config.write_text(listen + (
+            # A session's bash at shell level 2 does not source /etc/bash.bashrc and ~/.bashrc (the module docstring).
+            session_environment = "SetEnv SHLVL=1\n" if self.root_bashrc == "skip" else ""
+            config.write_text(listen + session_environment + (
                 "HostKey {base}/host_key\nPidFile {base}/sshd-{n}.pid\nAuthorizedKeysFile {base}/authorized_keys\n"
                 "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
                 "StrictModes no\nMaxStartups 1000:30:1000\nMaxSessions 100\nLogLevel ERROR\nSubsystem sftp internal-sftp\n"
@@ -135,6 +146,8 @@ def main(argv=None):
     parser.add_argument("--forks", default="default", help="'default' (ansible's 5) or a number")
     parser.add_argument("--pipelining", default="on,off", help="comma-separated: on, off")
     parser.add_argument("--facts-as-vars", default="on", help="inject_facts_as_vars, comma-separated: on (ansible-core's default), off")
+    parser.add_argument("--root-bashrc", default="skip", choices=("skip", "source"),
+                        help="whether each session's bash sources this machine's /etc/bash.bashrc and ~/.bashrc (the module docstring)")
     options = parser.parse_args(argv)
     if not os.path.exists(SSHD):
         parser.error("%s is not installed: apt-get install openssh-server (it is only started by this benchmark)" % SSHD)
@@ -142,14 +155,15 @@ def main(argv=None):
                 for injected in options.facts_as_vars.split(",") if injected.strip()]
     context = tempfile.TemporaryDirectory(prefix="rdma-node-ssh-fleet-")
     base = Path(context.name)
-    fleet = SshFleet(base, options.hosts)
+    fleet = SshFleet(base, options.hosts, options.root_bashrc)
     times = {setting: {job: [] for job in JOBS} for setting in settings}
     try:
         (base / "tmp").mkdir()
         inventory = bench_fleet.build_fleet(base, [options.hosts])[options.hosts]
         reached = over_ssh(inventory, fleet)
         fleet.start()
-        print("%d hosts over SSH at 127.0.x.y:%d, %d sshd" % (reached, fleet.port, len(fleet.daemons)), file=sys.stderr)
+        print("%d hosts over SSH at 127.0.x.y:%d, %d sshd, root's bashrc: %s" % (reached, fleet.port, len(fleet.daemons), options.root_bashrc),
+              file=sys.stderr)
         for round_number in range(options.rounds):
             for setting in settings:
                 pipelining, injected = setting
