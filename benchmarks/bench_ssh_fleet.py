@@ -94,7 +94,10 @@ class SshFleet:
                 "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
                 "StrictModes no\nMaxStartups 1000:30:1000\nMaxSessions 100\nLogLevel ERROR\nSubsystem sftp internal-sftp\n"
             ).format(base=self.base, n=number))
-            subprocess.run([SSHD, "-t", "-f", str(config)], check=True)
+            checked = subprocess.run([SSHD, "-t", "-f", str(config)], capture_output=True, text=True, check=False)
+            if checked.returncode != 0:
+                # An older sshd refuses SetEnv (OpenSSH 7.8 and later know it): one sentence, not a traceback.
+                raise SystemExit("%s refused the benchmark's configuration %s: %s" % (SSHD, config, " ".join(checked.stderr.split()) or "no reason given"))
             # -D: in the foreground, so the pid is the one this script started and stops.
             self.daemons.append(subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stderr=subprocess.DEVNULL))  # pylint: disable=consider-using-with
             self._wait_listening(addresses[start])
